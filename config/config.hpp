@@ -1,0 +1,86 @@
+#pragma once
+/// The run's configuration: the TOML schema of a run and the checks that keep a bad file from
+/// starting one. Every rejection names the file, the line, the key, the value and what was
+/// expected; values of keys that may hold secrets are never echoed.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+enum class ProviderKind { Builtin, OpenAI, Anthropic };
+const char* provider_name(ProviderKind p);
+
+struct RunConfig {
+  std::string name = "autokernel";
+  std::string workdir = "runs";    ///< resolved against the config file's folder
+  double max_hours = 0;            ///< 0: no wall-time budget for the whole run
+  int64_t max_experiments = 0;     ///< 0: no limit
+};
+
+struct GpuConfig {
+  int device = 0;
+  std::string arch = "auto";       ///< "auto" (read off the device) or sm_NN / sm_NNa
+};
+
+struct HarnessConfig {
+  double stage_timeout_s = 60;     ///< watchdog limit for one stage of one candidate
+  int warmup = 10;                 ///< launches before timing
+  int repetitions = 100;           ///< timed launches; the median is reported
+};
+
+struct LlmConfig {
+  ProviderKind provider = ProviderKind::Builtin;
+  std::string model;
+  std::string base_url;            ///< empty: the provider's public endpoint
+  std::string api_key_env;         ///< name of the variable holding the key
+  std::string api_key_file;        ///< or a file holding it (systemd LoadCredential=)
+  double connect_timeout_s = 10;
+  double request_timeout_s = 300;
+  int max_retries = 5;
+  int max_output_tokens = 16000;
+  int64_t token_budget = 0;        ///< 0: unlimited
+  double cost_budget_usd = 0;      ///< 0: unlimited
+  double usd_per_mtok_input = 0;
+  double usd_per_mtok_output = 0;
+};
+
+struct ConvergenceConfig {
+  int max_consecutive_reverts = 5;
+  double peak_fraction = 0.90;
+  double max_hours_per_kernel = 2.0;
+  double target_speedup = 2.0;
+  double keep_threshold = 0.01;    ///< a candidate must be this much faster to be kept
+};
+
+struct KernelEntry {
+  std::string type;
+  std::vector<int64_t> shape;
+  std::string dtype = "fp16";
+  double weight = 1.0;                  ///< share of the user's GPU time spent in this kernel
+  std::optional<double> baseline_us;    ///< its time in the user's program today
+  int line = 0;                         ///< where it stands in the file, for messages
+};
+
+struct Config {
+  std::string path;                     ///< the file it was read from
+  RunConfig run;
+  GpuConfig gpu;
+  HarnessConfig harness;
+  LlmConfig llm;
+  ConvergenceConfig convergence;
+  std::vector<KernelEntry> kernels;
+
+  /// The run directory: workdir/name, workdir taken relative to the config file.
+  std::string run_dir() const;
+};
+
+/// Reads and checks a config file. Errors name file:line, the key and what was expected.
+Result<Config> load_config(const std::string& path);
+/// Same, from text (path is used in messages and to resolve relative paths).
+Result<Config> parse_config(const std::string& text, const std::string& path);
+
+}  // namespace ak

@@ -1,0 +1,88 @@
+#include "daemon/arg_parser.hpp"
+
+namespace ak {
+
+ArgParser& ArgParser::option(const std::string& name, const std::string& value_name, const std::string& help,
+                             std::string* out) {
+  opts_.push_back({name, value_name, help, out, nullptr});
+  return *this;
+}
+
+ArgParser& ArgParser::flag(const std::string& name, const std::string& help, bool* out) {
+  opts_.push_back({name, "", help, nullptr, out});
+  return *this;
+}
+
+ArgParser& ArgParser::positional(const std::string& name, const std::string& help, std::string* out, bool required) {
+  pos_.push_back({name, help, out, required});
+  return *this;
+}
+
+ArgParser& ArgParser::rest(const std::string& name, const std::string& help, std::vector<std::string>* out) {
+  rest_name_ = name;
+  rest_help_ = help;
+  rest_ = out;
+  return *this;
+}
+
+Status ArgParser::parse(const std::vector<std::string>& args, bool& help_requested) {
+  help_requested = false;
+  size_t next_pos = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      help_requested = true;
+      return ok();
+    }
+    if (a == "--" && rest_) {
+      rest_->assign(args.begin() + long(i) + 1, args.end());
+      break;
+    }
+    if (a.rfind("--", 0) == 0) {
+      std::string name = a.substr(2), value;
+      bool has_value = false;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+      const Opt* opt = nullptr;
+      for (auto& o : opts_)
+        if (o.name == name) opt = &o;
+      if (!opt) return error("unknown option --" + name + " (see --help)");
+      if (opt->flag) {
+        if (has_value) return error("--" + name + " takes no value");
+        *opt->flag = true;
+        continue;
+      }
+      if (!has_value) {
+        if (i + 1 >= args.size()) return error("--" + name + " needs a value: --" + name + " " + opt->value_name);
+        value = args[++i];
+      }
+      *opt->value = value;
+      continue;
+    }
+    if (next_pos >= pos_.size())
+      return error("unexpected argument '" + a + "' (see --help)");
+    *pos_[next_pos++].out = a;
+  }
+  for (size_t p = next_pos; p < pos_.size(); ++p)
+    if (pos_[p].required) return error("missing " + pos_[p].name + " (usage: " + usage_ + ")");
+  return ok();
+}
+
+std::string ArgParser::help() const {
+  std::string h = "usage: " + usage_ + "\n\n" + description_ + "\n";
+  if (!pos_.empty() || rest_) h += "\narguments:\n";
+  for (auto& p : pos_) h += "  " + p.name + std::string(std::max<size_t>(2, 22 - p.name.size()), ' ') + p.help + "\n";
+  if (rest_) h += "  -- " + rest_name_ + std::string(std::max<size_t>(2, 19 - rest_name_.size()), ' ') + rest_help_ + "\n";
+  h += "\noptions:\n";
+  for (auto& o : opts_) {
+    std::string left = "--" + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
+    h += "  " + left + std::string(std::max<size_t>(2, 22 - left.size()), ' ') + o.help + "\n";
+  }
+  h += "  --help                show this help\n";
+  return h;
+}
+
+}  // namespace ak

@@ -1,0 +1,66 @@
+// autokernel compile FILE.cu --kernel TYPE [--arch sm_90a]: the compile step alone, no GPU needed.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/arg_parser.hpp"
+#include "daemon/commands.hpp"
+#include "daemon/kernel_file.hpp"
+#include "harness/kernel_contract.hpp"
+#include "harness/nvrtc_compile.hpp"
+
+namespace ak {
+
+int compile_command(const Args& args) {
+  std::string file, type, arch = "sm_90a";
+  bool json = false;
+  ArgParser p("autokernel compile FILE.cu --kernel TYPE [--arch sm_90a] [--json]",
+              "Checks the kernel-file contract and compiles FILE.cu with NVRTC for every dtype of the\n"
+              "type; prints registers, spills and shared memory per entry point, or the compile log.\n"
+              "Needs no GPU. FILE 'starter' compiles the type's starter. Exit 0 compiled, 1 not.");
+  p.positional("FILE.cu", "the kernel file, or 'starter'", &file)
+      .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
+      .option("arch", "ARCH", "the GPU architecture, e.g. sm_80, sm_90a (default sm_90a)", &arch)
+      .flag("json", "print the result as JSON", &json);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (type.empty()) {
+    std::fprintf(stderr, "autokernel compile: --kernel TYPE is required\n");
+    return kExitUsage;
+  }
+  auto spec = spec_for(type);
+  if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
+  auto source = read_kernel_file(file, **spec);
+  if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+
+  nlohmann::json out{{"file", file}, {"kernel", type}, {"arch", arch}};
+  auto problems = contract_violations(*source, **spec);
+  CompileRequest req{*source, file == "starter" ? type + ".cu" : file, {}, arch};
+  for (DType d : (*spec)->dtypes) req.name_expressions.push_back(entry_expression(**spec, d));
+  auto compiled = problems.empty() ? nvrtc_compile(req) : Result<CompileOutput>(CompileOutput{});
+  if (!compiled) return std::fprintf(stderr, "%s\n", compiled.error().message.c_str()), kExitUsage;
+  out["ok"] = problems.empty() && compiled->ok;
+  out["contract_violations"] = problems;
+  out["log"] = compiled->log;
+  out["seconds"] = compiled->seconds;
+  for (auto& f : compiled->functions)
+    out["functions"].push_back({{"name", f.name_expression}, {"registers", f.registers},
+                                {"spill_stores", f.spill_stores}, {"spill_loads", f.spill_loads},
+                                {"stack_bytes", f.stack_bytes}, {"static_smem_bytes", f.static_smem_bytes}});
+  if (json) {
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (!problems.empty()) {
+    std::printf("%s breaks the kernel contract:\n", file.c_str());
+    for (auto& pr : problems) std::printf("  - %s\n", pr.c_str());
+  } else if (!compiled->ok) {
+    std::printf("%s does not compile for %s:\n%s\n", file.c_str(), arch.c_str(), compiled->log.c_str());
+  } else {
+    std::printf("%s compiles for %s in %.2f s\n", file.c_str(), arch.c_str(), compiled->seconds);
+    for (auto& f : compiled->functions)
+      std::printf("  %-34s %3d registers, %d bytes spilled, %d bytes static shared memory\n", f.name_expression.c_str(),
+                  f.registers, f.spill_stores + f.spill_loads, f.static_smem_bytes);
+    if (!compiled->log.empty()) std::printf("compiler said:\n%s\n", compiled->log.c_str());
+  }
+  return out["ok"].get<bool>() ? kExitOk : kExitFailure;
+}
+
+}  // namespace ak

@@ -1,0 +1,25 @@
+#pragma once
+/// The subcommands of `autokernel`, one file each under daemon/. Each takes the arguments after
+/// its name and returns the process exit code (DESIGN.md: 0 success, 1 failure, 2 bad usage or
+/// bad config or no GPU).
+#include <string>
+#include <vector>
+
+namespace ak {
+
+using Args = std::vector<std::string>;
+
+enum ExitCode : int { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+int config_command(const Args& args);   ///< config check FILE
+int kernels_command(const Args& args);  ///< the kernel types and their contracts
+int compile_command(const Args& args);  ///< NVRTC compile of a kernel file, no GPU needed
+int bench_command(const Args& args);    ///< one full evaluation of a kernel file
+int worker_command(const Args& args);   ///< internal: serves evaluations for the daemon
+int run_command(const Args& args);      ///< the optimization loop
+
+/// Parses with `parser`; prints help or the error. Returns -1 to go on, else the exit code.
+class ArgParser;
+int parse_or_exit(ArgParser& parser, const Args& args);
+
+}  // namespace ak

@@ -1,0 +1,15 @@
+#pragma once
+/// Reading the kernel file a command was given, or the type's embedded starter.
+#include <string>
+
+#include "common/result.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+/// The spec of `type`, or an Error listing the known types.
+Result<const KernelSpec*> spec_for(const std::string& type);
+/// The file's text; "starter" (or empty) gives the type's embedded starter.
+Result<std::string> read_kernel_file(const std::string& path, const KernelSpec& spec);
+
+}  // namespace ak

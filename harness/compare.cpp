@@ -1,0 +1,80 @@
+#include "harness/compare.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "harness/host_dtype.hpp"
+#include "harness/inputs.hpp"
+
+namespace ak {
+namespace {
+
+bool is_poison(const void* data, DType d, int64_t i) {
+  if (d == DType::F32) {
+    uint32_t v;
+    std::memcpy(&v, static_cast<const char*>(data) + 4 * i, 4);
+    return v == 0xFFFFFFFFu;
+  }
+  return static_cast<const uint16_t*>(data)[i] == 0xFFFF;
+}
+
+/// How far outside the tolerance an element is: <= 1 passes, infinity for a wrong non-finite.
+double error_ratio(float got, float expected, Tolerance tol) {
+  if (std::isnan(expected)) return std::isnan(got) ? 0 : std::numeric_limits<double>::infinity();
+  if (std::isinf(expected)) return got == expected ? 0 : std::numeric_limits<double>::infinity();
+  if (!std::isfinite(got)) return std::numeric_limits<double>::infinity();
+  return std::fabs(double(got) - expected) / (tol.atol + tol.rtol * std::fabs(double(expected)));
+}
+
+}  // namespace
+
+std::string Comparison::describe() const {
+  if (pass()) return "all " + std::to_string(elements) + " elements within tolerance";
+  std::ostringstream o;
+  o << mismatched << " of " << elements << " elements wrong";
+  if (unwritten) o << " (" << unwritten << " never written)";
+  o << "; worst at index " << worst_index << ": got " << worst_got << ", expected " << worst_expected;
+  if (std::isfinite(worst_ratio)) o << " (" << worst_ratio << "x the tolerance)";
+  return o.str();
+}
+
+Comparison compare_output(const void* got, DType d, const float* expected, int64_t n, Tolerance tol) {
+  Comparison total;
+  total.elements = n;
+  std::mutex m;
+  parallel_for(n, [&](int64_t begin, int64_t end) {
+    Comparison part;
+    for (int64_t i = begin; i < end; ++i) {
+      bool poison = is_poison(got, d, i) && !std::isnan(expected[i]);
+      float g = load_as_float(got, d, size_t(i));
+      double r = poison ? std::numeric_limits<double>::infinity() : error_ratio(g, expected[i], tol);
+      if (r <= 1.0) continue;
+      ++part.mismatched;
+      part.unwritten += poison;
+      // The first of the worst: an unwritten element outranks any wrong value.
+      if (r > part.worst_ratio || part.worst_index < 0) {
+        part.worst_ratio = r;
+        part.worst_index = i;
+        part.worst_got = g;
+        part.worst_expected = expected[i];
+      }
+    }
+    std::lock_guard<std::mutex> lock(m);
+    total.mismatched += part.mismatched;
+    total.unwritten += part.unwritten;
+    if (part.worst_index >= 0 &&
+        (total.worst_index < 0 || part.worst_ratio > total.worst_ratio ||
+         (part.worst_ratio == total.worst_ratio && part.worst_index < total.worst_index))) {
+      total.worst_index = part.worst_index;
+      total.worst_ratio = part.worst_ratio;
+      total.worst_got = part.worst_got;
+      total.worst_expected = part.worst_expected;
+    }
+  });
+  return total;
+}
+
+}  // namespace ak

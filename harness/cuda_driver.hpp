@@ -1,0 +1,43 @@
+#pragma once
+/// The CUDA driver, loaded at run time. autokernel never links libcuda: a machine without an
+/// NVIDIA driver can still build, compile kernels and check configs, and "no GPU" is an ordinary
+/// answer rather than a loader failure.
+#include <cuda.h>
+
+#include <string>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+// Each entry is typed from cuda.h; cuda.h's version macros (cuMemAlloc -> cuMemAlloc_v2) apply
+// to the member names and the calls alike, and cuGetProcAddress hands back the matching ABI.
+#define AK_DRIVER_FUNCTIONS(X)                                                              \
+  X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)   \
+  X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)              \
+  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)         \
+  X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemGetInfo)         \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal)         \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuEventCreate)            \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)            \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)
+
+struct CudaDriver {
+#define AK_DECLARE(name) decltype(&::name) name = nullptr;
+  AK_DRIVER_FUNCTIONS(AK_DECLARE)
+#undef AK_DECLARE
+};
+
+/// The driver, loaded once per process; an Error says why there is none ("no NVIDIA driver").
+Result<const CudaDriver*> cuda_driver();
+
+/// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
+std::string cu_error_text(CUresult r);
+
+/// Errors after which the context is unusable: the process that saw one must end.
+bool cu_error_is_sticky(CUresult r);
+
+/// Turns a CUresult into a Status naming the call that failed.
+Status cu_check(CUresult r, const std::string& what);
+
+}  // namespace ak

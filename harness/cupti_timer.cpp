@@ -1,0 +1,77 @@
+#include "harness/cupti_timer.hpp"
+
+#include <cupti.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+namespace ak {
+namespace {
+
+struct Record {
+  std::string name;
+  uint64_t start, end;
+};
+
+std::mutex g_mutex;
+std::vector<Record> g_records;
+
+constexpr size_t kBufferBytes = 8 << 20;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = kBufferBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+    g_records.push_back({k->name ? k->name : "", k->start, k->end});
+  }
+  std::free(buffer);
+}
+
+Status check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return ok();
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  return error(std::string("CUPTI: ") + what + " failed: " + (text ? text : "?") +
+               " (is another profiler attached? CUPTI allows one subscriber per process)");
+}
+
+}  // namespace
+
+Status CuptiKernelTimer::start() {
+  static Status registered = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+                                   "registering activity buffers");
+  if (!registered) return registered;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_records.clear();
+  }
+  return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
+}
+
+Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel) {
+  if (auto s = check(cuptiActivityFlushAll(1), "flushing activity records"); !s) return s.error();
+  if (auto s = check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "disabling kernel activity"); !s)
+    return s.error();
+  std::vector<Record> mine;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (auto& r : g_records)
+      if (r.name == kernel) mine.push_back(r);
+    g_records.clear();
+  }
+  std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  std::vector<double> us;
+  for (auto& r : mine) us.push_back(double(r.end - r.start) / 1000.0);
+  return us;
+}
+
+}  // namespace ak

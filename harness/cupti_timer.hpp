@@ -1,0 +1,20 @@
+#pragma once
+/// Per-launch GPU durations from CUPTI's activity records: the kernel's own time on the GPU,
+/// free of launch overhead and of whatever else runs on the stream (the L2 flush, copies).
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+class CuptiKernelTimer {
+ public:
+  /// Starts recording kernel activity (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
+  static Status start();
+  /// Stops, flushes, and returns the durations in microseconds of the launches of the kernel
+  /// whose mangled name is `kernel`, in launch order.
+  static Result<std::vector<double>> stop(const std::string& kernel);
+};
+
+}  // namespace ak

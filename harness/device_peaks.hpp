@@ -1,0 +1,20 @@
+#pragma once
+/// Measuring a GPU's bandwidth once and caching it per GPU, so every verdict's pct_peak is
+/// against what this very card reaches.
+#include <string>
+
+#include "harness/gpu_context.hpp"
+#include "harness/roofline.hpp"
+
+namespace ak {
+
+/// The cached peaks of this GPU, measured now if there are none yet.
+Result<DevicePeaks> device_peaks(GpuContext& gpu);
+
+/// Where they are cached: $AUTOKERNEL_CACHE_DIR, $XDG_CACHE_HOME/autokernel, ~/.cache/autokernel.
+std::string peaks_cache_file(const GpuInfo& info);
+
+/// Device-to-device copy of 1 GiB, median of 10 after warm-up: (read + write) bytes / time.
+Result<double> measure_copy_bandwidth(GpuContext& gpu);
+
+}  // namespace ak

@@ -1,0 +1,234 @@
+#include "harness/evaluate.hpp"
+
+#include <chrono>
+
+#include "harness/benchmark.hpp"
+#include "harness/kernel_contract.hpp"
+#include "harness/roofline.hpp"
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+CompileRequest compile_request(const KernelSpec& spec, const std::string& source, const std::string& arch,
+                               bool reference) {
+  CompileRequest c;
+  c.source = source;
+  c.filename = spec.type + (reference ? "_reference.cu" : ".cu");
+  c.arch = arch;
+  for (DType d : spec.dtypes) c.name_expressions.push_back(reference ? reference_expression(spec, d) : entry_expression(spec, d));
+  return c;
+}
+
+Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
+  v.total_seconds = since(t0);
+  return v;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const EvalRequest& r) {
+  j = {{"kernel_type", r.kernel_type}, {"source", r.source}, {"dtype", r.dtype}, {"shape", r.shape},
+       {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
+       {"repetitions", r.repetitions}};
+  if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
+}
+
+void from_json(const nlohmann::json& j, EvalRequest& r) {
+  r.kernel_type = j.at("kernel_type").get<std::string>();
+  r.source = j.at("source").get<std::string>();
+  r.dtype = j.value("dtype", "fp16");
+  r.shape = j.value("shape", Shape{});
+  r.arch = j.value("arch", "");
+  r.seed = j.value("seed", uint64_t(0));
+  r.time_starter = j.value("time_starter", true);
+  r.warmup = j.value("warmup", 10);
+  r.repetitions = j.value("repetitions", 100);
+  if (j.contains("baseline_us")) r.baseline_us = j["baseline_us"].get<double>();
+}
+
+Result<std::unique_ptr<Harness>> Harness::open(int device) {
+  auto gpu = GpuContext::open(device);
+  if (!gpu) return gpu.error();
+  std::unique_ptr<Harness> h(new Harness());
+  h->gpu_ = std::move(*gpu);
+  auto peaks = device_peaks(*h->gpu_);
+  if (!peaks) return peaks.error();
+  h->peaks_ = *peaks;
+  return h;
+}
+
+Result<LaunchableKernel*> Harness::reference(const KernelSpec& spec) {
+  if (auto it = references_.find(spec.type); it != references_.end()) return &it->second;
+  auto compiled = nvrtc_compile(compile_request(spec, spec.reference_source, gpu_->info().arch, true));
+  if (!compiled) return compiled.error();
+  if (!compiled->ok) return error("the " + spec.type + " reference does not compile (a harness bug): " + compiled->log);
+  auto k = LaunchableKernel::reference(*gpu_, spec, *compiled);
+  if (!k) return k.error();
+  return &references_.emplace(spec.type, std::move(*k)).first->second;
+}
+
+Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
+                                const EvalRequest& req, bool& sticky) {
+  std::vector<DeviceBuffer> ins, outs;
+  RunBuffers b;
+  uint64_t seed = req.seed ^ 0xb0b0;
+  for (const ArgSpec& a : spec.args) {
+    if (a.kind != ArgSpec::Input && a.kind != ArgSpec::Output) continue;
+    const int64_t n = a.numel(shape);
+    auto buf = gpu_->alloc(size_t(n) * dtype_size(d));
+    if (!buf) return buf.error();
+    if (a.kind == ArgSpec::Input) {
+      auto host = make_input(d, n, spec.cols(shape), a.fill, Recipe::Normal, ++seed);
+      if (auto s = gpu_->upload(*buf, host.data(), host.size()); !s) return s.error();
+      ins.push_back(std::move(*buf));
+    } else {
+      outs.push_back(std::move(*buf));
+    }
+  }
+  for (auto& x : ins) b.inputs.push_back(&x);
+  for (auto& x : outs) b.outputs.push_back(&x);
+  BenchmarkPlan plan{req.warmup, req.repetitions};
+  return time_kernel(*gpu_, k.lowered_name(d), [&] { return k.launch(spec, d, shape, b); }, plan, sticky);
+}
+
+Result<double> Harness::cached_time(const std::string& what, const KernelSpec& spec, const std::string& source,
+                                    DType d, const Shape& shape, const EvalRequest& req) {
+  const std::string key = what + "|" + spec.type + "|" + shape_str(shape) + "|" + dtype_name(d);
+  if (auto it = time_cache_.find(key); it != time_cache_.end()) return it->second;
+  bool sticky = false;
+  Result<Timing> t = error("");
+  if (what == "reference") {
+    auto ref = reference(spec);
+    if (!ref) return ref.error();
+    t = time_at(spec, **ref, d, shape, req, sticky);
+  } else {
+    auto compiled = nvrtc_compile(compile_request(spec, source, gpu_->info().arch, false));
+    if (!compiled) return compiled.error();
+    if (!compiled->ok) return error("the " + spec.type + " starter does not compile: " + compiled->log);
+    auto k = LaunchableKernel::candidate(*gpu_, spec, *compiled);
+    if (!k) return k.error();
+    t = time_at(spec, *k, d, shape, req, sticky);
+  }
+  if (!t) return t.error();
+  return time_cache_[key] = t->median_us;
+}
+
+Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Verdict v;
+  v.kernel_type = req.kernel_type;
+  v.gpu = gpu_->info().name;
+  v.arch = req.arch.empty() ? gpu_->info().arch : req.arch;
+  v.seed = req.seed ? req.seed : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  const KernelSpec* spec = find_spec(req.kernel_type);
+  auto dtype = parse_dtype(req.dtype);
+  if (!spec || !dtype) {
+    v.message = !spec ? "unknown kernel type '" + req.kernel_type + "'" : "unknown dtype '" + req.dtype + "'";
+    return finish(v, t0);
+  }
+  const Shape shape = req.shape.empty() ? spec->bench_shape : req.shape;
+  v.dtype = dtype_name(*dtype);
+  v.shape = shape_str(shape);
+
+  // Compile.
+  if (on_stage) on_stage("compile");
+  auto tc = std::chrono::steady_clock::now();
+  auto fail_compile = [&](const std::string& msg, const std::string& log) {
+    v.correctness = Correctness::CompileError;
+    v.message = msg;
+    v.compile_log = log;
+    v.failed_stage = "compile";
+    v.stages.push_back({"compile", false, since(tc), msg});
+    return finish(v, t0);
+  };
+  if (auto problems = contract_violations(req.source, *spec); !problems.empty()) {
+    std::string all;
+    for (auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+    return fail_compile("the file breaks the kernel contract: " + all, "");
+  }
+  auto compiled = nvrtc_compile(compile_request(*spec, req.source, v.arch, false));
+  if (!compiled) return fail_compile(compiled.error().message, "");
+  if (!compiled->ok) return fail_compile("NVRTC could not compile the file (see the compile log)", compiled->log);
+  for (size_t i = 0; i < spec->dtypes.size(); ++i)
+    if (spec->dtypes[i] == *dtype) {
+      const FunctionInfo& f = compiled->functions[i];
+      v.registers = f.registers;
+      v.spill_bytes = f.spill_stores + f.spill_loads;
+      v.static_smem_bytes = f.static_smem_bytes;
+    }
+  auto cand = LaunchableKernel::candidate(*gpu_, *spec, *compiled);
+  if (!cand) return fail_compile("the compiled module cannot be used: " + cand.error().message, compiled->log);
+  v.block_threads = cand->block_threads();
+  v.rows_per_block = cand->rows_per_block();
+  v.stages.push_back({"compile", true, since(tc), std::to_string(v.registers) + " registers, " +
+                                                      std::to_string(v.spill_bytes) + " bytes spilled"});
+  auto ref = reference(*spec);
+  if (!ref) {
+    v.message = ref.error().message;
+    return finish(v, t0);
+  }
+
+  // The five stages.
+  CaseRunner runner(*gpu_, *spec, *cand, **ref);
+  if (!run_five_stages(runner, *spec, v.seed, v, on_stage)) return finish(v, t0);
+
+  // Benchmark: check at the timed shape, time, judge the timing, check again.
+  if (on_stage) on_stage("benchmark");
+  auto tb = std::chrono::steady_clock::now();
+  auto bench_fail = [&](const StageFailure& f) {
+    record_failure(f, "benchmark", v);
+    v.stages.push_back({"benchmark", false, since(tb), f.message});
+    return finish(v, t0);
+  };
+  if (auto f = runner.run({shape, *dtype, Recipe::Normal, v.seed + 77})) return bench_fail(*f);
+  bool sticky = false;
+  auto timing = time_at(*spec, *cand, *dtype, shape, req, sticky);
+  if (!timing) {
+    StageFailure f;
+    f.correctness = sticky ? Correctness::Crash : Correctness::Fail;
+    f.message = timing.error().message;
+    f.at = {shape, *dtype};
+    f.context_lost = sticky;
+    return bench_fail(f);
+  }
+  v.timing = *timing;
+  Roofline roof = roofline(*spec, shape, *dtype, timing->median_us, peaks_);
+  v.throughput = roof.throughput;
+  v.throughput_unit = roof.unit;
+  v.pct_peak = roof.pct_peak;
+  v.peak_used = roof.peak;
+  if (roof.suspect) {
+    v.correctness = Correctness::Suspect;
+    v.message = "benchmark: " + std::to_string(roof.throughput) + " " + roof.unit + " is " +
+                std::to_string(int(roof.pct_peak * 100)) + "% of the measured peak (" +
+                std::to_string(int(roof.peak)) + " " + roof.unit +
+                "): faster than the device can be; the timing is not trusted";
+    v.failed_stage = "benchmark";
+    v.stages.push_back({"benchmark", false, since(tb), v.message});
+    return finish(v, t0);
+  }
+  if (auto f = runner.run({shape, *dtype, Recipe::Normal, v.seed + 78})) {
+    StageFailure g = *f;
+    g.message = "after timing: " + g.message + " (the kernel behaves differently once warmed up)";
+    return bench_fail(g);
+  }
+  v.peak_vram_mb = double(runner.peak_bytes()) / (1 << 20);
+  if (auto r = cached_time("reference", *spec, "", *dtype, shape, req)) v.reference_us = *r;
+  if (req.time_starter)
+    if (auto s = cached_time("starter", *spec, spec->starter_source(), *dtype, shape, req)) v.starter_us = *s;
+  v.baseline_us = req.baseline_us.value_or(v.reference_us);
+  v.baseline_source = req.baseline_us ? "config" : "reference kernel";
+  v.speedup = v.baseline_us > 0 ? v.baseline_us / timing->median_us : 0;
+  v.stages.push_back({"benchmark", true, since(tb),
+                      std::to_string(timing->samples) + " timed launches, L2 flushed before each"});
+  v.correctness = Correctness::Pass;
+  v.message = "passed all five stages";
+  return finish(v, t0);
+}
+
+}  // namespace ak

@@ -1,0 +1,53 @@
+#pragma once
+/// The whole evaluation of one candidate inside the worker: contract check, NVRTC compile, the
+/// five stages, a check at the benchmark shape, timing, roofline, and the same check again after
+/// timing. The daemon never calls this directly: it goes through an Evaluator.
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/device_peaks.hpp"
+#include "harness/kernel_launch.hpp"
+#include "harness/stages.hpp"
+#include "harness/verdict.hpp"
+
+namespace ak {
+
+/// One candidate to judge.
+struct EvalRequest {
+  std::string kernel_type;
+  std::string source;
+  std::string dtype = "fp16";          ///< the dtype to time (all of the spec's are validated)
+  Shape shape;                         ///< the shape to time; empty: the spec's benchmark shape
+  std::string arch;                    ///< empty: the device's own
+  uint64_t seed = 0;                   ///< 0: drawn from the clock (and recorded in the verdict)
+  std::optional<double> baseline_us;   ///< the user's time today; else the reference kernel's
+  bool time_starter = true;            ///< also time the type's starter (cached per shape)
+  int warmup = 10, repetitions = 100;
+};
+void to_json(nlohmann::json& j, const EvalRequest& r);
+void from_json(const nlohmann::json& j, EvalRequest& r);
+
+class Harness {
+ public:
+  static Result<std::unique_ptr<Harness>> open(int device);
+  Verdict evaluate(const EvalRequest& req, const StageListener& on_stage = {});
+  GpuContext& gpu() { return *gpu_; }
+
+ private:
+  Result<LaunchableKernel*> reference(const KernelSpec& spec);
+  /// Times a loaded kernel at a shape on fresh normal inputs.
+  Result<Timing> time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
+                         const EvalRequest& req, bool& sticky);
+  Result<double> cached_time(const std::string& what, const KernelSpec& spec, const std::string& source,
+                             DType d, const Shape& shape, const EvalRequest& req);
+
+  std::unique_ptr<GpuContext> gpu_;
+  DevicePeaks peaks_;
+  std::map<std::string, LaunchableKernel> references_;
+  std::map<std::string, double> time_cache_;
+};
+
+}  // namespace ak

@@ -1,0 +1,117 @@
+#include "harness/gpu_context.hpp"
+
+#include "harness/nvrtc_compile.hpp"
+
+namespace ak {
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  std::swap(d_, o.d_);
+  std::swap(ptr_, o.ptr_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (d_ && ptr_) d_->cuMemFree(ptr_);
+}
+
+LoadedModule& LoadedModule::operator=(LoadedModule&& o) noexcept {
+  std::swap(d_, o.d_);
+  std::swap(m_, o.m_);
+  return *this;
+}
+
+LoadedModule::~LoadedModule() {
+  if (d_ && m_) d_->cuModuleUnload(m_);
+}
+
+Result<CUfunction> LoadedModule::function(const std::string& lowered_name) const {
+  CUfunction f = nullptr;
+  if (auto s = cu_check(d_->cuModuleGetFunction(&f, m_, lowered_name.c_str()),
+                        "looking up " + lowered_name + " in the module");
+      !s)
+    return s.error();
+  return f;
+}
+
+Result<std::optional<int>> LoadedModule::read_int(const std::string& symbol) const {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  CUresult r = d_->cuModuleGetGlobal(&p, &bytes, m_, symbol.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return std::optional<int>{};
+  if (auto s = cu_check(r, "reading the module's " + symbol); !s) return s.error();
+  if (bytes != sizeof(int))
+    return error(symbol + " is " + std::to_string(bytes) + " bytes: declare it as extern \"C\" __constant__ int");
+  int v = 0;
+  if (auto s = cu_check(d_->cuMemcpyDtoH(&v, p, sizeof v), "reading " + symbol); !s) return s.error();
+  return std::optional<int>{v};
+}
+
+Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
+  auto drv = cuda_driver();
+  if (!drv) return drv.error();
+  const CudaDriver& d = **drv;
+  int count = 0;
+  if (auto s = cu_check(d.cuDeviceGetCount(&count), "counting GPUs"); !s) return s.error();
+  if (count == 0) return error("no GPU: the NVIDIA driver is installed but sees no device");
+  if (index < 0 || index >= count)
+    return error("GPU " + std::to_string(index) + " does not exist: this machine has " +
+                 std::to_string(count) + " (set [gpu] device from 0 to " + std::to_string(count - 1) + ")");
+  std::unique_ptr<GpuContext> g(new GpuContext());
+  g->d_ = &d;
+  if (auto s = cu_check(d.cuDeviceGet(&g->dev_, index), "opening GPU " + std::to_string(index)); !s)
+    return s.error();
+  if (auto s = cu_check(d.cuDevicePrimaryCtxRetain(&g->ctx_, g->dev_), "creating a CUDA context"); !s)
+    return s.error();
+  if (auto s = cu_check(d.cuCtxSetCurrent(g->ctx_), "making the CUDA context current"); !s) return s.error();
+  GpuInfo& i = g->info_;
+  i.index = index;
+  char name[256] = {};
+  d.cuDeviceGetName(name, sizeof name, g->dev_);
+  i.name = name;
+  int l2 = 0;
+  d.cuDeviceGetAttribute(&i.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev_);
+  d.cuDeviceGetAttribute(&i.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev_);
+  d.cuDeviceGetAttribute(&i.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev_);
+  d.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g->dev_);
+  i.l2_bytes = size_t(l2);
+  d.cuDeviceTotalMem(&i.total_bytes, g->dev_);
+  i.arch = arch_for(i.cc_major, i.cc_minor);
+  return g;
+}
+
+GpuContext::~GpuContext() {
+  if (ctx_) d_->cuDevicePrimaryCtxRelease(dev_);
+}
+
+Result<DeviceBuffer> GpuContext::alloc(size_t bytes) {
+  CUdeviceptr p = 0;
+  if (auto s = cu_check(d_->cuMemAlloc(&p, bytes ? bytes : 1),
+                        "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU");
+      !s)
+    return s.error();
+  return DeviceBuffer(d_, p, bytes);
+}
+
+Status GpuContext::upload(const DeviceBuffer& dst, const void* src, size_t bytes) {
+  return cu_check(d_->cuMemcpyHtoD(dst.ptr(), src, bytes), "copying inputs to the GPU");
+}
+
+Status GpuContext::download(void* dst, const DeviceBuffer& src, size_t bytes) {
+  return cu_check(d_->cuMemcpyDtoH(dst, src.ptr(), bytes), "copying results from the GPU");
+}
+
+Result<LoadedModule> GpuContext::load(const std::vector<char>& cubin) {
+  CUmodule m = nullptr;
+  if (auto s = cu_check(d_->cuModuleLoadData(&m, cubin.data()), "loading the compiled module"); !s)
+    return s.error();
+  return LoadedModule(d_, m);
+}
+
+size_t GpuContext::used_bytes() const {
+  size_t free_b = 0, total = 0;
+  d_->cuMemGetInfo(&free_b, &total);
+  return total - free_b;
+}
+
+}  // namespace ak

@@ -1,0 +1,97 @@
+#include "harness/inputs.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "harness/host_dtype.hpp"
+
+namespace ak {
+namespace {
+
+constexpr int64_t kChunk = 1 << 16;  // fixed, so the values do not depend on the thread count
+
+/// splitmix64: small, fast, and good enough for test inputs.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
+  float normalish() {  // Irwin-Hall of 4, scaled to unit variance
+    return (uniform() + uniform() + uniform() + uniform() - 2.0f) * 1.7320508f;
+  }
+  float sign() { return (next() & 1) ? 1.0f : -1.0f; }
+};
+
+float tiny_scale(DType d) { return d == DType::F16 ? 3e-6f : 1e-39f; }
+
+float draw(Recipe r, DType d, Rng& rng, int64_t i, int64_t cols, float row_value, int64_t huge_col) {
+  switch (r) {
+    case Recipe::Normal: return rng.normalish();
+    case Recipe::NearMax: return rng.sign() * 65504.0f * (0.5f + 0.49f * rng.uniform());
+    case Recipe::Tiny: return rng.normalish() * tiny_scale(d);
+    case Recipe::OneHuge: return (i % cols == huge_col) ? 60000.0f * rng.sign() : rng.normalish();
+    case Recipe::ConstantRows: return row_value;
+    case Recipe::MixedSigns: return ((i & 1) ? 1.0f : -1.0f) * (1.0f + 999.0f * rng.uniform());
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* recipe_name(Recipe r) {
+  switch (r) {
+    case Recipe::Normal: return "normal";
+    case Recipe::NearMax: return "near-max";
+    case Recipe::Tiny: return "tiny/denormal";
+    case Recipe::OneHuge: return "one-huge-per-row";
+    case Recipe::ConstantRows: return "constant-rows";
+    case Recipe::MixedSigns: return "mixed-signs";
+  }
+  return "?";
+}
+
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f) {
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  int threads = int(std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency())));
+  if (threads <= 1) {
+    if (n > 0) f(0, n);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int64_t c; (c = next.fetch_add(1)) < chunks;) f(c * kChunk, std::min(n, (c + 1) * kChunk));
+    });
+  for (auto& th : pool) th.join();
+}
+
+std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed) {
+  std::vector<char> out(size_t(numel) * dtype_size(d));
+  // Whole rows per chunk would tie values to the row length; instead per-row values (the constant,
+  // the huge column) come from a generator seeded by the row, per-element ones by the chunk.
+  parallel_for(numel, [&](int64_t begin, int64_t end) {
+    Rng rng{seed * 0x100000001b3ull + uint64_t(begin / kChunk) + 1};
+    for (int64_t i = begin; i < end; ++i) {
+      float v;
+      if (fill == Fill::Weight) {
+        v = 0.5f + rng.uniform();
+      } else {
+        Rng row{seed ^ (uint64_t(i / cols) * 0xd1342543de82ef95ull)};
+        float row_value = row.normalish() * 3.0f;
+        int64_t huge_col = int64_t(row.next() % uint64_t(cols));
+        v = draw(recipe, d, rng, i, cols, row_value, huge_col);
+      }
+      store_from_float(out.data(), d, size_t(i), v);
+    }
+  });
+  return out;
+}
+
+}  // namespace ak

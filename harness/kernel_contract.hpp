@@ -1,0 +1,23 @@
+#pragma once
+/// The kernel-file contract (docs/kernel-contract.md), checked on the text before compiling, so
+/// that a file breaking it fails with a message that says which rule, not a compiler riddle.
+#include <string>
+#include <vector>
+
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+/// Each broken rule, as a sentence; empty when the file keeps the contract.
+std::vector<std::string> contract_violations(const std::string& source, const KernelSpec& spec);
+
+/// The template instantiation the harness asks NVRTC for, e.g. "rmsnorm_kernel<__half>".
+std::string entry_expression(const KernelSpec& spec, DType d);
+std::string reference_expression(const KernelSpec& spec, DType d);
+
+/// The constants a kernel file exports for the launch: threads per block is required.
+inline constexpr const char* kBlockThreadsSymbol = "ak_block_threads";
+inline constexpr const char* kRowsPerBlockSymbol = "ak_rows_per_block";
+inline constexpr const char* kSmemBytesSymbol = "ak_smem_bytes";
+
+}  // namespace ak

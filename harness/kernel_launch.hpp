@@ -1,0 +1,42 @@
+#pragma once
+/// A compiled kernel file (or reference) loaded on the GPU, ready to launch on any shape and dtype
+/// of its spec. The launch geometry comes from the module's exported constants, never from text.
+#include <map>
+#include <vector>
+
+#include "harness/gpu_context.hpp"
+#include "harness/nvrtc_compile.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+/// The device buffers of one run, in the order of the spec's Input and Output args.
+struct RunBuffers {
+  std::vector<const DeviceBuffer*> inputs;
+  std::vector<const DeviceBuffer*> outputs;
+};
+
+class LaunchableKernel {
+ public:
+  /// Loads a candidate: entry<T> for each dtype and its geometry (ak_block_threads, ...).
+  static Result<LaunchableKernel> candidate(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
+  /// Loads the spec's reference: one block of spec.reference_threads per row.
+  static Result<LaunchableKernel> reference(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
+
+  /// Enqueues one launch; the CUresult is returned as is so the caller can tell sticky errors.
+  CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;
+
+  int block_threads() const { return block_threads_; }
+  int rows_per_block() const { return rows_per_block_; }
+  const std::string& lowered_name(DType d) const { return names_.at(d); }
+
+ private:
+  const CudaDriver* d_ = nullptr;
+  LoadedModule module_;
+  std::map<DType, CUfunction> functions_;
+  std::map<DType, std::string> names_;
+  int block_threads_ = 0, rows_per_block_ = 1, smem_bytes_ = 0;
+  bool is_reference_ = false;
+};
+
+}  // namespace ak

@@ -1,0 +1,64 @@
+#pragma once
+/// The five correctness stages of DESIGN.md, in their fixed order: smoke, shape sweep,
+/// numerical stability, determinism, edge cases. Each run draws fresh inputs from its own seed,
+/// poisons the outputs first, checks every element against the reference and checks that the
+/// inputs were left untouched.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "harness/compare.hpp"
+#include "harness/inputs.hpp"
+#include "harness/kernel_launch.hpp"
+#include "harness/verdict.hpp"
+
+namespace ak {
+
+/// One run of the candidate: a shape, a dtype, a way of drawing the data, a seed.
+struct RunCase {
+  Shape shape;
+  DType dtype;
+  Recipe recipe = Recipe::Normal;
+  uint64_t seed = 0;
+};
+
+/// Why a stage failed, with where.
+struct StageFailure {
+  Correctness correctness = Correctness::Fail;
+  std::string message;
+  RunCase at;
+  Comparison comparison;
+  bool context_lost = false;
+};
+
+class CaseRunner {
+ public:
+  CaseRunner(GpuContext& gpu, const KernelSpec& spec, const LaunchableKernel& candidate,
+             const LaunchableKernel& reference)
+      : gpu_(gpu), spec_(spec), cand_(candidate), ref_(reference) {}
+
+  /// Runs the candidate once (repeats > 1: again on the same inputs, bitwise equal each time).
+  std::optional<StageFailure> run(const RunCase& c, int repeats = 1);
+  /// The most device memory the candidate's buffers took, in bytes.
+  size_t peak_bytes() const { return peak_bytes_; }
+
+ private:
+  GpuContext& gpu_;
+  const KernelSpec& spec_;
+  const LaunchableKernel& cand_;
+  const LaunchableKernel& ref_;
+  size_t peak_bytes_ = 0;
+};
+
+/// Called as each stage begins, so a watchdog can give every stage its own time limit.
+using StageListener = std::function<void(const std::string& stage)>;
+
+/// Runs the stages in order into v.stages, stopping at the first failure, which fills the
+/// verdict's correctness, message and failed_* fields. Returns true when all five passed.
+bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, Verdict& v,
+                     const StageListener& on_stage);
+
+/// Fills the verdict's failure fields from a StageFailure.
+void record_failure(const StageFailure& f, const std::string& stage, Verdict& v);
+
+}  // namespace ak

@@ -1,0 +1,93 @@
+#include "harness/verdict.hpp"
+
+namespace ak {
+
+namespace {
+constexpr std::pair<Correctness, const char*> kNames[] = {
+    {Correctness::Pass, "PASS"},       {Correctness::Fail, "FAIL"},
+    {Correctness::CompileError, "COMPILE_ERROR"}, {Correctness::Timeout, "TIMEOUT"},
+    {Correctness::Crash, "CRASH"},     {Correctness::Suspect, "SUSPECT"}};
+}
+
+const char* correctness_name(Correctness c) {
+  for (auto& [k, n] : kNames)
+    if (k == c) return n;
+  return "FAIL";
+}
+
+std::optional<Correctness> parse_correctness(const std::string& s) {
+  for (auto& [k, n] : kNames)
+    if (s == n) return k;
+  return std::nullopt;
+}
+
+void to_json(nlohmann::json& j, const Verdict& v) {
+  j = nlohmann::json{{"correctness", correctness_name(v.correctness)},
+                     {"message", v.message},
+                     {"kernel_type", v.kernel_type},
+                     {"dtype", v.dtype},
+                     {"shape", v.shape},
+                     {"arch", v.arch},
+                     {"gpu", v.gpu},
+                     {"seed", v.seed},
+                     {"failed_stage", v.failed_stage},
+                     {"failed_shape", v.failed_shape},
+                     {"failed_dtype", v.failed_dtype},
+                     {"failed_input", v.failed_input},
+                     {"worst_index", v.worst_index},
+                     {"worst_got", v.worst_got},
+                     {"worst_expected", v.worst_expected},
+                     {"compile_log", v.compile_log},
+                     {"registers", v.registers},
+                     {"spill_bytes", v.spill_bytes},
+                     {"static_smem_bytes", v.static_smem_bytes},
+                     {"block_threads", v.block_threads},
+                     {"rows_per_block", v.rows_per_block},
+                     {"total_seconds", v.total_seconds},
+                     {"throughput", v.throughput},
+                     {"throughput_unit", v.throughput_unit},
+                     {"pct_peak", v.pct_peak},
+                     {"peak_used", v.peak_used},
+                     {"baseline_us", v.baseline_us},
+                     {"baseline_source", v.baseline_source},
+                     {"reference_us", v.reference_us},
+                     {"starter_us", v.starter_us},
+                     {"speedup", v.speedup},
+                     {"peak_vram_mb", v.peak_vram_mb},
+                     {"context_lost", v.context_lost}};
+  auto& stages = j["stages"] = nlohmann::json::array();
+  for (auto& s : v.stages)
+    stages.push_back({{"name", s.name}, {"passed", s.passed}, {"seconds", s.seconds}, {"detail", s.detail}});
+  if (v.timing) {
+    const Timing& t = *v.timing;
+    j["timing"] = {{"samples", t.samples},   {"median_us", t.median_us}, {"min_us", t.min_us},
+                   {"max_us", t.max_us},     {"p10_us", t.p10_us},       {"p90_us", t.p90_us},
+                   {"event_median_us", t.event_median_us}, {"spread", t.spread()}};
+  }
+}
+
+void from_json(const nlohmann::json& j, Verdict& v) {
+  v = Verdict{};
+  v.correctness = parse_correctness(j.value("correctness", "FAIL")).value_or(Correctness::Fail);
+#define AK_GET(field) v.field = j.value(#field, v.field)
+  AK_GET(message); AK_GET(kernel_type); AK_GET(dtype); AK_GET(shape); AK_GET(arch); AK_GET(gpu);
+  AK_GET(seed); AK_GET(failed_stage); AK_GET(failed_shape); AK_GET(failed_dtype); AK_GET(failed_input);
+  AK_GET(worst_index); AK_GET(worst_got); AK_GET(worst_expected); AK_GET(compile_log);
+  AK_GET(registers); AK_GET(spill_bytes); AK_GET(static_smem_bytes); AK_GET(block_threads);
+  AK_GET(rows_per_block); AK_GET(total_seconds); AK_GET(throughput); AK_GET(throughput_unit);
+  AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);
+  AK_GET(reference_us); AK_GET(starter_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
+#undef AK_GET
+  if (j.contains("stages"))
+    for (auto& s : j["stages"])
+      v.stages.push_back({s.value("name", ""), s.value("passed", false), s.value("seconds", 0.0),
+                          s.value("detail", "")});
+  if (j.contains("timing")) {
+    const auto& t = j["timing"];
+    v.timing = Timing{t.value("samples", 0),       t.value("median_us", 0.0), t.value("min_us", 0.0),
+                      t.value("max_us", 0.0),      t.value("p10_us", 0.0),    t.value("p90_us", 0.0),
+                      t.value("event_median_us", 0.0)};
+  }
+}
+
+}  // namespace ak

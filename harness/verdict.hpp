@@ -1,0 +1,71 @@
+#pragma once
+/// What the harness says about one candidate: its correctness class, the first failing stage
+/// with its worst element, the split of time spent, and the measurements when it passed.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ak {
+
+enum class Correctness { Pass, Fail, CompileError, Timeout, Crash, Suspect };
+const char* correctness_name(Correctness c);   ///< "PASS", "FAIL", "COMPILE_ERROR", ...
+std::optional<Correctness> parse_correctness(const std::string& s);
+
+struct StageResult {
+  std::string name;       ///< "compile", "smoke", "shape sweep", ...
+  bool passed = false;
+  double seconds = 0;
+  std::string detail;     ///< what was checked, or what failed
+};
+
+/// Per-launch GPU durations of the candidate at the benchmark shape.
+struct Timing {
+  int samples = 0;
+  double median_us = 0, min_us = 0, max_us = 0, p10_us = 0, p90_us = 0;
+  double event_median_us = 0;   ///< the same launches timed with CUDA events, as a cross-check
+  double spread() const { return median_us > 0 ? (p90_us - p10_us) / median_us : 0; }
+};
+
+struct Verdict {
+  Correctness correctness = Correctness::Fail;
+  std::string message;          ///< one line a person (or an LLM) can act on
+  std::string kernel_type, dtype, shape, arch, gpu;
+  uint64_t seed = 0;
+
+  // Where it failed, when it did.
+  std::string failed_stage, failed_shape, failed_dtype, failed_input;
+  int64_t worst_index = -1;
+  double worst_got = 0, worst_expected = 0;
+  std::string compile_log;
+
+  // What the compiler said of the entry point at the benchmark dtype.
+  int registers = -1, spill_bytes = 0, static_smem_bytes = 0;
+  int block_threads = 0, rows_per_block = 1;
+
+  std::vector<StageResult> stages;
+  double total_seconds = 0;
+
+  // Measurements, when the stages passed.
+  std::optional<Timing> timing;
+  double throughput = 0;        ///< GB/s or TFLOPS, per the spec's metric
+  std::string throughput_unit;
+  double pct_peak = 0;          ///< fraction of the measured peak of the bounding resource
+  double peak_used = 0;         ///< that peak, in the same unit
+  double baseline_us = 0;
+  std::string baseline_source;  ///< "config" or "reference kernel"
+  double reference_us = 0, starter_us = 0;
+  double speedup = 0;           ///< baseline_us / median_us
+  double peak_vram_mb = 0;
+
+  bool context_lost = false;    ///< the worker's CUDA context is unusable: it must be replaced
+
+  bool passed() const { return correctness == Correctness::Pass; }
+};
+
+void to_json(nlohmann::json& j, const Verdict& v);
+void from_json(const nlohmann::json& j, Verdict& v);
+
+}  // namespace ak

@@ -1,0 +1,20 @@
+#pragma once
+/// The kernel types autokernel knows, looked up by name.
+#include <string>
+#include <vector>
+
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+const std::vector<const KernelSpec*>& all_specs();
+/// nullptr when the type is unknown.
+const KernelSpec* find_spec(const std::string& type);
+/// The starter file of a type, embedded at build time from kernels_cuda/<type>/<type>.cu.
+const std::string* embedded_starter(const std::string& type);
+
+// One function per kernel folder, defined there.
+const KernelSpec& rmsnorm_spec();
+const KernelSpec& softmax_spec();
+
+}  // namespace ak

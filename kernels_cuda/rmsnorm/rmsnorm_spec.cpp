@@ -1,0 +1,77 @@
+// rmsnorm: y = x * rsqrt(mean(x^2) + eps) * weight, over the last dimension.
+#include <cmath>
+
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/rowwise_reference.hpp"
+
+namespace ak {
+namespace {
+
+constexpr float kEps = 1e-6f;
+
+const char* kReference = R"(
+template <typename T>
+__global__ void rmsnorm_reference(const T* x, const T* weight, float* y, int rows, int cols, float eps) {
+  const long long row = blockIdx.x;
+  const T* xr = x + row * cols;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) { float f = ref_f(xr[i]); ss += f * f; }
+  const float inv = rsqrtf(block_sum(ss) / cols + eps);
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = ref_f(xr[i]) * inv * ref_f(weight[i]);
+}
+)";
+
+std::vector<std::vector<double>> cpu_rmsnorm(const Shape& s, const std::vector<std::vector<double>>& in) {
+  const int64_t cols = s.back(), rows = in[0].size() / cols;
+  std::vector<double> y(in[0].size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t c = 0; c < cols; ++c) ss += in[0][r * cols + c] * in[0][r * cols + c];
+    double inv = 1.0 / std::sqrt(ss / cols + double(kEps));
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = in[0][r * cols + c] * inv * in[1][c];
+  }
+  return {y};
+}
+
+KernelSpec make() {
+  KernelSpec k;
+  k.type = "rmsnorm";
+  k.summary = "y = x * rsqrt(mean(x^2, last dim) + eps) * weight (torch.nn.functional.rms_norm, eps 1e-6)";
+  k.entry = "rmsnorm_kernel";
+  k.reference_entry = "rmsnorm_reference";
+  k.shape_names = {"rows", "cols"};
+  auto all = [](const Shape& s) { return s[0] * s[1]; };
+  auto cols = [](const Shape& s) { return s[1]; };
+  k.args = {{ArgSpec::Input, "x", all, Fill::Data},
+            {ArgSpec::Input, "weight", cols, Fill::Weight},
+            {ArgSpec::Output, "y", all},
+            {ArgSpec::Dim, "rows", {}, Fill::Data, 0},
+            {ArgSpec::Dim, "cols", {}, Fill::Data, 1},
+            {ArgSpec::FloatConst, "eps", {}, Fill::Data, 0, kEps}};
+  k.dtypes = {DType::F16, DType::BF16, DType::F32};
+  k.bench_shape = {8192, 8192};
+  k.smoke_shape = {8, 512};
+  k.sweep_shapes = {{32, 128},  {64, 768},    {128, 1024},  {256, 2048}, {100, 3000},
+                    {512, 4096}, {1024, 5120}, {77, 8192}, {2048, 8192}, {16, 12288}};
+  k.stability_shape = {256, 4096};
+  k.determinism_shape = {2048, 8192};
+  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+  k.tolerance = [](DType d) {
+    return d == DType::F16 ? Tolerance{1e-2, 1e-2} : d == DType::BF16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-4, 1e-4};
+  };
+  k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1] + s[1]) * dtype_size(d); };
+  k.flops = [](const Shape& s) { return 4.0 * s[0] * s[1]; };
+  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(rmsnorm_spec(), s, rpb); };
+  k.reference_source = reference_prelude() + kReference;
+  k.cpu_reference = cpu_rmsnorm;
+  return k;
+}
+
+}  // namespace
+
+const KernelSpec& rmsnorm_spec() {
+  static const KernelSpec spec = make();
+  return spec;
+}
+
+}  // namespace ak

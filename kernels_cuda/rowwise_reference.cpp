@@ -1,0 +1,46 @@
+#include "kernels_cuda/rowwise_reference.hpp"
+
+namespace ak {
+
+int64_t rowwise_grid(const KernelSpec& spec, const Shape& s, int rows_per_block) {
+  int64_t rows = spec.rows(s);
+  return (rows + rows_per_block - 1) / rows_per_block;
+}
+
+const std::string& reference_prelude() {
+  static const std::string text = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__device__ __forceinline__ float ref_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ref_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ref_f(float v) { return v; }
+// Tree reductions over one block of 256 threads, in a fixed order: the reference is deterministic.
+__device__ float block_sum(float v) {
+  __shared__ float s[256];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int n = 128; n > 0; n >>= 1) {
+    if (threadIdx.x < n) s[threadIdx.x] += s[threadIdx.x + n];
+    __syncthreads();
+  }
+  float r = s[0];
+  __syncthreads();
+  return r;
+}
+__device__ float block_max(float v) {
+  __shared__ float s[256];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int n = 128; n > 0; n >>= 1) {
+    if (threadIdx.x < n) s[threadIdx.x] = fmaxf(s[threadIdx.x], s[threadIdx.x + n]);
+    __syncthreads();
+  }
+  float r = s[0];
+  __syncthreads();
+  return r;
+}
+)";
+  return text;
+}
+
+}  // namespace ak

@@ -1,0 +1,77 @@
+// softmax: y = exp(x - max(x)) / sum(exp(x - max(x))), over the last dimension.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/rowwise_reference.hpp"
+
+namespace ak {
+namespace {
+
+const char* kReference = R"(
+template <typename T>
+__global__ void softmax_reference(const T* x, float* y, int rows, int cols) {
+  const long long row = blockIdx.x;
+  const T* xr = x + row * cols;
+  float m = __int_as_float(0xff800000);  // -inf; NVRTC has no INFINITY macro
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) m = fmaxf(m, ref_f(xr[i]));
+  m = block_max(m);
+  float s = 0.f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) s += expf(ref_f(xr[i]) - m);
+  s = block_sum(s);
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = expf(ref_f(xr[i]) - m) / s;
+}
+)";
+
+std::vector<std::vector<double>> cpu_softmax(const Shape& s, const std::vector<std::vector<double>>& in) {
+  const int64_t cols = s.back(), rows = in[0].size() / cols;
+  std::vector<double> y(in[0].size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* x = &in[0][r * cols];
+    double m = *std::max_element(x, x + cols), sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(x[c] - m);
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = std::exp(x[c] - m) / sum;
+  }
+  return {y};
+}
+
+KernelSpec make() {
+  KernelSpec k;
+  k.type = "softmax";
+  k.summary = "y = softmax(x, dim=-1) (torch.softmax over the last dimension)";
+  k.entry = "softmax_kernel";
+  k.reference_entry = "softmax_reference";
+  k.shape_names = {"rows", "cols"};
+  auto all = [](const Shape& s) { return s[0] * s[1]; };
+  k.args = {{ArgSpec::Input, "x", all, Fill::Data},
+            {ArgSpec::Output, "y", all},
+            {ArgSpec::Dim, "rows", {}, Fill::Data, 0},
+            {ArgSpec::Dim, "cols", {}, Fill::Data, 1}};
+  k.dtypes = {DType::F16, DType::BF16, DType::F32};
+  k.bench_shape = {8192, 8192};
+  k.smoke_shape = {8, 512};
+  k.sweep_shapes = {{32, 128},  {64, 768},    {128, 1024},  {256, 2048}, {100, 3000},
+                    {512, 4096}, {1024, 5120}, {77, 8192}, {2048, 8192}, {16, 32768}};
+  k.stability_shape = {256, 4096};
+  k.determinism_shape = {2048, 8192};
+  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+  // The tighter tolerances DESIGN.md sets for softmax.
+  k.tolerance = [](DType d) {
+    return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};
+  };
+  k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1]) * dtype_size(d); };
+  k.flops = [](const Shape& s) { return 5.0 * s[0] * s[1]; };
+  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(softmax_spec(), s, rpb); };
+  k.reference_source = reference_prelude() + kReference;
+  k.cpu_reference = cpu_softmax;
+  return k;
+}
+
+}  // namespace
+
+const KernelSpec& softmax_spec() {
+  static const KernelSpec spec = make();
+  return spec;
+}
+
+}  // namespace ak

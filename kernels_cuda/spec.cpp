@@ -1,0 +1,93 @@
+#include "kernels_cuda/spec.hpp"
+
+#include <sstream>
+
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::F16: return "fp16";
+    case DType::BF16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+const char* dtype_cuda_type(DType d) {
+  switch (d) {
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    default: return "float";
+  }
+}
+
+size_t dtype_size(DType d) { return d == DType::F32 ? 4 : 2; }
+
+std::optional<DType> parse_dtype(const std::string& s) {
+  if (s == "fp16" || s == "float16" || s == "half") return DType::F16;
+  if (s == "bf16" || s == "bfloat16") return DType::BF16;
+  if (s == "fp32" || s == "float32" || s == "float") return DType::F32;
+  return std::nullopt;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+std::optional<Shape> parse_shape(const std::string& text) {
+  Shape s;
+  const char sep = text.find(',') != std::string::npos ? ',' : 'x';
+  if (text.empty() || text.back() == sep) return std::nullopt;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep)) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(part, &used);
+      if (used != part.size() || v <= 0) return std::nullopt;
+      s.push_back(v);
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+int64_t KernelSpec::rows(const Shape& s) const {
+  int64_t r = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) r *= s[i];
+  return r;
+}
+
+std::string KernelSpec::abi() const {
+  std::string sig = "template <typename T> __global__ void " + entry + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& a = args[i];
+    sig += i ? ", " : "";
+    switch (a.kind) {
+      case ArgSpec::Input: sig += "const T* __restrict__ " + a.name; break;
+      case ArgSpec::Output: sig += "T* __restrict__ " + a.name; break;
+      case ArgSpec::Dim: sig += "int " + a.name; break;
+      case ArgSpec::FloatConst: sig += "float " + a.name; break;
+    }
+  }
+  return sig + ")";
+}
+
+std::string KernelSpec::shape_help() const {
+  std::string s;
+  for (auto& n : shape_names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+const std::string& KernelSpec::starter_source() const {
+  static const std::string none;
+  const std::string* s = embedded_starter(type);
+  return s ? *s : none;
+}
+
+}  // namespace ak

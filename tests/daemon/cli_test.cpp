@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include "tests/support.hpp"
+
+using namespace ak::test;
+
+TEST_CASE("--help and --version exit 0", "[cli]") {
+  auto h = run_autokernel("--help");
+  CHECK(h.exit_code == 0);
+  CHECK_THAT(h.out, Catch::Contains("commands:") && Catch::Contains("bench"));
+  auto v = run_autokernel("--version");
+  CHECK(v.exit_code == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("autokernel "));
+}
+
+TEST_CASE("every command answers --help with exit 0", "[cli]") {
+  for (const char* c : {"run", "bench", "compile", "kernels", "config", "status", "report", "profile", "plan", "worker"}) {
+    INFO(c);
+    auto r = run_autokernel(std::string(c) + " --help");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("usage: autokernel " + std::string(c)));
+  }
+}
+
+TEST_CASE("an unknown command exits 2 and lists the commands", "[cli]") {
+  auto r = run_autokernel("optimise");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("unknown command 'optimise'") && Catch::Contains("bench"));
+}
+
+TEST_CASE("a command not built yet says so and exits 2", "[cli]") {
+  auto r = run_autokernel("status --run /tmp/x");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("not built yet"));
+}
+
+TEST_CASE("config check: exit 0 on the example, 2 naming a misspelt key", "[cli][config]") {
+  auto good = run_autokernel("config check " AK_SOURCE_DIR "/config/example.toml");
+  CHECK(good.exit_code == 0);
+  CHECK_THAT(good.out, Catch::Contains(": ok"));
+  TempDir d;
+  std::string f = d.write("bad.toml", "[run]\nnmae = \"x\"\n[[kernel]]\ntype = \"rmsnorm\"\n");
+  auto bad = run_autokernel("config check " + f);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("bad.toml:2: unknown key 'run.nmae'"));
+}
+
+TEST_CASE("compile needs no GPU: the starter compiles, a broken file exits 1 with the log", "[cli][nvrtc]") {
+  auto ok = run_autokernel("compile starter --kernel softmax --arch sm_80");
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("softmax_kernel<__half>") && Catch::Contains("registers"));
+  TempDir d;
+  std::string f = d.write("broken.cu", "extern \"C\" __constant__ int ak_block_threads = 32;\n"
+                                       "template <typename T> __global__ void softmax_kernel(const T* x, T* y, int r, int c) { y[0] = undefined_thing; }\n");
+  auto bad = run_autokernel("compile " + f + " --kernel softmax");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.out, Catch::Contains("undefined_thing"));
+}
+
+TEST_CASE("bad usage of compile and bench exits 2", "[cli]") {
+  CHECK(run_autokernel("compile starter").exit_code == 2);                     // no --kernel
+  CHECK(run_autokernel("compile starter --kernel gemm").exit_code == 2);       // unknown type
+  CHECK(run_autokernel("bench /nonexistent.cu --kernel rmsnorm").exit_code == 2);
+  CHECK(run_autokernel("bench starter --kernel rmsnorm --shape 12").exit_code == 2);
+}
+
+TEST_CASE("run without a GPU exits 2 and says what works without one", "[cli]") {
+  if (ak::cuda_driver().ok()) {
+    std::printf("SKIPPED: no GPU check on a machine with a driver\n");
+    return;
+  }
+  auto r = run_autokernel("run --config " AK_SOURCE_DIR "/config/quickstart.toml");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("a GPU is needed") && Catch::Contains("config check"));
+}

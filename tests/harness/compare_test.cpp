@@ -1,0 +1,54 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "harness/compare.hpp"
+#include "harness/host_dtype.hpp"
+
+using namespace ak;
+
+TEST_CASE("outputs within atol + rtol * |expected| pass", "[compare]") {
+  std::vector<float> expected{1.0f, -2.0f, 0.0f}, got{1.0f + 1.9e-5f, -2.0f - 2.9e-5f, 9e-6f};
+  auto c = compare_output(got.data(), DType::F32, expected.data(), 3, {1e-5, 1e-5});
+  CHECK(c.pass());
+}
+
+TEST_CASE("the worst element is reported with its index, value and expected value", "[compare]") {
+  std::vector<float> expected{1, 1, 1, 1}, got{1, 1.5f, 1.01f, 1};
+  auto c = compare_output(got.data(), DType::F32, expected.data(), 4, {1e-3, 1e-3});
+  CHECK_FALSE(c.pass());
+  CHECK(c.mismatched == 2);
+  CHECK(c.worst_index == 1);
+  CHECK(c.worst_got == 1.5f);
+  CHECK(c.worst_expected == 1.0f);
+  CHECK_THAT(c.describe(), Catch::Contains("2 of 4 elements wrong; worst at index 1"));
+}
+
+TEST_CASE("an element still holding the poison is counted as never written", "[compare]") {
+  std::vector<uint16_t> got(1000);
+  std::vector<float> expected(1000, 0.25f);
+  for (auto& g : got) g = float_to_half(0.25f);
+  got[700] = 0xFFFF;
+  auto c = compare_output(got.data(), DType::F16, expected.data(), 1000, {1e-3, 1e-3});
+  CHECK(c.unwritten == 1);
+  CHECK(c.worst_index == 700);
+  CHECK_THAT(c.describe(), Catch::Contains("1 never written"));
+}
+
+TEST_CASE("a NaN where a number is expected fails, a NaN where NaN is expected passes", "[compare]") {
+  float nan = std::nanf("");
+  std::vector<float> expected{1.0f, nan}, got{nan, std::nanf("1")};
+  auto c = compare_output(got.data(), DType::F32, expected.data(), 2, {1e-5, 1e-5});
+  CHECK(c.mismatched == 1);
+  CHECK(c.worst_index == 0);
+}
+
+TEST_CASE("comparison over millions of elements finds the single bad one", "[compare]") {
+  const int64_t n = 5'000'000;
+  std::vector<float> expected(n, 2.0f), got(n, 2.0f);
+  got[4'999'999] = 2.1f;
+  auto c = compare_output(got.data(), DType::F32, expected.data(), n, {1e-4, 1e-4});
+  CHECK(c.mismatched == 1);
+  CHECK(c.worst_index == 4'999'999);
+}

@@ -1,0 +1,233 @@
+// The harness on a real GPU: the references against the CPU, the starters through all five
+// stages, and a suite of deliberately bad candidates, each with the verdict it deserves, run
+// through the real worker so that none of them can harm this process.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <regex>
+
+#include "harness/host_dtype.hpp"
+#include "harness/kernel_contract.hpp"
+#include "harness/kernel_launch.hpp"
+#include "harness/inputs.hpp"
+#include "harness/worker_evaluator.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+namespace {
+
+WorkerEvaluator& evaluator() {
+  static WorkerEvaluator e([] {
+    WorkerEvaluator::Options o;
+    o.command = {test::autokernel_binary(), "worker"};
+    o.stage_timeout_s = 20;
+    return o;
+  }());
+  return e;
+}
+
+Verdict judge(const KernelSpec& spec, const std::string& source) {
+  EvalRequest r;
+  r.kernel_type = spec.type;
+  r.source = source;
+  r.time_starter = false;
+  r.repetitions = 30;
+  auto v = evaluator().evaluate(r);
+  REQUIRE(v.ok());
+  INFO(nlohmann::json(*v).dump(1));
+  return *v;
+}
+
+/// `text` with one piece replaced; fails the test if the piece is not there.
+std::string starter_with_text(std::string s, const std::string& from, const std::string& to) {
+  size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+/// The starter with one piece of text replaced; fails the test if the piece is not there.
+std::string starter_with(const KernelSpec& spec, const std::string& from, const std::string& to) {
+  return starter_with_text(spec.starter_source(), from, to);
+}
+
+const std::string kRmsnormStore = "yr[i] = ak_from_float<T>(ak_to_float(xr[i]) * inv * ak_to_float(weight[i]));";
+
+}  // namespace
+
+TEST_CASE("the GPU references agree with the CPU double-precision references", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  auto gpu = GpuContext::open(0);
+  REQUIRE(gpu.ok());
+  for (const KernelSpec* spec : all_specs()) {
+    CompileRequest req{spec->reference_source, spec->type + "_reference.cu", {}, (*gpu)->info().arch};
+    for (DType d : spec->dtypes) req.name_expressions.push_back(reference_expression(*spec, d));
+    auto compiled = nvrtc_compile(req);
+    REQUIRE(compiled.ok());
+    REQUIRE(compiled->ok);
+    auto ref = LaunchableKernel::reference(**gpu, *spec, *compiled);
+    REQUIRE(ref.ok());
+    for (DType d : spec->dtypes)
+      for (const Shape& shape : {Shape{3, 33}, Shape{17, 1000}, Shape{64, 4096}, Shape{2, 65536}}) {
+        INFO(spec->type << " " << shape_str(shape) << " " << dtype_name(d));
+        std::vector<DeviceBuffer> ins, outs;
+        std::vector<std::vector<double>> host_in;
+        RunBuffers b;
+        uint64_t seed = 11;
+        for (const ArgSpec& a : spec->args) {
+          if (a.kind == ArgSpec::Input) {
+            auto bytes = make_input(d, a.numel(shape), shape.back(), a.fill, Recipe::Normal, ++seed);
+            auto buf = (*gpu)->alloc(bytes.size());
+            REQUIRE((*gpu)->upload(*buf, bytes.data(), bytes.size()).ok());
+            host_in.emplace_back(a.numel(shape));
+            for (size_t i = 0; i < host_in.back().size(); ++i) host_in.back()[i] = load_as_float(bytes.data(), d, i);
+            ins.push_back(std::move(*buf));
+          } else if (a.kind == ArgSpec::Output) {
+            outs.push_back(std::move(*(*gpu)->alloc(size_t(a.numel(shape)) * sizeof(float))));
+          }
+        }
+        for (auto& x : ins) b.inputs.push_back(&x);
+        for (auto& x : outs) b.outputs.push_back(&x);
+        REQUIRE(ref->launch(*spec, d, shape, b) == CUDA_SUCCESS);
+        std::vector<float> got(outs[0].bytes() / sizeof(float));
+        REQUIRE((*gpu)->download(got.data(), outs[0], outs[0].bytes()).ok());
+        auto want = spec->cpu_reference(shape, host_in)[0];
+        double worst = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          worst = std::max(worst, std::fabs(got[i] - want[i]) / (1e-6 + 1e-5 * std::fabs(want[i])));
+        CHECK(worst <= 1.0);  // fp32 math within 1e-5 of double, whatever the input dtype
+      }
+  }
+}
+
+TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  for (const KernelSpec* spec : all_specs()) {
+    INFO(spec->type);
+    Verdict v = judge(*spec, spec->starter_source());
+    CHECK(v.correctness == Correctness::Pass);
+    REQUIRE(v.stages.size() == 7);  // compile, five stages, benchmark
+    REQUIRE(v.timing.has_value());
+    CHECK(v.timing->median_us > 0);
+    CHECK(v.throughput > 0);
+    CHECK(v.pct_peak > 0);
+    CHECK(v.pct_peak < kSuspectFactor);
+    // CUPTI's kernel time and the events around the launch agree within launch overhead.
+    CHECK(std::fabs(v.timing->event_median_us - v.timing->median_us) < 0.1 * v.timing->median_us + 10);
+    CHECK(v.reference_us > 0);
+  }
+}
+
+TEST_CASE("a candidate that touches an illegal address is CRASH and the next gets a fresh worker", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  const int starts = evaluator().starts();
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), "const float inv =",
+                                                 "if (ss != 12345.f) *(volatile float*)8 = ss;\n  const float inv ="));
+  CHECK(v.correctness == Correctness::Crash);
+  CHECK(v.failed_stage == "smoke");
+  CHECK_THAT(v.message, Catch::Contains("ILLEGAL_ADDRESS"));
+  CHECK(judge(rmsnorm_spec(), rmsnorm_spec().starter_source()).passed());
+  CHECK(evaluator().starts() == starts + 1);
+}
+
+TEST_CASE("a candidate that writes far out of bounds is CRASH", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
+                                                 kRmsnormStore + " yr[i + (1ll << 36)] = yr[i];"));
+  CHECK(v.correctness == Correctness::Crash);
+}
+
+TEST_CASE("a candidate that writes one element past each row is FAIL or CRASH, never PASS", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
+                                                 kRmsnormStore + " if (i == 0) yr[cols] = ak_from_float<T>(7.f);"));
+  CHECK((v.correctness == Correctness::Fail || v.correctness == Correctness::Crash));
+}
+
+TEST_CASE("a candidate that never ends is TIMEOUT", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), "if (!active) return;",
+                                                 "while (cols > 0) { __nanosleep(100); }"));
+  CHECK(v.correctness == Correctness::Timeout);
+  CHECK(v.failed_stage == "smoke");
+}
+
+TEST_CASE("a candidate whose result changes from run to run fails the determinism stage", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  // A 0.1% wobble, inside rmsnorm's tolerance, that depends on when the block runs: only the
+  // bitwise comparison of repeated runs can see it.
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), "const float inv = rsqrtf(row_sum(ss, group) / cols + eps);",
+                                                 "unsigned t; asm volatile(\"mov.u32 %0, %%globaltimer_lo;\" : \"=r\"(t));\n"
+                                                 "  const float inv = rsqrtf(row_sum(ss, group) / cols + eps) * (((t >> 6) & 1) ? 1.001f : 1.f);"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "determinism");
+}
+
+TEST_CASE("a candidate that outputs NaN fails with the element shown", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
+                                                 kRmsnormStore + " if (i == 5) yr[i] = ak_from_float<T>(__int_as_float(0x7fc00000));"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "smoke");
+  CHECK(v.worst_index % 512 == 5);
+  CHECK(std::isnan(v.worst_got));
+}
+
+TEST_CASE("a candidate that writes only part of the output fails as never written", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), "for (int i = lane; i < cols; i += kRowThreads) yr[i]",
+                                                 "for (int i = lane; i < cols - 1; i += kRowThreads) yr[i]"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK_THAT(v.message, Catch::Contains("never written"));
+}
+
+TEST_CASE("a candidate that reads past the row end fails on shapes that are not multiples of 32", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(),
+                                                 "for (int i = lane; i < cols; i += kRowThreads) { float f",
+                                                 "for (int i = lane; i < (cols + 31) / 32 * 32; i += kRowThreads) { float f"));
+  CHECK(v.correctness != Correctness::Pass);
+  CHECK(v.failed_stage != "smoke");   // 512 columns: the smoke shape cannot see it
+}
+
+TEST_CASE("a candidate that rounds through half precision fails in fp32", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), "yr[i] = ak_from_float<T>(expf(ak_to_float(xr[i]) - m) * inv);",
+                                                 "yr[i] = ak_from_float<T>(__half2float(__float2half(expf(ak_to_float(xr[i]) - m) * inv)));"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_dtype == "fp32");
+}
+
+TEST_CASE("a candidate that does not compile is COMPILE_ERROR with the log", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), "const float inv", "const flaot inv"));
+  CHECK(v.correctness == Correctness::CompileError);
+  CHECK_THAT(v.compile_log, Catch::Contains("flaot"));
+}
+
+TEST_CASE("a candidate that replays a cached answer instead of reading its inputs fails", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  std::string src = starter_with(rmsnorm_spec(), "template <typename T>\n__global__", "__device__ float g_cache[1 << 22];\n__device__ int g_filled;\ntemplate <typename T>\n__global__");
+  src = starter_with_text(src, kRmsnormStore,
+                          "{ long long k = (row * cols + i) & ((1 << 22) - 1);\n"
+                          "      if (g_filled) yr[i] = ak_from_float<T>(g_cache[k]);\n"
+                          "      else { float o = ak_to_float(xr[i]) * inv * ak_to_float(weight[i]); g_cache[k] = o; yr[i] = ak_from_float<T>(o); } }\n"
+                          "    if (row == rows - 1 && i == 0) g_filled = 1;");
+  Verdict v = judge(rmsnorm_spec(), src);
+  CHECK(v.correctness == Correctness::Fail);
+}
+
+TEST_CASE("a candidate that stops working once warmed up is caught by its timing", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  // Correct for its first launches (the five stages take 80), then does nothing: a timing too
+  // good to be true. The post-timing check would catch it too; SUSPECT comes first.
+  std::string src = starter_with(softmax_spec(), "template <typename T>\n__global__", "__device__ unsigned g_launches;\ntemplate <typename T>\n__global__");
+  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
+                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
+                          "  const int group = threadIdx.x / kRowThreads;");
+  Verdict v = judge(softmax_spec(), src);
+  CHECK(v.correctness == Correctness::Suspect);
+  CHECK_THAT(v.message, Catch::Contains("faster than the device can be"));
+}

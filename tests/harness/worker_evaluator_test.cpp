@@ -1,0 +1,147 @@
+// The worker protocol and watchdog, with scripted workers (shell scripts) in place of the GPU.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness/worker_evaluator.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+namespace {
+
+const char* kPass = R"({"event":"verdict","verdict":{"correctness":"PASS","message":"passed all five stages","timing":{"samples":100,"median_us":91.5}}})";
+
+struct ScriptedWorker {
+  test::TempDir dir;
+  std::string path;
+  explicit ScriptedWorker(const std::string& body) {
+    path = dir.write("worker.sh", "#!/bin/sh\n" + body);
+    chmod(path.c_str(), 0755);
+  }
+  WorkerEvaluator::Options options(double stage_timeout = 5) const {
+    WorkerEvaluator::Options o;
+    o.command = {path};
+    o.stage_timeout_s = stage_timeout;
+    o.startup_timeout_s = 5;
+    return o;
+  }
+};
+
+EvalRequest request() {
+  EvalRequest r;
+  r.kernel_type = "rmsnorm";
+  r.source = "// candidate";
+  r.seed = 42;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a worker's verdict comes back whole, and the worker serves the next candidate", "[worker]") {
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                               "while read line; do echo '{\"event\":\"stage\",\"name\":\"smoke\"}'; echo '") +
+                   kPass + "'; done\n");
+  WorkerEvaluator e(w.options());
+  for (int i = 0; i < 3; ++i) {
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Pass);
+    REQUIRE(v->timing.has_value());
+    CHECK(v->timing->median_us == 91.5);
+  }
+  CHECK(e.starts() == 1);
+}
+
+TEST_CASE("a worker killed by a signal is recorded as CRASH at its stage and a fresh worker takes over", "[worker]") {
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                               "read line\necho '{\"event\":\"stage\",\"name\":\"edge cases\"}'\nkill -SEGV $$\n"));
+  WorkerEvaluator e(w.options());
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Crash);
+  CHECK(v->failed_stage == "edge cases");
+  CHECK_THAT(v->message, Catch::Contains("signal 11"));
+  auto again = e.evaluate(request());
+  REQUIRE(again.ok());
+  CHECK(again->correctness == Correctness::Crash);
+  CHECK(e.starts() == 2);
+}
+
+TEST_CASE("a stage that hangs is a TIMEOUT naming the stage, and the worker is killed", "[worker]") {
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                               "read line\necho '{\"event\":\"stage\",\"name\":\"determinism\"}'\nexec sleep 30\n"));
+  WorkerEvaluator e(w.options(0.5));
+  auto t0 = std::chrono::steady_clock::now();
+  auto v = e.evaluate(request());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Timeout);
+  CHECK(v->failed_stage == "determinism");
+  CHECK(s < 3.0);
+  CHECK(e.pid() == -1);
+}
+
+TEST_CASE("the limit is per stage: slow progress through many stages is not a timeout", "[worker]") {
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                               "for s in smoke sweep stability determinism edges; do "
+                               "echo \"{\\\"event\\\":\\\"stage\\\",\\\"name\\\":\\\"$s\\\"}\"; sleep 0.3; done\necho '") +
+                   kPass + "'\nread line\n");
+  WorkerEvaluator e(w.options(0.8));
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Pass);
+}
+
+TEST_CASE("a worker that finds no GPU makes evaluate an Error with its reason", "[worker]") {
+  ScriptedWorker w("echo '{\"event\":\"unavailable\",\"message\":\"no NVIDIA driver: libcuda.so.1 missing\"}'\nexit 2\n");
+  WorkerEvaluator e(w.options());
+  auto v = e.evaluate(request());
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.error().message, Catch::Contains("no NVIDIA driver"));
+}
+
+TEST_CASE("after a lost CUDA context the verdict stands and the next candidate gets a new worker", "[worker]") {
+  ScriptedWorker w(
+      "echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+      "echo '{\"event\":\"verdict\",\"verdict\":{\"correctness\":\"CRASH\",\"message\":\"smoke: CUDA_ERROR_ILLEGAL_ADDRESS\",\"context_lost\":true}}'\n"
+      "exit 3\n");
+  WorkerEvaluator e(w.options());
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Crash);
+  CHECK_THAT(v->message, Catch::Contains("ILLEGAL_ADDRESS"));
+  REQUIRE(e.evaluate(request()).ok());
+  CHECK(e.starts() == 2);
+}
+
+TEST_CASE("cancelling abandons the evaluation in flight within a fraction of a second", "[worker]") {
+  ScriptedWorker w("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\nexec sleep 30\n");
+  std::atomic<bool> cancel{false};
+  auto o = w.options(60);
+  o.cancel = &cancel;
+  WorkerEvaluator e(o);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto v = e.evaluate(request());
+  t.join();
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 2.0);
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.error().message, Catch::Contains("abandoned"));
+}
+
+TEST_CASE("a worker that cannot be started is an Error naming it", "[worker]") {
+  WorkerEvaluator::Options o;
+  o.command = {"/nonexistent/worker"};
+  o.startup_timeout_s = 5;
+  WorkerEvaluator e(o);
+  auto v = e.evaluate(request());
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.error().message, Catch::Contains("/nonexistent/worker") && Catch::Contains("exited with code 127"));
+}
