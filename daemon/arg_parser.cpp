@@ -18,6 +18,13 @@ ArgParser& ArgParser::positional(const std::string& name, const std::string& hel
   return *this;
 }
 
+ArgParser& ArgParser::positionals(const std::string& name, const std::string& help, std::vector<std::string>* out,
+                                  bool required) {
+  many_ = {name, help, nullptr, required};
+  many_out_ = out;
+  return *this;
+}
+
 ArgParser& ArgParser::rest(const std::string& name, const std::string& help, std::vector<std::string>* out) {
   rest_name_ = name;
   rest_help_ = help;
@@ -62,19 +69,26 @@ Status ArgParser::parse(const std::vector<std::string>& args, bool& help_request
       *opt->value = value;
       continue;
     }
-    if (next_pos >= pos_.size())
-      return error("unexpected argument '" + a + "' (see --help)");
+    if (next_pos >= pos_.size()) {
+      if (!many_out_) return error("unexpected argument '" + a + "' (see --help)");
+      many_out_->push_back(a);
+      continue;
+    }
     *pos_[next_pos++].out = a;
   }
   for (size_t p = next_pos; p < pos_.size(); ++p)
     if (pos_[p].required) return error("missing " + pos_[p].name + " (usage: " + usage_ + ")");
+  if (many_out_ && many_.required && many_out_->empty())
+    return error("missing " + many_.name + " (usage: " + usage_ + ")");
   return ok();
 }
 
 std::string ArgParser::help() const {
   std::string h = "usage: " + usage_ + "\n\n" + description_ + "\n";
-  if (!pos_.empty() || rest_) h += "\narguments:\n";
-  for (auto& p : pos_) h += "  " + p.name + std::string(std::max<size_t>(2, 22 - p.name.size()), ' ') + p.help + "\n";
+  if (!pos_.empty() || rest_ || many_out_) h += "\narguments:\n";
+  std::vector<Pos> shown = pos_;
+  if (many_out_) shown.push_back(many_);
+  for (auto& p : shown) h += "  " + p.name + std::string(std::max<size_t>(2, 22 - p.name.size()), ' ') + p.help + "\n";
   if (rest_) h += "  -- " + rest_name_ + std::string(std::max<size_t>(2, 19 - rest_name_.size()), ' ') + rest_help_ + "\n";
   h += "\noptions:\n";
   for (auto& o : opts_) {

@@ -19,6 +19,8 @@ class ArgParser {
   ArgParser& flag(const std::string& name, const std::string& help, bool* out);
   /// A positional argument; required ones must come first.
   ArgParser& positional(const std::string& name, const std::string& help, std::string* out, bool required = true);
+  /// Every remaining positional argument (at least one when required).
+  ArgParser& positionals(const std::string& name, const std::string& help, std::vector<std::string>* out, bool required = true);
   /// Everything after "--" (for commands that run another program).
   ArgParser& rest(const std::string& name, const std::string& help, std::vector<std::string>* out);
 
@@ -34,14 +36,16 @@ class ArgParser {
   };
   struct Pos {
     std::string name, help;
-    std::string* out;
-    bool required;
+    std::string* out = nullptr;
+    bool required = false;
   };
   std::string usage_, description_;
   std::vector<Opt> opts_;
   std::vector<Pos> pos_;
   std::string rest_name_, rest_help_;
   std::vector<std::string>* rest_ = nullptr;
+  Pos many_{};
+  std::vector<std::string>* many_out_ = nullptr;
 };
 
 }  // namespace ak

@@ -44,14 +44,15 @@ void print_verdict(const Verdict& v, const std::string& file) {
 }  // namespace
 
 int bench_command(const Args& args) {
-  std::string file, type, shape, dtype = "fp16", device = "0", seed = "0", baseline, reps = "100", timeout = "60";
+  std::vector<std::string> files;
+  std::string type, shape, dtype = "fp16", device = "0", seed = "0", baseline, reps = "100", timeout = "60";
   bool json = false;
-  ArgParser p("autokernel bench FILE.cu --kernel TYPE [--shape 8192x8192] [--dtype fp16] [--json]",
-              "Evaluates a kernel file as the loop does, in a worker process: compile, the five\n"
+  ArgParser p("autokernel bench FILE.cu... --kernel TYPE [--shape 8192x8192] [--dtype fp16] [--json]",
+              "Evaluates kernel files as the loop does, in one worker process: compile, the five\n"
               "correctness stages, then timing at the benchmark shape with roofline and speedup.\n"
-              "FILE 'starter' evaluates the type's starter. Exit 0 on PASS, 1 on any failure,\n"
-              "2 on bad usage or when there is no GPU.");
-  p.positional("FILE.cu", "the kernel file, or 'starter'", &file)
+              "FILE 'starter' evaluates the type's starter. --json prints one verdict per line.\n"
+              "Exit 0 when every file PASSes, 1 on any failure, 2 on bad usage or no GPU.");
+  p.positionals("FILE.cu", "kernel files, or 'starter'", &files)
       .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
       .option("shape", "RxC", "the shape to time (default: the type's benchmark shape)", &shape)
       .option("dtype", "DTYPE", "fp16 (default), bf16 or fp32: the dtype to time", &dtype)
@@ -65,12 +66,15 @@ int bench_command(const Args& args) {
   if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE is required\n"), kExitUsage;
   auto spec = spec_for(type);
   if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
-  auto source = read_kernel_file(file, **spec);
-  if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+  std::vector<std::string> sources;
+  for (auto& f : files) {
+    auto source = read_kernel_file(f, **spec);
+    if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+    sources.push_back(*source);
+  }
 
   EvalRequest req;
   req.kernel_type = type;
-  req.source = *source;
   req.dtype = dtype;
   try {
     req.seed = std::stoull(seed);
@@ -91,14 +95,22 @@ int bench_command(const Args& args) {
   opt.device = std::atoi(device.c_str());
   opt.stage_timeout_s = std::atof(timeout.c_str());
   WorkerEvaluator evaluator(opt);
-  auto v = evaluator.evaluate(req);
-  if (!v) {
-    std::fprintf(stderr, "autokernel bench: %s\n", v.error().message.c_str());
-    return kExitUsage;
+  bool all_passed = true;
+  for (size_t i = 0; i < files.size(); ++i) {
+    req.source = sources[i];
+    auto v = evaluator.evaluate(req);
+    if (!v) {
+      std::fprintf(stderr, "autokernel bench: %s\n", v.error().message.c_str());
+      return kExitUsage;
+    }
+    nlohmann::json j = *v;
+    j["file"] = files[i];
+    if (json) std::printf("%s\n", j.dump().c_str());
+    else print_verdict(*v, files[i]);
+    std::fflush(stdout);
+    all_passed = all_passed && v->passed();
   }
-  if (json) std::printf("%s\n", nlohmann::json(*v).dump(2).c_str());
-  else print_verdict(*v, file);
-  return v->passed() ? kExitOk : kExitFailure;
+  return all_passed ? kExitOk : kExitFailure;
 }
 
 }  // namespace ak

@@ -1,8 +1,23 @@
 #include "harness/verdict.hpp"
 
+#include <cmath>
+
 namespace ak {
 
 namespace {
+// JSON has no NaN or infinity, and a wrong element is often exactly that: keep them as text.
+nlohmann::json number(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+double number_from(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return 0;
+  const auto& v = j[key];
+  if (v.is_number()) return v.get<double>();
+  std::string s = v.is_string() ? v.get<std::string>() : "nan";
+  return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
+}
 constexpr std::pair<Correctness, const char*> kNames[] = {
     {Correctness::Pass, "PASS"},       {Correctness::Fail, "FAIL"},
     {Correctness::CompileError, "COMPILE_ERROR"}, {Correctness::Timeout, "TIMEOUT"},
@@ -35,8 +50,8 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"failed_dtype", v.failed_dtype},
                      {"failed_input", v.failed_input},
                      {"worst_index", v.worst_index},
-                     {"worst_got", v.worst_got},
-                     {"worst_expected", v.worst_expected},
+                     {"worst_got", number(v.worst_got)},
+                     {"worst_expected", number(v.worst_expected)},
                      {"compile_log", v.compile_log},
                      {"registers", v.registers},
                      {"spill_bytes", v.spill_bytes},
@@ -72,7 +87,9 @@ void from_json(const nlohmann::json& j, Verdict& v) {
 #define AK_GET(field) v.field = j.value(#field, v.field)
   AK_GET(message); AK_GET(kernel_type); AK_GET(dtype); AK_GET(shape); AK_GET(arch); AK_GET(gpu);
   AK_GET(seed); AK_GET(failed_stage); AK_GET(failed_shape); AK_GET(failed_dtype); AK_GET(failed_input);
-  AK_GET(worst_index); AK_GET(worst_got); AK_GET(worst_expected); AK_GET(compile_log);
+  AK_GET(worst_index); AK_GET(compile_log);
+  v.worst_got = number_from(j, "worst_got");
+  v.worst_expected = number_from(j, "worst_expected");
   AK_GET(registers); AK_GET(spill_bytes); AK_GET(static_smem_bytes); AK_GET(block_threads);
   AK_GET(rows_per_block); AK_GET(total_seconds); AK_GET(throughput); AK_GET(throughput_unit);
   AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);

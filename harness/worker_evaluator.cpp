@@ -190,7 +190,13 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
       spdlog::warn("worker said something unexpected: {}", line->substr(0, 200));
       continue;
     }
-    Verdict v = msg.at("verdict").get<Verdict>();
+    Verdict v;
+    try {
+      v = msg.at("verdict").get<Verdict>();
+    } catch (const std::exception& e) {
+      stop(true);
+      return lost(Correctness::Crash, req, stage, std::string("the worker's verdict could not be read: ") + e.what());
+    }
     if (v.context_lost) {
       // The worker exits by itself after a sticky error; the next request starts a fresh one.
       std::string why = reap();

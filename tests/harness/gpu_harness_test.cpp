@@ -121,6 +121,7 @@ TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {
 
 TEST_CASE("a candidate that touches an illegal address is CRASH and the next gets a fresh worker", "[gpu][bad]") {
   if (!test::gpu_or_skip()) return;
+  REQUIRE(judge(rmsnorm_spec(), rmsnorm_spec().starter_source()).passed());
   const int starts = evaluator().starts();
   Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), "const float inv =",
                                                  "if (ss != 12345.f) *(volatile float*)8 = ss;\n  const float inv ="));
@@ -134,14 +135,14 @@ TEST_CASE("a candidate that touches an illegal address is CRASH and the next get
 TEST_CASE("a candidate that writes far out of bounds is CRASH", "[gpu][bad]") {
   if (!test::gpu_or_skip()) return;
   Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
-                                                 kRmsnormStore + " yr[i + (1ll << 36)] = yr[i];"));
+                                                 "{ " + kRmsnormStore + " yr[i + (1ll << 36)] = yr[i]; }"));
   CHECK(v.correctness == Correctness::Crash);
 }
 
 TEST_CASE("a candidate that writes one element past each row is FAIL or CRASH, never PASS", "[gpu][bad]") {
   if (!test::gpu_or_skip()) return;
   Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
-                                                 kRmsnormStore + " if (i == 0) yr[cols] = ak_from_float<T>(7.f);"));
+                                                 "{ " + kRmsnormStore + " if (i == 0) yr[cols] = ak_from_float<T>(7.f); }"));
   CHECK((v.correctness == Correctness::Fail || v.correctness == Correctness::Crash));
 }
 
@@ -167,7 +168,7 @@ TEST_CASE("a candidate whose result changes from run to run fails the determinis
 TEST_CASE("a candidate that outputs NaN fails with the element shown", "[gpu][bad]") {
   if (!test::gpu_or_skip()) return;
   Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), kRmsnormStore,
-                                                 kRmsnormStore + " if (i == 5) yr[i] = ak_from_float<T>(__int_as_float(0x7fc00000));"));
+                                                 "{ " + kRmsnormStore + " if (i == 5) yr[i] = ak_from_float<T>(__int_as_float(0x7fc00000)); }"));
   CHECK(v.correctness == Correctness::Fail);
   CHECK(v.failed_stage == "smoke");
   CHECK(v.worst_index % 512 == 5);
@@ -212,8 +213,8 @@ TEST_CASE("a candidate that replays a cached answer instead of reading its input
   src = starter_with_text(src, kRmsnormStore,
                           "{ long long k = (row * cols + i) & ((1 << 22) - 1);\n"
                           "      if (g_filled) yr[i] = ak_from_float<T>(g_cache[k]);\n"
-                          "      else { float o = ak_to_float(xr[i]) * inv * ak_to_float(weight[i]); g_cache[k] = o; yr[i] = ak_from_float<T>(o); } }\n"
-                          "    if (row == rows - 1 && i == 0) g_filled = 1;");
+                          "      else { float o = ak_to_float(xr[i]) * inv * ak_to_float(weight[i]); g_cache[k] = o; yr[i] = ak_from_float<T>(o); }\n"
+                          "      if (row == rows - 1 && i == 0) g_filled = 1; }");
   Verdict v = judge(rmsnorm_spec(), src);
   CHECK(v.correctness == Correctness::Fail);
 }

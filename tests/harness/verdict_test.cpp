@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "harness/evaluate.hpp"
 #include "harness/verdict.hpp"
 
@@ -26,6 +28,15 @@ TEST_CASE("a verdict survives the trip through JSON", "[verdict]") {
   CHECK(back.stages[1].name == "shape sweep");
   REQUIRE(back.timing);
   CHECK(back.timing->p90_us == 93);
+}
+
+TEST_CASE("a NaN or infinite worst element survives JSON, which has neither", "[verdict]") {
+  Verdict v;
+  v.worst_got = std::nan("");
+  v.worst_expected = -INFINITY;
+  Verdict back = nlohmann::json::parse(nlohmann::json(v).dump()).get<Verdict>();
+  CHECK(std::isnan(back.worst_got));
+  CHECK(back.worst_expected == -INFINITY);
 }
 
 TEST_CASE("correctness names are DESIGN.md's", "[verdict]") {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The GPU round, always the same: build and bundle here, run there, read the numbers back.
+#   scripts/gpu-round.sh bundle   on the build machine: Release build + .gpu-bundle/
+#   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
+#                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
+# Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle() {
+  set -e
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$(nproc)"
+  rm -rf .gpu-bundle
+  ../shared/tools/bundle-libs build/autokernel build/tests/autokernel_tests .gpu-bundle
+}
+
+# One knob line of a starter rewritten: variant TYPE KNOB VALUE > file
+variant() { sed -E "s/^#define $2 [0-9]+/#define $2 $3/" "kernels_cuda/$1/$1.cu"; }
+
+run() {
+  local out=${OUT:-$PWD/gpu-round-out}
+  mkdir -p "$out" /tmp/variants
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+  local ak=.gpu-bundle/autokernel
+  exec > >(tee "$out/round.log") 2>&1
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+
+  echo "== [gpu] tests"
+  .gpu-bundle/autokernel_tests "[gpu]" -d yes > "$out/tests.log" 2>&1; echo "tests exit $?"; tail -3 "$out/tests.log"
+
+  echo "== starters, 5 times in a row in one worker (timing spread), fp16 8192x8192"
+  : > "$out/bench.jsonl"
+  for type in rmsnorm softmax; do
+    "$ak" bench starter starter starter starter starter --kernel "$type" --json >> "$out/bench.jsonl"
+  done
+  echo "== 10 candidates (knob variants) in one worker: time of a full evaluation"
+  local files=()
+  for type in rmsnorm softmax; do
+    files=()
+    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
+      set -- $kv
+      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
+      files+=("/tmp/variants/$type-$1-$2.cu")
+    done
+    "$ak" bench "${files[@]}" --kernel "$type" --json >> "$out/bench.jsonl"
+  done
+  echo "== other dtypes of the starters"
+  for type in rmsnorm softmax; do
+    for dt in bf16 fp32; do "$ak" bench starter --kernel "$type" --dtype "$dt" --json >> "$out/bench.jsonl"; done
+  done
+  echo "== human-readable bench of each starter"
+  "$ak" bench starter --kernel rmsnorm
+  "$ak" bench starter --kernel softmax
+  date -u
+}
+
+case ${1:-} in
+  bundle) bundle ;;
+  run) run ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|run" >&2; exit 2 ;;
+esac
