@@ -33,6 +33,7 @@ void print_verdict(const Verdict& v, const std::string& file) {
     std::printf("  throughput  %.1f %s, %.1f%% of the measured peak %.0f %s\n", v.throughput, v.throughput_unit.c_str(),
                 v.pct_peak * 100, v.peak_used, v.throughput_unit.c_str());
   }
+  for (auto& n : v.notes) std::printf("  note: %s\n", n.c_str());
   if (v.passed()) {
     std::printf("  baseline    %.2f us (%s): speedup %.3fx", v.baseline_us, v.baseline_source.c_str(), v.speedup);
     if (v.starter_us > 0) std::printf("; starter %.2f us", v.starter_us);

@@ -56,8 +56,12 @@ int compile_command(const Args& args) {
   } else {
     std::printf("%s compiles for %s in %.2f s\n", file.c_str(), arch.c_str(), compiled->seconds);
     for (auto& f : compiled->functions)
-      std::printf("  %-34s %3d registers, %d bytes spilled, %d bytes static shared memory\n", f.name_expression.c_str(),
-                  f.registers, f.spill_stores + f.spill_loads, f.static_smem_bytes);
+      if (f.registers < 0)
+        std::printf("  %-34s (this NVRTC reports no ptxas statistics; bench reads them from the driver)\n",
+                    f.name_expression.c_str());
+      else
+        std::printf("  %-34s %3d registers, %d bytes spilled, %d bytes static shared memory\n", f.name_expression.c_str(),
+                    f.registers, f.spill_stores + f.spill_loads, f.static_smem_bytes);
     if (!compiled->log.empty()) std::printf("compiler said:\n%s\n", compiled->log.c_str());
   }
   return out["ok"].get<bool>() ? kExitOk : kExitFailure;

@@ -5,28 +5,24 @@
 namespace ak {
 namespace {
 
+#define AK_STR(x) #x
+#define AK_XSTR(x) AK_STR(x)
+
 Result<const CudaDriver*> load() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return error(std::string("no NVIDIA driver: libcuda.so.1 could not be loaded (") + dlerror() +
                  "). GPU commands (run, bench, worker) need a machine with an NVIDIA GPU and its "
                  "driver; config check, compile and kernels work without one");
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (!get)
-    return error("the NVIDIA driver is too old: cuGetProcAddress_v2 is missing (install a driver "
-                 "for CUDA " + std::to_string(CUDA_VERSION / 1000) + " or newer)");
+  // Each function is looked up under the exact name cuda.h's macros give it (cuMemAlloc ->
+  // cuMemAlloc_v2), so the symbol's ABI is the prototype we call it with. cuGetProcAddress with
+  // CUDA_VERSION would hand back the newest ABI instead, which for some functions takes other
+  // arguments (cuCtxSynchronize in CUDA 13 takes a context).
   static CudaDriver d;
   std::string missing;
-#define AK_LOAD(name)                                                                        \
-  {                                                                                          \
-    void* p = nullptr;                                                                       \
-    CUdriverProcAddressQueryResult status;                                                   \
-    if (get(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
-        !p)                                                                                  \
-      missing += std::string(missing.empty() ? "" : ", ") + #name;                           \
-    d.name = reinterpret_cast<decltype(d.name)>(p);                                          \
-  }
+#define AK_LOAD(name)                                                       \
+  d.name = reinterpret_cast<decltype(d.name)>(dlsym(lib, AK_XSTR(name)));   \
+  if (!d.name) missing += std::string(missing.empty() ? "" : ", ") + AK_XSTR(name);
   AK_DRIVER_FUNCTIONS(AK_LOAD)
 #undef AK_LOAD
   if (!missing.empty())
@@ -43,6 +39,18 @@ Result<const CudaDriver*> load() {
 }
 
 }  // namespace
+
+std::string missing_driver_symbols(const std::string& path) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return std::string("cannot load ") + path + ": " + dlerror();
+  std::string missing;
+#define AK_CHECK(name) \
+  if (!dlsym(lib, AK_XSTR(name))) missing += std::string(missing.empty() ? "" : ", ") + AK_XSTR(name);
+  AK_DRIVER_FUNCTIONS(AK_CHECK)
+#undef AK_CHECK
+  dlclose(lib);
+  return missing;
+}
 
 Result<const CudaDriver*> cuda_driver() {
   static const Result<const CudaDriver*> loaded = load();

@@ -11,7 +11,7 @@
 namespace ak {
 
 // Each entry is typed from cuda.h; cuda.h's version macros (cuMemAlloc -> cuMemAlloc_v2) apply
-// to the member names and the calls alike, and cuGetProcAddress hands back the matching ABI.
+// to the member names, the calls and the symbol looked up alike, so all three agree.
 #define AK_DRIVER_FUNCTIONS(X)                                                              \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)   \
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)              \
@@ -36,6 +36,10 @@ std::string cu_error_text(CUresult r);
 
 /// Errors after which the context is unusable: the process that saw one must end.
 bool cu_error_is_sticky(CUresult r);
+
+/// The driver functions a library at `path` lacks, by the names cuda.h gives them ("" if none).
+/// Lets a test check the names against the toolkit's stub libcuda without a GPU.
+std::string missing_driver_symbols(const std::string& path);
 
 /// Turns a CUresult into a Status naming the call that failed.
 Status cu_check(CUresult r, const std::string& what);

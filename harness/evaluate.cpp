@@ -20,7 +20,9 @@ CompileRequest compile_request(const KernelSpec& spec, const std::string& source
   c.source = source;
   c.filename = spec.type + (reference ? "_reference.cu" : ".cu");
   c.arch = arch;
-  for (DType d : spec.dtypes) c.name_expressions.push_back(reference ? reference_expression(spec, d) : entry_expression(spec, d));
+  if (reference) c.name_expressions = reference_expressions(spec);
+  else
+    for (DType d : spec.dtypes) c.name_expressions.push_back(entry_expression(spec, d));
   return c;
 }
 
@@ -62,14 +64,17 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
   return h;
 }
 
-Result<LaunchableKernel*> Harness::reference(const KernelSpec& spec) {
+Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
   if (auto it = references_.find(spec.type); it != references_.end()) return &it->second;
   auto compiled = nvrtc_compile(compile_request(spec, spec.reference_source, gpu_->info().arch, true));
   if (!compiled) return compiled.error();
   if (!compiled->ok) return error("the " + spec.type + " reference does not compile (a harness bug): " + compiled->log);
-  auto k = LaunchableKernel::reference(*gpu_, spec, *compiled);
-  if (!k) return k.error();
-  return &references_.emplace(spec.type, std::move(*k)).first->second;
+  auto validate = LaunchableKernel::reference(*gpu_, spec, *compiled, ReferenceOutput::Fp32);
+  if (!validate) return validate.error();
+  auto baseline = LaunchableKernel::reference(*gpu_, spec, *compiled, ReferenceOutput::InputDtype);
+  if (!baseline) return baseline.error();
+  Reference r{std::move(*validate), std::move(*baseline)};
+  return &references_.emplace(spec.type, std::move(r)).first->second;
 }
 
 Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
@@ -96,25 +101,24 @@ Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& 
   return time_kernel(*gpu_, k.lowered_name(d), [&] { return k.launch(spec, d, shape, b); }, plan, sticky);
 }
 
-Result<double> Harness::cached_time(const std::string& what, const KernelSpec& spec, const std::string& source,
-                                    DType d, const Shape& shape, const EvalRequest& req) {
+Result<double> Harness::cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
+                                    const EvalRequest& req, bool& sticky) {
   const std::string key = what + "|" + spec.type + "|" + shape_str(shape) + "|" + dtype_name(d);
   if (auto it = time_cache_.find(key); it != time_cache_.end()) return it->second;
-  bool sticky = false;
   Result<Timing> t = error("");
   if (what == "reference") {
     auto ref = reference(spec);
     if (!ref) return ref.error();
-    t = time_at(spec, **ref, d, shape, req, sticky);
+    t = time_at(spec, (*ref)->baseline, d, shape, req, sticky);
   } else {
-    auto compiled = nvrtc_compile(compile_request(spec, source, gpu_->info().arch, false));
+    auto compiled = nvrtc_compile(compile_request(spec, spec.starter_source(), gpu_->info().arch, false));
     if (!compiled) return compiled.error();
     if (!compiled->ok) return error("the " + spec.type + " starter does not compile: " + compiled->log);
     auto k = LaunchableKernel::candidate(*gpu_, spec, *compiled);
     if (!k) return k.error();
     t = time_at(spec, *k, d, shape, req, sticky);
   }
-  if (!t) return t.error();
+  if (!t) return error("timing the " + what + " of " + spec.type + " failed: " + t.error().message);
   return time_cache_[key] = t->median_us;
 }
 
@@ -163,6 +167,12 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     }
   auto cand = LaunchableKernel::candidate(*gpu_, *spec, *compiled);
   if (!cand) return fail_compile("the compiled module cannot be used: " + cand.error().message, compiled->log);
+  if (v.registers < 0) {  // NVRTC's log carried no ptxas statistics: ask the driver
+    FunctionInfo f = cand->attributes(*dtype);
+    v.registers = f.registers;
+    v.spill_bytes = f.stack_bytes;
+    v.static_smem_bytes = f.static_smem_bytes;
+  }
   v.block_threads = cand->block_threads();
   v.rows_per_block = cand->rows_per_block();
   v.stages.push_back({"compile", true, since(tc), std::to_string(v.registers) + " registers, " +
@@ -174,7 +184,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   }
 
   // The five stages.
-  CaseRunner runner(*gpu_, *spec, *cand, **ref);
+  CaseRunner runner(*gpu_, *spec, *cand, (*ref)->validate);
   if (!run_five_stages(runner, *spec, v.seed, v, on_stage)) return finish(v, t0);
 
   // Benchmark: check at the timed shape, time, judge the timing, check again.
@@ -218,11 +228,19 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     return bench_fail(g);
   }
   v.peak_vram_mb = double(runner.peak_bytes()) / (1 << 20);
-  if (auto r = cached_time("reference", *spec, "", *dtype, shape, req)) v.reference_us = *r;
-  if (req.time_starter)
-    if (auto s = cached_time("starter", *spec, spec->starter_source(), *dtype, shape, req)) v.starter_us = *s;
+  // The baseline and the starter: a failure here is the harness's, not the candidate's; the
+  // verdict says so, and a broken context still sends the worker away.
+  std::vector<std::string> what = {"reference"};
+  if (req.time_starter) what.push_back("starter");
+  for (auto& w : what) {
+    bool lost = false;
+    auto t = cached_time(w, *spec, *dtype, shape, req, lost);
+    if (t) (w == "reference" ? v.reference_us : v.starter_us) = *t;
+    else v.notes.push_back(t.error().message);
+    v.context_lost = v.context_lost || lost;
+  }
   v.baseline_us = req.baseline_us.value_or(v.reference_us);
-  v.baseline_source = req.baseline_us ? "config" : "reference kernel";
+  v.baseline_source = req.baseline_us ? "config" : v.reference_us > 0 ? "reference kernel" : "unavailable";
   v.speedup = v.baseline_us > 0 ? v.baseline_us / timing->median_us : 0;
   v.stages.push_back({"benchmark", true, since(tb),
                       std::to_string(timing->samples) + " timed launches, L2 flushed before each"});

@@ -37,16 +37,22 @@ class Harness {
   GpuContext& gpu() { return *gpu_; }
 
  private:
-  Result<LaunchableKernel*> reference(const KernelSpec& spec);
+  /// The reference of a type, compiled once: `validate` writes fp32, `baseline` the input dtype.
+  struct Reference {
+    LaunchableKernel validate, baseline;
+  };
+  Result<Reference*> reference(const KernelSpec& spec);
   /// Times a loaded kernel at a shape on fresh normal inputs.
   Result<Timing> time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                          const EvalRequest& req, bool& sticky);
-  Result<double> cached_time(const std::string& what, const KernelSpec& spec, const std::string& source,
-                             DType d, const Shape& shape, const EvalRequest& req);
+  /// The median time of the reference (what == "reference") or of the starter, once per
+  /// shape and dtype. `sticky` is set when timing them broke the context.
+  Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
+                             const EvalRequest& req, bool& sticky);
 
   std::unique_ptr<GpuContext> gpu_;
   DevicePeaks peaks_;
-  std::map<std::string, LaunchableKernel> references_;
+  std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
 };
 

@@ -1,5 +1,6 @@
 #include "harness/kernel_contract.hpp"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -9,8 +10,18 @@ std::string entry_expression(const KernelSpec& spec, DType d) {
   return spec.entry + "<" + dtype_cuda_type(d) + ">";
 }
 
-std::string reference_expression(const KernelSpec& spec, DType d) {
-  return spec.reference_entry + "<" + dtype_cuda_type(d) + ">";
+std::string reference_expression(const KernelSpec& spec, DType d, ReferenceOutput out) {
+  return spec.reference_entry + "<" + dtype_cuda_type(d) + ", " +
+         (out == ReferenceOutput::Fp32 ? "float" : dtype_cuda_type(d)) + ">";
+}
+
+std::vector<std::string> reference_expressions(const KernelSpec& spec) {
+  std::vector<std::string> all;
+  for (auto out : {ReferenceOutput::Fp32, ReferenceOutput::InputDtype})
+    for (DType d : spec.dtypes)
+      if (auto e = reference_expression(spec, d, out); std::find(all.begin(), all.end(), e) == all.end())
+        all.push_back(e);  // <float, float> is both
+  return all;
 }
 
 std::vector<std::string> contract_violations(const std::string& source, const KernelSpec& spec) {

@@ -13,7 +13,12 @@ std::vector<std::string> contract_violations(const std::string& source, const Ke
 
 /// The template instantiation the harness asks NVRTC for, e.g. "rmsnorm_kernel<__half>".
 std::string entry_expression(const KernelSpec& spec, DType d);
-std::string reference_expression(const KernelSpec& spec, DType d);
+/// The reference writes fp32 for validation, and the input dtype when timed as the baseline
+/// (so that it moves the same bytes as a candidate).
+enum class ReferenceOutput { Fp32, InputDtype };
+std::string reference_expression(const KernelSpec& spec, DType d, ReferenceOutput out);
+/// Every distinct instantiation of the reference, both outputs, for one compile.
+std::vector<std::string> reference_expressions(const KernelSpec& spec);
 
 /// The constants a kernel file exports for the launch: threads per block is required.
 inline constexpr const char* kBlockThreadsSymbol = "ak_block_threads";

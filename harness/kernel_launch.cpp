@@ -1,21 +1,28 @@
 #include "harness/kernel_launch.hpp"
 
-#include "harness/kernel_contract.hpp"
+
+#include <functional>
 
 namespace ak {
 namespace {
 
+/// Loads the module and, for each dtype, the function compiled for expression(d).
 Status load_functions(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
-                      LoadedModule& module, std::map<DType, CUfunction>& fns,
-                      std::map<DType, std::string>& names) {
+                      const std::function<std::string(DType)>& expression, LoadedModule& module,
+                      std::map<DType, CUfunction>& fns, std::map<DType, std::string>& names) {
   auto m = gpu.load(compiled.cubin);
   if (!m) return m.error();
   module = std::move(*m);
-  for (size_t i = 0; i < spec.dtypes.size() && i < compiled.functions.size(); ++i) {
-    auto f = module.function(compiled.functions[i].lowered_name);
+  for (DType d : spec.dtypes) {
+    const std::string want = expression(d);
+    const FunctionInfo* info = nullptr;
+    for (auto& f : compiled.functions)
+      if (f.name_expression == want) info = &f;
+    if (!info) return error("the compiled module has no " + want);
+    auto f = module.function(info->lowered_name);
     if (!f) return f.error();
-    fns[spec.dtypes[i]] = *f;
-    names[spec.dtypes[i]] = compiled.functions[i].lowered_name;
+    fns[d] = *f;
+    names[d] = info->lowered_name;
   }
   return ok();
 }
@@ -26,7 +33,8 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
                                                      const CompileOutput& compiled) {
   LaunchableKernel k;
   k.d_ = &gpu.driver();
-  if (auto s = load_functions(gpu, spec, compiled, k.module_, k.functions_, k.names_); !s) return s.error();
+  auto expr = [&](DType d) { return entry_expression(spec, d); };
+  if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
   auto threads = k.module_.read_int(kBlockThreadsSymbol);
   if (!threads) return threads.error();
   if (!*threads)
@@ -53,13 +61,24 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
 }
 
 Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const KernelSpec& spec,
-                                                     const CompileOutput& compiled) {
+                                                     const CompileOutput& compiled, ReferenceOutput out) {
   LaunchableKernel k;
   k.d_ = &gpu.driver();
-  if (auto s = load_functions(gpu, spec, compiled, k.module_, k.functions_, k.names_); !s) return s.error();
+  auto expr = [&](DType d) { return reference_expression(spec, d, out); };
+  if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
   k.block_threads_ = spec.reference_threads;
   k.is_reference_ = true;
   return k;
+}
+
+FunctionInfo LaunchableKernel::attributes(DType d) const {
+  FunctionInfo info;
+  info.lowered_name = names_.at(d);
+  CUfunction f = functions_.at(d);
+  d_->cuFuncGetAttribute(&info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  d_->cuFuncGetAttribute(&info.stack_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+  d_->cuFuncGetAttribute(&info.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  return info;
 }
 
 CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& shape,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/gpu_context.hpp"
+#include "harness/kernel_contract.hpp"
 #include "harness/nvrtc_compile.hpp"
 #include "kernels_cuda/spec.hpp"
 
@@ -20,8 +21,14 @@ class LaunchableKernel {
  public:
   /// Loads a candidate: entry<T> for each dtype and its geometry (ak_block_threads, ...).
   static Result<LaunchableKernel> candidate(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
-  /// Loads the spec's reference: one block of spec.reference_threads per row.
-  static Result<LaunchableKernel> reference(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
+  /// Loads the spec's reference (fp32 outputs, or the input dtype): one block of
+  /// spec.reference_threads per row.
+  static Result<LaunchableKernel> reference(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
+                                            ReferenceOutput out);
+
+  /// What the driver says of the entry point for dtype d: registers, local (spill) and static
+  /// shared memory bytes. The cubin's own account, where NVRTC's log has none.
+  FunctionInfo attributes(DType d) const;
 
   /// Enqueues one launch; the CUresult is returned as is so the caller can tell sticky errors.
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;

@@ -69,7 +69,8 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"starter_us", v.starter_us},
                      {"speedup", v.speedup},
                      {"peak_vram_mb", v.peak_vram_mb},
-                     {"context_lost", v.context_lost}};
+                     {"context_lost", v.context_lost},
+                     {"notes", v.notes}};
   auto& stages = j["stages"] = nlohmann::json::array();
   for (auto& s : v.stages)
     stages.push_back({{"name", s.name}, {"passed", s.passed}, {"seconds", s.seconds}, {"detail", s.detail}});
@@ -95,6 +96,7 @@ void from_json(const nlohmann::json& j, Verdict& v) {
   AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);
   AK_GET(reference_us); AK_GET(starter_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
 #undef AK_GET
+  if (j.contains("notes")) v.notes = j["notes"].get<std::vector<std::string>>();
   if (j.contains("stages"))
     for (auto& s : j["stages"])
       v.stages.push_back({s.value("name", ""), s.value("passed", false), s.value("seconds", 0.0),

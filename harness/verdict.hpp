@@ -60,6 +60,7 @@ struct Verdict {
   double speedup = 0;           ///< baseline_us / median_us
   double peak_vram_mb = 0;
 
+  std::vector<std::string> notes;   ///< what went wrong around the candidate (baseline timing)
   bool context_lost = false;    ///< the worker's CUDA context is unusable: it must be replaced
 
   bool passed() const { return correctness == Correctness::Pass; }

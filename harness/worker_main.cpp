@@ -1,5 +1,7 @@
 #include "harness/worker_main.hpp"
 
+#include <execinfo.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +23,18 @@ FILE* take_stdout() {
   return fdopen(fd, "w");
 }
 
+/// A crash of the worker is a candidate's doing or a harness bug: either way, leave a backtrace
+/// in the log for whoever has to find out which.
+void on_fatal_signal(int sig) {
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  const char head[] = "worker: fatal signal; backtrace:\n";
+  (void)!write(STDERR_FILENO, head, sizeof head - 1);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 void send(FILE* out, const std::string& line) {
   std::fputs(line.c_str(), out);
   std::fflush(out);
@@ -29,6 +43,7 @@ void send(FILE* out, const std::string& line) {
 }  // namespace
 
 int run_worker(int device) {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, on_fatal_signal);
   FILE* out = take_stdout();
   auto harness = Harness::open(device);
   if (!harness) {

@@ -14,6 +14,10 @@ const std::string& reference_prelude() {
 __device__ __forceinline__ float ref_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ float ref_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float ref_f(float v) { return v; }
+template <typename O> __device__ __forceinline__ O ref_out(float v);
+template <> __device__ __forceinline__ float ref_out<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half ref_out<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 ref_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 // Tree reductions over one block of 256 threads, in a fixed order: the reference is deterministic.
 __device__ float block_sum(float v) {
   __shared__ float s[256];

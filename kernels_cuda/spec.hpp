@@ -72,7 +72,7 @@ struct KernelSpec {
   int64_t rows(const Shape& s) const;   ///< product of all but the last dimension
   int64_t cols(const Shape& s) const { return s.back(); }
 
-  std::string reference_source;         ///< CUDA: template reference_entry<T>, fp32 outputs
+  std::string reference_source;         ///< CUDA: template reference_entry<T, O>, O = float or T
   int reference_threads = 256;          ///< one block of these per row
   CpuReference cpu_reference;
 

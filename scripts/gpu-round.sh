@@ -13,6 +13,7 @@ bundle() {
   cmake --build build -j"$(nproc)"
   rm -rf .gpu-bundle
   ../shared/tools/bundle-libs build/autokernel build/tests/autokernel_tests .gpu-bundle
+  strip .gpu-bundle/autokernel .gpu-bundle/autokernel_tests
 }
 
 # One knob line of a starter rewritten: variant TYPE KNOB VALUE > file
@@ -30,6 +31,8 @@ run() {
   echo "== [gpu] tests"
   .gpu-bundle/autokernel_tests "[gpu]" -d yes > "$out/tests.log" 2>&1; echo "tests exit $?"; tail -3 "$out/tests.log"
 
+  echo "== compile report on this machine"
+  "$ak" compile starter --kernel rmsnorm
   echo "== starters, 5 times in a row in one worker (timing spread), fp16 8192x8192"
   : > "$out/bench.jsonl"
   for type in rmsnorm softmax; do

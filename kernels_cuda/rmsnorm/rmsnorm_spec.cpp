@@ -10,14 +10,14 @@ namespace {
 constexpr float kEps = 1e-6f;
 
 const char* kReference = R"(
-template <typename T>
-__global__ void rmsnorm_reference(const T* x, const T* weight, float* y, int rows, int cols, float eps) {
+template <typename T, typename O>
+__global__ void rmsnorm_reference(const T* x, const T* weight, O* y, int rows, int cols, float eps) {
   const long long row = blockIdx.x;
   const T* xr = x + row * cols;
   float ss = 0.f;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) { float f = ref_f(xr[i]); ss += f * f; }
   const float inv = rsqrtf(block_sum(ss) / cols + eps);
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = ref_f(xr[i]) * inv * ref_f(weight[i]);
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = ref_out<O>(ref_f(xr[i]) * inv * ref_f(weight[i]));
 }
 )";
 

@@ -9,8 +9,8 @@ namespace ak {
 namespace {
 
 const char* kReference = R"(
-template <typename T>
-__global__ void softmax_reference(const T* x, float* y, int rows, int cols) {
+template <typename T, typename O>
+__global__ void softmax_reference(const T* x, O* y, int rows, int cols) {
   const long long row = blockIdx.x;
   const T* xr = x + row * cols;
   float m = __int_as_float(0xff800000);  // -inf; NVRTC has no INFINITY macro
@@ -19,7 +19,7 @@ __global__ void softmax_reference(const T* x, float* y, int rows, int cols) {
   float s = 0.f;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) s += expf(ref_f(xr[i]) - m);
   s = block_sum(s);
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = expf(ref_f(xr[i]) - m) / s;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = ref_out<O>(expf(ref_f(xr[i]) - m) / s);
 }
 )";
 

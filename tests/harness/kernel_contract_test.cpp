@@ -36,5 +36,8 @@ TEST_CASE("an empty file and host code are refused", "[contract]") {
 
 TEST_CASE("entry expressions name the template per dtype", "[contract]") {
   CHECK(entry_expression(rmsnorm_spec(), DType::BF16) == "rmsnorm_kernel<__nv_bfloat16>");
-  CHECK(reference_expression(softmax_spec(), DType::F32) == "softmax_reference<float>");
+  CHECK(reference_expression(softmax_spec(), DType::F16, ReferenceOutput::Fp32) == "softmax_reference<__half, float>");
+  CHECK(reference_expression(softmax_spec(), DType::BF16, ReferenceOutput::InputDtype) ==
+        "softmax_reference<__nv_bfloat16, __nv_bfloat16>");
+  CHECK(reference_expressions(rmsnorm_spec()).size() == 5);
 }
