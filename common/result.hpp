@@ -30,6 +30,8 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const Error& error() const { return std::get<1>(v_); }
+  /// The value, or `fallback` when there is none.
+  T value_or(T fallback) const { return ok() ? value() : std::move(fallback); }
 
  private:
   std::variant<T, Error> v_;

@@ -1,18 +1,41 @@
-// autokernel run --config FILE: the optimization loop.
+// autokernel run --config FILE: the optimization loop, as a foreground process or a service.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
+
+#include <spdlog/spdlog.h>
 
 #include "config/config.hpp"
 #include "daemon/arg_parser.hpp"
+#include "daemon/builtin_tuner.hpp"
 #include "daemon/commands.hpp"
+#include "daemon/logging.hpp"
+#include "daemon/run_loop.hpp"
 #include "harness/cuda_driver.hpp"
+#include "harness/worker_evaluator.hpp"
 
 namespace ak {
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) { (sig == SIGHUP ? g_reload : g_stop) = true; };
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
 
 int run_command(const Args& args) {
   std::string file;
   ArgParser p("autokernel run --config FILE",
-              "Runs the keep/revert loop on the kernels of a config until they converge or a budget\n"
-              "is spent. Needs a GPU.");
+              "Runs the keep/revert loop on the kernels of a config until every one has converged or a\n"
+              "budget is spent; resumes a run folder left by an earlier run (or a crash). SIGTERM or\n"
+              "Ctrl-C stops it within seconds (exit 0), SIGHUP reloads budgets and settings. Needs a GPU.");
   p.option("config", "FILE", "the TOML config (see config/example.toml)", &file);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (file.empty()) return std::fprintf(stderr, "autokernel run: --config FILE is required\n"), kExitUsage;
@@ -25,11 +48,33 @@ int run_command(const Args& args) {
                  drv.error().message.c_str(), file.c_str());
     return kExitUsage;
   }
-  std::fprintf(stderr,
-               "autokernel run: the keep/revert loop is not built yet in this version; the config is "
-               "valid and a GPU is present. To evaluate a kernel file now: autokernel bench starter --kernel %s\n",
-               cfg->kernels.front().type.c_str());
-  return kExitUsage;
+  if (cfg->llm.provider != ProviderKind::Builtin) {
+    std::fprintf(stderr, "%s: [llm] provider = \"%s\": the LLM proposer is not built in this version; "
+                 "use provider = \"builtin\" (the offline tuner)\n", file.c_str(), provider_name(cfg->llm.provider));
+    return kExitUsage;
+  }
+  RunDirectory dir(cfg->run_dir());
+  if (auto s = dir.create(); !s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), kExitFailure;
+  if (auto s = add_log_file(dir.log()); !s) spdlog::warn("{}", s.error().message);
+  install_signal_handlers();
+
+  WorkerEvaluator::Options opt;
+  opt.device = cfg->gpu.device;
+  opt.stage_timeout_s = cfg->harness.stage_timeout_s;
+  opt.cancel = &g_stop;
+  WorkerEvaluator evaluator(opt);
+  BuiltinTuner tuner;
+  SteadyClock clock;
+  ServiceNotifier notifier;
+  RunLoop loop(*cfg, evaluator, tuner, clock, LoopSignals{&g_stop, &g_reload}, &notifier);
+  auto out = loop.run();
+  if (!out) {
+    spdlog::error("the run stopped: {}", out.error().message);
+    return kExitFailure;
+  }
+  spdlog::info("run {} ended: {}", cfg->run.name, out->why);
+  std::printf("%s", out->summary.c_str());
+  return kExitOk;
 }
 
 }  // namespace ak

@@ -58,6 +58,7 @@ Status WorkerEvaluator::start() {
   pid_t pid = fork();
   if (pid < 0) return error(std::string("cannot start the worker (fork): ") + std::strerror(errno));
   if (pid == 0) {
+    setpgid(0, 0);  // Ctrl-C in a terminal is for the daemon, which then stops its worker itself
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     std::vector<char*> argv;
@@ -178,6 +179,7 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
       }
       std::string why = reap();
       stop(true);
+      if (opt_.cancel && opt_.cancel->load()) return error("evaluation abandoned: the daemon is stopping");
       return lost(Correctness::Crash, req, stage, "the worker died (" + why + ")");
     }
     nlohmann::json msg = nlohmann::json::parse(*line, nullptr, false);

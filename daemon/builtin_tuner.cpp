@@ -1,0 +1,72 @@
+#include "daemon/builtin_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "daemon/knobs.hpp"
+
+namespace ak {
+
+int BuiltinTuner::tier(const std::string& knob) {
+  for (const char* w : {"THREADS", "BLOCK", "ROWS", "WARPS", "TILE"})
+    if (knob.find(w) != std::string::npos) return 1;
+  for (const char* w : {"VEC", "LOAD", "CACHE", "STAGES"})
+    if (knob.find(w) != std::string::npos) return 2;
+  return 3;
+}
+
+std::vector<long long> BuiltinTuner::candidates(const std::string& knob, long long current) {
+  std::vector<long long> values;
+  if (knob.find("THREADS") != std::string::npos) values = {64, 128, 256, 512, 1024};
+  else if (knob.find("VEC") != std::string::npos) values = {1, 2, 4, 8};
+  else if (knob.find("ROWS") != std::string::npos) values = {1, 2, 4, 8};
+  else values = {current / 2, current * 2, current + 1, current - 1};
+  values.erase(std::remove_if(values.begin(), values.end(), [&](long long v) { return v == current || v < 0; }),
+               values.end());
+  // Nearest first: on a log scale for the power-of-two knobs, which is every list above.
+  std::stable_sort(values.begin(), values.end(), [&](long long a, long long b) {
+    auto dist = [&](long long v) { return std::abs(std::log2(double(std::max(v, 1LL))) - std::log2(double(std::max(current, 1LL)))); };
+    return dist(a) < dist(b);
+  });
+  return values;
+}
+
+Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx) {
+  std::set<std::string> measured;
+  for (auto& e : ctx.history) measured.insert(knob_key(read_knobs(e.source)));
+  const Knobs best = read_knobs(ctx.best_source);
+  measured.insert(knob_key(best));
+  if (best.empty())
+    return error("the builtin tuner found no knob lines (#define AK_NAME value) in the " +
+                 (ctx.spec ? ctx.spec->type : std::string("kernel")) + " file: nothing to tune");
+  std::vector<std::string> names;
+  for (auto& [name, v] : best) names.push_back(name);
+  // Within block sizing, threads per block first: it is the knob with the widest effect.
+  auto order = [](const std::string& n) { return tier(n) * 2 + (n.find("THREADS") == std::string::npos); };
+  std::stable_sort(names.begin(), names.end(), [&](auto& a, auto& b) { return order(a) < order(b); });
+  // Rank-major: every knob's nearest untried value first, in tier order, then the next nearest:
+  // one bad knob cannot use up the reverts before the others had a chance.
+  std::vector<std::vector<long long>> untried;
+  for (auto& name : names) {
+    untried.emplace_back();
+    for (long long value : candidates(name, best.at(name))) {
+      Knobs next = best;
+      next[name] = value;
+      if (!measured.count(knob_key(next))) untried.back().push_back(value);
+    }
+  }
+  for (size_t rank = 0; rank < 8; ++rank)
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (rank >= untried[i].size()) continue;
+      const long long value = untried[i][rank];
+      Proposal p;
+      p.source = with_knob(ctx.best_source, names[i], value);
+      p.description = "tier " + std::to_string(tier(names[i])) + ": " + names[i] + " " +
+                      std::to_string(best.at(names[i])) + " -> " + std::to_string(value);
+      return std::optional<Proposal>(p);
+    }
+  return std::optional<Proposal>();
+}
+
+}  // namespace ak

@@ -1,0 +1,45 @@
+#pragma once
+/// The seam where edits come from: the LLM client or the builtin tuner, one edit per call.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+/// One past experiment of a kernel, as a proposer sees it.
+struct PastExperiment {
+  std::string description;
+  std::string source;          ///< the candidate file
+  std::string correctness;     ///< PASS, FAIL, ...
+  double latency_us = 0;
+  bool kept = false;
+  std::string failure;         ///< the message of a failed one
+};
+
+struct ProposalContext {
+  const KernelSpec* spec = nullptr;
+  std::string best_source;     ///< the current best file
+  double best_us = 0;
+  double pct_peak = 0;
+  std::vector<PastExperiment> history;   ///< this kernel's experiments, oldest first
+};
+
+struct Proposal {
+  std::string source;
+  std::string description;     ///< one line
+  long long tokens = 0;        ///< LLM tokens spent on it
+  double cost_usd = 0;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  /// The next edit; nullopt when the proposer has nothing left to try for this kernel.
+  /// An Error is a proposal that failed (an unusable LLM answer) and is recorded as such.
+  virtual Result<std::optional<Proposal>> propose(const ProposalContext& ctx) = 0;
+};
+
+}  // namespace ak

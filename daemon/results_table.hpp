@@ -1,0 +1,40 @@
+#pragma once
+/// results.tsv: one row per experiment, tab-separated, header first (DESIGN.md's columns).
+/// Rows are appended and synced before the next experiment begins; a row cut short by a crash
+/// is removed when the table is next opened.
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+struct ResultRow {
+  long long experiment = 0;
+  std::string tag;              ///< the kernel entry's id, e.g. "rmsnorm"
+  std::string kernel_type;
+  double throughput = 0;        ///< GB/s or TFLOPS
+  double latency_us = 0;
+  double pct_peak = 0;
+  double speedup = 0;           ///< over the baseline
+  std::string correctness;      ///< PASS, FAIL, COMPILE_ERROR, TIMEOUT, CRASH, SUSPECT, NO_PROPOSAL
+  double peak_vram_mb = 0;
+  bool kept = false;
+  std::string commit;           ///< the commit of a kept row
+  long long llm_tokens = 0;
+  double seconds = 0;           ///< wall time of the experiment
+  std::string description;
+};
+
+/// The header line, without its newline.
+const std::string& results_header();
+std::string format_row(const ResultRow& r);
+Result<ResultRow> parse_row(const std::string& line);
+
+/// Reads the table, dropping a last line cut short by a crash (and truncating the file to the
+/// last whole row); creates it with its header when absent.
+Result<std::vector<ResultRow>> open_results(const std::string& path);
+/// Appends one row and syncs it to disk.
+Status append_result(const std::string& path, const ResultRow& r);
+
+}  // namespace ak

@@ -1,0 +1,78 @@
+#pragma once
+// Scripted parts for driving the loop on the CPU: an evaluator that times sources from a table,
+// a proposer that replays a list, a clock moved by hand.
+#include <deque>
+#include <map>
+
+#include "daemon/clock.hpp"
+#include "daemon/proposer.hpp"
+#include "config/config.hpp"
+#include "harness/evaluator.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "tests/support.hpp"
+
+namespace ak::test {
+
+/// Judges a source by its first line: "// us=<latency>" passes with that latency, "// FAIL"
+/// fails the shape sweep, anything else (the starters) passes at `starter_us`.
+class ScriptedEvaluator : public Evaluator {
+ public:
+  double starter_us = 100, reference_us = 150, peak_gbps = 3000;
+  int calls = 0;
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    ++calls;
+    Verdict v;
+    v.kernel_type = req.kernel_type;
+    v.dtype = req.dtype;
+    if (req.source.rfind("// FAIL", 0) == 0) {
+      v.correctness = Correctness::Fail;
+      v.failed_stage = "shape sweep";
+      v.message = "shape sweep: wrong output on 100x3000 fp16";
+      return v;
+    }
+    double us = starter_us;
+    if (req.source.rfind("// us=", 0) == 0) us = std::stod(req.source.substr(6));
+    v.correctness = Correctness::Pass;
+    v.timing = Timing{100, us, us, us, us, us, us + 3};
+    const double bytes = find_spec(req.kernel_type)->bytes(req.shape, DType::F16);
+    v.throughput = bytes / (us * 1e-6) / 1e9;
+    v.throughput_unit = "GB/s";
+    v.pct_peak = v.throughput / peak_gbps;
+    v.baseline_us = req.baseline_us.value_or(reference_us);
+    v.speedup = v.baseline_us / us;
+    v.peak_vram_mb = 256;
+    return v;
+  }
+};
+
+class ScriptedProposer : public Proposer {
+ public:
+  std::deque<Proposal> queue;
+  std::vector<ProposalContext> seen;
+  void add(double us, const std::string& what) { queue.push_back({"// us=" + std::to_string(us) + "\n" + what + "\n", what, 10, 0}); }
+  void add_failing(const std::string& what) { queue.push_back({"// FAIL\n", what, 10, 0}); }
+  Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override {
+    seen.push_back(ctx);
+    if (queue.empty()) return std::optional<Proposal>();
+    Proposal p = queue.front();
+    queue.pop_front();
+    return std::optional<Proposal>(p);
+  }
+};
+
+class ManualClock : public Clock {
+ public:
+  double t = 1000;
+  double step = 10;   ///< every reading advances time by this much
+  double now_s() override { return t += step; }
+};
+
+inline Config loop_config(const TempDir& dir, const std::string& extra = "", const std::string& kernels = "") {
+  std::string text = "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() + "\"\n" + extra +
+                     (kernels.empty() ? "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.5\n" : kernels);
+  auto c = parse_config(text, (dir.path / "run.toml").string());
+  REQUIRE(c.ok());
+  return *c;
+}
+
+}  // namespace ak::test
