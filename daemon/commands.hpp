@@ -17,6 +17,8 @@ int compile_command(const Args& args);  ///< NVRTC compile of a kernel file, no 
 int bench_command(const Args& args);    ///< one full evaluation of a kernel file
 int worker_command(const Args& args);   ///< internal: serves evaluations for the daemon
 int run_command(const Args& args);      ///< the optimization loop
+int status_command(const Args& args);   ///< where a run stands
+int report_command(const Args& args);   ///< report.md and progress.svg of a run
 
 /// Parses with `parser`; prints help or the error. Returns -1 to go on, else the exit code.
 class ArgParser;

@@ -76,18 +76,10 @@ Result<ResultRow> parse_row(const std::string& line) {
   }
 }
 
-Result<std::vector<ResultRow>> open_results(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (!fs::exists(path)) {
-    std::ofstream out(path);
-    out << results_header() << "\n";
-    if (!out) return error(path + ": cannot create the results table (is the run folder writable?)");
-    return std::vector<ResultRow>{};
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+namespace {
+
+/// The whole rows of a table and the length of the text they take.
+Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string& path, const std::string& text) {
   std::vector<ResultRow> rows;
   size_t pos = 0, good_end = 0;
   bool header = true;
@@ -107,13 +99,42 @@ Result<std::vector<ResultRow>> open_results(const std::string& path) {
     pos = nl + 1;
     good_end = pos;
   }
-  if (header) {  // empty or header cut short: start the table again
-    std::ofstream out(path, std::ios::trunc);
-    out << results_header() << "\n";
-    return rows;
+  return std::make_pair(std::move(rows), good_end);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<std::vector<ResultRow>> read_results(const std::string& path) {
+  if (!std::filesystem::exists(path)) return error(path + ": no results table (is this a run folder?)");
+  auto t = parse_table(path, slurp(path));
+  if (!t) return t.error();
+  return t->first;
+}
+
+Result<std::vector<ResultRow>> open_results(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::exists(path)) {
+    const std::string text = slurp(path);
+    auto t = parse_table(path, text);
+    if (!t) return t.error();
+    if (t->second == 0) {  // empty, or the header cut short: start the table again
+      std::ofstream(path, std::ios::trunc) << results_header() << "\n";
+    } else if (t->second < text.size()) {
+      fs::resize_file(path, t->second);
+    }
+    return t->first;
   }
-  if (good_end < text.size()) fs::resize_file(path, good_end);
-  return rows;
+  std::ofstream out(path);
+  out << results_header() << "\n";
+  if (!out) return error(path + ": cannot create the results table (is the run folder writable?)");
+  return std::vector<ResultRow>{};
 }
 
 Status append_result(const std::string& path, const ResultRow& r) {

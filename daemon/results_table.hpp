@@ -34,6 +34,8 @@ Result<ResultRow> parse_row(const std::string& line);
 /// Reads the table, dropping a last line cut short by a crash (and truncating the file to the
 /// last whole row); creates it with its header when absent.
 Result<std::vector<ResultRow>> open_results(const std::string& path);
+/// Reads the table as it is, changing nothing (for readers while the daemon writes).
+Result<std::vector<ResultRow>> read_results(const std::string& path);
 /// Appends one row and syncs it to disk.
 Status append_result(const std::string& path, const ResultRow& r);
 

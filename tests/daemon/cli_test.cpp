@@ -29,7 +29,7 @@ TEST_CASE("an unknown command exits 2 and lists the commands", "[cli]") {
 }
 
 TEST_CASE("a command not built yet says so and exits 2", "[cli]") {
-  auto r = run_autokernel("status --run /tmp/x");
+  auto r = run_autokernel("plan profile.json");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.out, Catch::Contains("not built yet"));
 }

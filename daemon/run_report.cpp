@@ -1,0 +1,126 @@
+#include "daemon/run_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace ak {
+namespace {
+
+std::string f(const char* format, double a, double b = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+}  // namespace
+
+Result<RunSnapshot> read_run(const std::string& dir) {
+  RunSnapshot s;
+  s.dir = dir;
+  auto rows = read_results(dir + "/results.tsv");
+  if (!rows) return rows.error();
+  s.rows = std::move(*rows);
+  std::ifstream in(dir + "/state.json");
+  s.state = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json::object();
+  if (s.state.is_discarded()) s.state = nlohmann::json::object();
+  return s;
+}
+
+std::string status_text(const RunSnapshot& s) {
+  const auto& st = s.state;
+  std::string out = "run " + st.value("run", std::filesystem::path(s.dir).filename().string()) + " (" +
+                    st.value("status", "unknown") + "): " + std::to_string(s.rows.size()) + " experiments, " +
+                    f("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
+                    " LLM tokens\n";
+  out += "kernel        baseline us    best us   speedup  pct_peak  experiments  converged\n";
+  if (st.contains("kernels"))
+    for (auto& k : st["kernels"]) {
+      char line[512];
+      std::string conv = k.value("converged", "");
+      std::snprintf(line, sizeof line, "%-12s %12.2f %10.2f %8.3fx %8.1f%% %12d  %s\n", k.value("tag", "?").c_str(),
+                    k.value("baseline_us", 0.0), k.value("best_us", 0.0), k.value("speedup", 0.0),
+                    k.value("pct_peak", 0.0) * 100, k.value("experiments", 0),
+                    conv.empty() ? ("no (" + std::to_string(k.value("consecutive_reverts", 0)) + " reverts in a row)").c_str()
+                                 : conv.c_str());
+      out += line;
+    }
+  out += f("whole program (Amdahl, weights as configured): %.3fx\n", st.value("amdahl_speedup", 1.0));
+  if (!s.rows.empty()) {
+    const ResultRow& r = s.rows.back();
+    out += "last: experiment " + std::to_string(r.experiment) + " " + r.tag + ": " + r.description + ": " +
+           r.correctness + f(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
+  }
+  return out;
+}
+
+std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
+  std::string md = "# autokernel run " + s.state.value("run", std::string("?")) + "\n\n";
+  md += "Status: " + s.state.value("status", std::string("unknown")) + ", " + std::to_string(s.rows.size()) +
+        " experiments. Whole-program speedup (Amdahl, configured weights): " +
+        f("%.3fx", s.state.value("amdahl_speedup", 1.0)) + ".\n\n";
+  md += "| kernel | baseline µs | best µs | speedup | pct_peak | experiments | converged |\n|---|---|---|---|---|---|---|\n";
+  if (s.state.contains("kernels"))
+    for (auto& k : s.state["kernels"])
+      md += "| " + k.value("tag", std::string("?")) + " | " + f("%.2f", k.value("baseline_us", 0.0)) + " | " +
+            f("%.2f", k.value("best_us", 0.0)) + " | " + f("%.3fx", k.value("speedup", 0.0)) + " | " +
+            f("%.1f%%", k.value("pct_peak", 0.0) * 100) + " | " + std::to_string(k.value("experiments", 0)) + " | " +
+            k.value("converged", std::string("no")) + " |\n";
+  md += "\n![throughput over experiments](" + svg_name + ")\n\n## Kept steps\n\n";
+  md += "| experiment | kernel | µs | throughput | speedup | commit | what |\n|---|---|---|---|---|---|---|\n";
+  for (auto& r : s.rows)
+    if (r.kept)
+      md += "| " + std::to_string(r.experiment) + " | " + r.tag + " | " + f("%.2f", r.latency_us) + " | " +
+            f("%.1f", r.throughput) + " | " + f("%.3fx", r.speedup) + " | " + r.commit + " | " + r.description + " |\n";
+  std::map<std::string, int> verdicts;
+  for (auto& r : s.rows) verdicts[r.correctness]++;
+  md += "\n## Verdicts\n\n";
+  for (auto& [v, n] : verdicts) md += "- " + v + ": " + std::to_string(n) + "\n";
+  return md;
+}
+
+std::string progress_svg(const std::vector<ResultRow>& rows) {
+  const double W = 800, H = 400, L = 70, R = 130, T = 20, B = 50;
+  double max_x = 1, max_y = 1;
+  for (auto& r : rows) {
+    max_x = std::max(max_x, double(r.experiment));
+    if (r.correctness == "PASS") max_y = std::max(max_y, r.throughput);
+  }
+  max_y *= 1.1;
+  auto X = [&](double x) { return L + (W - L - R) * x / max_x; };
+  auto Y = [&](double y) { return H - B - (H - T - B) * y / max_y; };
+  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
+  std::map<std::string, int> color_of;
+  for (auto& r : rows) color_of.emplace(r.tag, int(color_of.size()) % 9);
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"400\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<rect width=\"800\" height=\"400\" fill=\"white\"/>\n";
+  svg += "<line x1=\"" + f("%.1f", L) + "\" y1=\"" + f("%.1f", H - B) + "\" x2=\"" + f("%.1f", W - R) + "\" y2=\"" + f("%.1f", H - B) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + f("%.1f", L) + "\" y1=\"" + f("%.1f", T) + "\" x2=\"" + f("%.1f", L) + "\" y2=\"" + f("%.1f", H - B) + "\" stroke=\"black\"/>\n";
+  for (int i = 0; i <= 4; ++i)
+    svg += "<text x=\"" + f("%.1f", L - 6) + "\" y=\"" + f("%.1f", Y(max_y * i / 4) + 4) + "\" text-anchor=\"end\">" +
+           f("%.0f", max_y * i / 4) + "</text>\n";
+  svg += "<text x=\"" + f("%.1f", (W - R + L) / 2) + "\" y=\"" + f("%.1f", H - 12) + "\" text-anchor=\"middle\">experiment</text>\n";
+  svg += "<text x=\"16\" y=\"" + f("%.1f", (H - B + T) / 2) + "\" transform=\"rotate(-90 16 " + f("%.1f", (H - B + T) / 2) +
+         ")\" text-anchor=\"middle\">throughput (GB/s or TFLOPS)</text>\n";
+  int legend = 0;
+  for (auto& [tag, c] : color_of) {
+    std::string pts;
+    for (auto& r : rows)
+      if (r.tag == tag && r.correctness == "PASS") pts += f("%.1f,%.1f ", X(r.experiment), Y(r.throughput));
+    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-opacity=\"0.5\" points=\"" + pts + "\"/>\n";
+    for (auto& r : rows)
+      if (r.tag == tag && r.correctness == "PASS")
+        svg += "<circle cx=\"" + f("%.1f", X(r.experiment)) + "\" cy=\"" + f("%.1f", Y(r.throughput)) + "\" r=\"" +
+               (r.kept ? "5" : "2.5") + "\" fill=\"" + (r.kept ? std::string(colors[c]) : "white") + "\" stroke=\"" +
+               colors[c] + "\"><title>" + std::to_string(r.experiment) + ": " + r.description + "</title></circle>\n";
+    svg += "<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend++) + "\" fill=\"" +
+           colors[c] + "\">" + tag + "</text>\n";
+  }
+  svg += "<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend + 10) +
+         "\" fill=\"#444\">filled: kept</text>\n</svg>\n";
+  return svg;
+}
+
+}  // namespace ak
