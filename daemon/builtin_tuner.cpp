@@ -45,25 +45,20 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
   // Within block sizing, threads per block first: it is the knob with the widest effect.
   auto order = [](const std::string& n) { return tier(n) * 2 + (n.find("THREADS") == std::string::npos); };
   std::stable_sort(names.begin(), names.end(), [&](auto& a, auto& b) { return order(a) < order(b); });
-  // Rank-major: every knob's nearest untried value first, in tier order, then the next nearest:
-  // one bad knob cannot use up the reverts before the others had a chance.
-  std::vector<std::vector<long long>> untried;
-  for (auto& name : names) {
-    untried.emplace_back();
-    for (long long value : candidates(name, best.at(name))) {
-      Knobs next = best;
-      next[name] = value;
-      if (!measured.count(knob_key(next))) untried.back().push_back(value);
-    }
-  }
+  // Rank-major: every knob's nearest value first, in tier order, then every knob's next nearest,
+  // skipping what was measured: one bad knob cannot use up the reverts before the others had a
+  // chance.
   for (size_t rank = 0; rank < 8; ++rank)
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (rank >= untried[i].size()) continue;
-      const long long value = untried[i][rank];
+    for (auto& name : names) {
+      auto values = candidates(name, best.at(name));
+      if (rank >= values.size()) continue;
+      Knobs next = best;
+      next[name] = values[rank];
+      if (measured.count(knob_key(next))) continue;
       Proposal p;
-      p.source = with_knob(ctx.best_source, names[i], value);
-      p.description = "tier " + std::to_string(tier(names[i])) + ": " + names[i] + " " +
-                      std::to_string(best.at(names[i])) + " -> " + std::to_string(value);
+      p.source = with_knob(ctx.best_source, name, values[rank]);
+      p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) +
+                      " -> " + std::to_string(values[rank]);
       return std::optional<Proposal>(p);
     }
   return std::optional<Proposal>();

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU round, always the same: build and bundle here, run there, read the numbers back.
 #   scripts/gpu-round.sh bundle   on the build machine: Release build + .gpu-bundle/
+#   scripts/gpu-round.sh loop     on the GPU machine: the quickstart run, stopped by SIGTERM, killed
+#                                 with SIGKILL, resumed to convergence; writes run.log, status.txt,
+#                                 results.tsv, gitlog.txt, report.md, progress.svg to $OUT
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -59,8 +62,35 @@ run() {
   date -u
 }
 
+loop() {
+  local out=${OUT:-$PWD/gpu-round-out}
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+  local ak=.gpu-bundle/autokernel
+  rm -rf runs/quickstart
+  {
+    date -u
+    echo "== run, stopped with SIGTERM after 25 s"
+    timeout --preserve-status -s TERM 25 "$ak" run --config config/quickstart.toml; echo "exit $?"
+    echo "== resumed, killed with SIGKILL after 20 s"
+    timeout --preserve-status -s KILL 20 "$ak" run --config config/quickstart.toml; echo "exit $?"
+    echo "== resumed to the end"
+    local t0=$(date +%s)
+    "$ak" run --config config/quickstart.toml; echo "exit $?"
+    echo "last leg: $(( $(date +%s) - t0 )) s"
+    date -u
+  } > "$out/run.log" 2>&1
+  "$ak" status --run runs/quickstart > "$out/status.txt" 2>&1
+  "$ak" report --run runs/quickstart --out "$out"
+  cp runs/quickstart/results.tsv "$out/"
+  (cd runs/quickstart && git log --format='%h %s%n%b' ) > "$out/gitlog.txt"
+  cat "$out/status.txt"
+}
+
 case ${1:-} in
+  loop) loop ;;
   bundle) bundle ;;
   run) run ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|run" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|run|loop" >&2; exit 2 ;;
 esac

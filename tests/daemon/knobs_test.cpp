@@ -61,6 +61,23 @@ TEST_CASE("the tuner changes one knob at a time, block sizing first, and never r
   CHECK_FALSE(t.propose(ctx)->has_value());
 }
 
+TEST_CASE("the tuner tries every knob's nearest value before any knob's second", "[tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx;
+  ctx.spec = &softmax_spec();
+  ctx.best_source = softmax_spec().starter_source();
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    auto p = t.propose(ctx);
+    REQUIRE(p.ok());
+    REQUIRE(p->has_value());
+    order.push_back((*p)->description);
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
+  }
+  CHECK(order == std::vector<std::string>{"tier 1: AK_THREADS 256 -> 128", "tier 1: AK_ROWS_PER_BLOCK 1 -> 2",
+                                          "tier 2: AK_VEC 1 -> 2", "tier 1: AK_THREADS 256 -> 512"});
+}
+
 TEST_CASE("a file without knobs is a proposal error, not a silent stop", "[tuner]") {
   BuiltinTuner t;
   ProposalContext ctx;
