@@ -1,6 +1,7 @@
 #include "daemon/run_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,10 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
   for (int i = 0; i <= 4; ++i)
     svg += "<text x=\"" + f("%.1f", L - 6) + "\" y=\"" + f("%.1f", Y(max_y * i / 4) + 4) + "\" text-anchor=\"end\">" +
            f("%.0f", max_y * i / 4) + "</text>\n";
+  const int step = std::max(1, int(std::ceil(max_x / 10)));
+  for (int x = step; x <= int(max_x); x += step)
+    svg += "<text x=\"" + f("%.1f", X(x)) + "\" y=\"" + f("%.1f", H - B + 16) + "\" text-anchor=\"middle\">" +
+           std::to_string(x) + "</text>\n";
   svg += "<text x=\"" + f("%.1f", (W - R + L) / 2) + "\" y=\"" + f("%.1f", H - 12) + "\" text-anchor=\"middle\">experiment</text>\n";
   svg += "<text x=\"16\" y=\"" + f("%.1f", (H - B + T) / 2) + "\" transform=\"rotate(-90 16 " + f("%.1f", (H - B + T) / 2) +
          ")\" text-anchor=\"middle\">throughput (GB/s or TFLOPS)</text>\n";
@@ -109,7 +114,20 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
     std::string pts;
     for (auto& r : rows)
       if (r.tag == tag && r.correctness == "PASS") pts += f("%.1f,%.1f ", X(r.experiment), Y(r.throughput));
-    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-opacity=\"0.5\" points=\"" + pts + "\"/>\n";
+    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-opacity=\"0.35\" points=\"" + pts + "\"/>\n";
+    // The best so far: a step line through the kept experiments, out to the last one.
+    std::string best;
+    double level = -1, last_x = 0;
+    for (auto& r : rows) {
+      if (r.tag != tag) continue;
+      last_x = r.experiment;
+      if (!r.kept) continue;
+      if (level >= 0) best += f("%.1f,%.1f ", X(r.experiment), Y(level));
+      level = r.throughput;
+      best += f("%.1f,%.1f ", X(r.experiment), Y(level));
+    }
+    if (level >= 0) best += f("%.1f,%.1f", X(last_x), Y(level));
+    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-width=\"2\" points=\"" + best + "\"/>\n";
     for (auto& r : rows)
       if (r.tag == tag && r.correctness == "PASS")
         svg += "<circle cx=\"" + f("%.1f", X(r.experiment)) + "\" cy=\"" + f("%.1f", Y(r.throughput)) + "\" r=\"" +
@@ -119,7 +137,7 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
            colors[c] + "\">" + tag + "</text>\n";
   }
   svg += "<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend + 10) +
-         "\" fill=\"#444\">filled: kept</text>\n</svg>\n";
+         "\" fill=\"#444\">filled: kept</text>\n<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend + 28) + "\" fill=\"#444\">line: best so far</text>\n</svg>\n";
   return svg;
 }
 
