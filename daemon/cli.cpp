@@ -25,6 +25,8 @@ const std::vector<Command>& commands() {
       {"compile", "compile a kernel file with NVRTC and report registers and spills (no GPU)", compile_command},
       {"kernels", "list the kernel types, their entry points, shapes and tolerances", kernels_command},
       {"config", "config check FILE: validate a config file", config_command},
+      {"llm", "llm check --config FILE: one tiny request to the configured LLM", llm_command},
+      {"propose", "one proposal for a kernel from the configured proposer (no GPU)", propose_command},
       {"status", "where a run stands (--run DIR)", status_command},
       {"report", "a Markdown summary and SVG chart of a run (--run DIR)", report_command},
       {"profile", "profile a CUDA program: profile -- CMD ARGS...", {}},

@@ -10,10 +10,12 @@
 #include "daemon/arg_parser.hpp"
 #include "daemon/builtin_tuner.hpp"
 #include "daemon/commands.hpp"
+#include "daemon/llm_proposer.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/run_loop.hpp"
 #include "harness/cuda_driver.hpp"
 #include "harness/worker_evaluator.hpp"
+#include "llm/api_key.hpp"
 
 namespace ak {
 namespace {
@@ -48,10 +50,11 @@ int run_command(const Args& args) {
                  drv.error().message.c_str(), file.c_str());
     return kExitUsage;
   }
+  std::string api_key;
   if (cfg->llm.provider != ProviderKind::Builtin) {
-    std::fprintf(stderr, "%s: [llm] provider = \"%s\": the LLM proposer is not built in this version; "
-                 "use provider = \"builtin\" (the offline tuner)\n", file.c_str(), provider_name(cfg->llm.provider));
-    return kExitUsage;
+    auto key = load_api_key(cfg->llm);
+    if (!key) return std::fprintf(stderr, "%s: %s\n", file.c_str(), key.error().message.c_str()), kExitUsage;
+    api_key = *key;
   }
   RunDirectory dir(cfg->run_dir());
   if (auto s = dir.create(); !s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), kExitFailure;
@@ -64,9 +67,16 @@ int run_command(const Args& args) {
   opt.cancel = &g_stop;
   WorkerEvaluator evaluator(opt);
   BuiltinTuner tuner;
+  LlmClient client(cfg->llm, api_key, &g_stop, {});
+  LlmProposer llm(client, dir.path("transcripts"));
+  Proposer& proposer = cfg->llm.provider == ProviderKind::Builtin ? static_cast<Proposer&>(tuner) : llm;
   SteadyClock clock;
   ServiceNotifier notifier;
-  RunLoop loop(*cfg, evaluator, tuner, clock, LoopSignals{&g_stop, &g_reload}, &notifier);
+  RunLoop loop(*cfg, evaluator, proposer, clock, LoopSignals{&g_stop, &g_reload}, &notifier);
+  loop.on_reload = [&](const Config& fresh) {
+    if (auto key = load_api_key(fresh.llm); key) client.reconfigure(fresh.llm, *key);
+    else spdlog::error("SIGHUP: keeping the LLM settings: {}", key.error().message);
+  };
   auto out = loop.run();
   if (!out) {
     spdlog::error("the run stopped: {}", out.error().message);

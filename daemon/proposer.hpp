@@ -21,9 +21,19 @@ struct PastExperiment {
 
 struct ProposalContext {
   const KernelSpec* spec = nullptr;
+  long long experiment = 0;    ///< the number this proposal will run under
+  std::string tag;             ///< the kernel's id in the run
+  Shape shape;
+  std::string dtype;
   std::string best_source;     ///< the current best file
   double best_us = 0;
+  double best_throughput = 0;
   double pct_peak = 0;
+  double baseline_us = 0;
+  double keep_threshold = 0.01;
+  // What the harness last said about the device ("" until the first evaluation of this process).
+  std::string gpu, arch, throughput_unit;
+  double peak = 0;             ///< in throughput_unit
   std::vector<PastExperiment> history;   ///< this kernel's experiments, oldest first
 };
 
@@ -40,6 +50,9 @@ class Proposer {
   /// The next edit; nullopt when the proposer has nothing left to try for this kernel.
   /// An Error is a proposal that failed (an unusable LLM answer) and is recorded as such.
   virtual Result<std::optional<Proposal>> propose(const ProposalContext& ctx) = 0;
+  /// After a failed proposal: set when the run cannot go on (a refused API key, a wrong URL),
+  /// with what the user must fix.
+  virtual std::optional<std::string> must_stop() const { return std::nullopt; }
 };
 
 }  // namespace ak

@@ -92,6 +92,10 @@ Status RunLoop::open() {
     apply_row(kernels_, r);
     next_experiment_ = std::max(next_experiment_, r.experiment + 1);
   }
+  if (auto state = read_text(dir_.state()); state.ok()) {
+    auto j = nlohmann::json::parse(*state, nullptr, false);
+    if (j.is_object()) cost_usd_ = j.value("llm_cost_usd", 0.0);  // the one total rows do not carry
+  }
   if (!rows_.empty())
     spdlog::info("resuming run {} at experiment {} ({} experiments recorded)", cfg_.run.name, next_experiment_, rows_.size());
   return restore_kernel_files();
@@ -128,6 +132,17 @@ Status RunLoop::restore_kernel_files() {
 ProposalContext RunLoop::context(const KernelProgress& k) const {
   ProposalContext ctx;
   ctx.spec = k.spec;
+  ctx.experiment = next_experiment_;
+  ctx.tag = k.tag;
+  ctx.shape = k.entry->shape;
+  ctx.dtype = k.entry->dtype;
+  ctx.best_throughput = k.best_throughput;
+  ctx.baseline_us = k.baseline_us;
+  ctx.keep_threshold = cfg_.convergence.keep_threshold;
+  ctx.gpu = gpu_;
+  ctx.arch = arch_;
+  ctx.throughput_unit = unit_;
+  ctx.peak = peak_;
   ctx.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
   ctx.best_us = k.best_us;
   ctx.pct_peak = k.best_pct_peak;
@@ -139,6 +154,10 @@ ProposalContext RunLoop::context(const KernelProgress& k) const {
     e.correctness = r.correctness;
     e.latency_us = r.latency_us;
     e.kept = r.kept;
+    if (auto cut = r.description.find(" -- "); cut != std::string::npos) {
+      e.failure = r.description.substr(cut + 4);
+      e.description = r.description.substr(0, cut);
+    }
     ctx.history.push_back(e);
   }
   return ctx;
@@ -164,6 +183,7 @@ Result<bool> RunLoop::experiment(size_t index) {
     proposal.description = "baseline: the starter";
   } else {
     auto p = proposer_.propose(context(k));
+    if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
     if (!p) {
       ResultRow row{n, k.tag, k.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0, clock_.now_s() - t0,
                     "no usable proposal: " + p.error().message};
@@ -191,6 +211,9 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (!verdict) return verdict.error();
   at("evaluated");
   const Verdict& v = *verdict;
+  cost_usd_ += proposal.cost_usd;
+  if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
+  if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
   const double latency = v.timing ? v.timing->median_us : 0;
   const bool keep = v.passed() && (baseline || latency <= k.best_us * (1 - cfg_.convergence.keep_threshold));
 
@@ -228,6 +251,8 @@ std::optional<std::string> RunLoop::budget_spent() const {
     return fmt("the time budget (%.2f h) is spent", cfg_.run.max_hours);
   if (cfg_.llm.token_budget > 0 && tokens >= cfg_.llm.token_budget)
     return "the token budget (" + std::to_string(cfg_.llm.token_budget) + ") is spent";
+  if (cfg_.llm.cost_budget_usd > 0 && cost_usd_ >= cfg_.llm.cost_budget_usd)
+    return fmt("the cost budget ($%.2f) is spent", cfg_.llm.cost_budget_usd);
   return std::nullopt;
 }
 
@@ -243,6 +268,7 @@ void RunLoop::reload_if_asked() {
   cfg_.convergence = fresh->convergence;
   cfg_.llm = fresh->llm;
   cfg_.harness = fresh->harness;
+  if (on_reload) on_reload(cfg_);
   spdlog::info("SIGHUP: reloaded budgets, convergence, [harness] and [llm] from {} ([[kernel]] changes need a restart)",
                cfg_.path);
 }
@@ -294,6 +320,7 @@ void RunLoop::write_state(const std::string& status) const {
   double seconds = 0;
   for (auto& r : rows_) tokens += r.llm_tokens, seconds += r.seconds;
   j["llm_tokens"] = tokens;
+  j["llm_cost_usd"] = cost_usd_;
   j["seconds"] = seconds;
   for (auto& k : kernels_) {
     auto c = converged(k, cfg_.convergence);

@@ -38,6 +38,9 @@ class RunLoop {
 
   Result<RunOutcome> run();
 
+  /// Called after SIGHUP with the re-read config (the LLM client takes its new settings).
+  std::function<void(const Config&)> on_reload;
+
   /// Tests only: called at "evaluated", "committed" and "recorded"; throwing from it leaves the
   /// run folder as a kill at that point would.
   std::function<void(const std::string&)> crash_point;
@@ -72,6 +75,9 @@ class RunLoop {
   std::vector<ResultRow> rows_;
   std::vector<KernelProgress> kernels_;
   long long next_experiment_ = 1;
+  double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
+  std::string gpu_, arch_, unit_;       ///< what the last verdict said of the device
+  double peak_ = 0;
 };
 
 /// The commit message of a kept experiment, metrics as trailers.

@@ -43,6 +43,11 @@ class LlmClient {
   const LlmUsage& usage() const { return usage_; }
   double cost_of(const ChatReply& r) const;
   const LlmConfig& config() const { return cfg_; }
+  /// New settings and key (SIGHUP); the usage so far is kept.
+  void reconfigure(LlmConfig cfg, std::string api_key) {
+    cfg_ = std::move(cfg);
+    key_ = std::move(api_key);
+  }
 
  private:
   void wait(double seconds);

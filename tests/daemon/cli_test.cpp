@@ -14,7 +14,7 @@ TEST_CASE("--help and --version exit 0", "[cli]") {
 }
 
 TEST_CASE("every command answers --help with exit 0", "[cli]") {
-  for (const char* c : {"run", "bench", "compile", "kernels", "config", "status", "report", "profile", "plan", "worker"}) {
+  for (const char* c : {"run", "bench", "compile", "kernels", "config", "llm", "propose", "status", "report", "profile", "plan", "worker"}) {
     INFO(c);
     auto r = run_autokernel(std::string(c) + " --help");
     CHECK(r.exit_code == 0);
