@@ -4,6 +4,8 @@
 #   scripts/gpu-round.sh loop     on the GPU machine: the quickstart run, stopped by SIGTERM, killed
 #                                 with SIGKILL, resumed to convergence; writes run.log, status.txt,
 #                                 results.tsv, gitlog.txt, report.md, progress.svg to $OUT
+#   scripts/gpu-round.sh llm      on the GPU machine: a run with provider openai against
+#                                 scripts/scripted-llm-server.py on 127.0.0.1; writes llm-* to $OUT
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -88,9 +90,29 @@ loop() {
   cat "$out/status.txt"
 }
 
+llm() {
+  local out=${OUT:-$PWD/gpu-round-out}
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+  local ak=.gpu-bundle/autokernel
+  rm -rf runs/scripted-llm
+  python3 scripts/scripted-llm-server.py 8765 2> "$out/llm-server.log" &
+  local server=$!
+  sleep 1
+  "$ak" run --config config/scripted-llm.toml > "$out/llm-run.log" 2>&1; echo "exit $?" >> "$out/llm-run.log"
+  kill $server
+  "$ak" status --run runs/scripted-llm > "$out/llm-status.txt" 2>&1
+  cp runs/scripted-llm/results.tsv "$out/llm-results.tsv"
+  (cd runs/scripted-llm && git log --format='%h %s' && ls transcripts) > "$out/llm-gitlog.txt"
+  cp "$(ls runs/scripted-llm/transcripts/*.json | sed -n 2p)" "$out/llm-transcript.json"
+  cat "$out/llm-status.txt"
+}
+
 case ${1:-} in
+  llm) llm ;;
   loop) loop ;;
   bundle) bundle ;;
   run) run ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|run|loop" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|run|loop|llm" >&2; exit 2 ;;
 esac
