@@ -1,7 +1,8 @@
 #pragma once
 /// The run folder and what lives in it:
 ///   kernels/<tag>.cu            the current best of each kernel (a git repository, branch autokernel/<name>)
-///   experiments/NNNN-<tag>.cu   every candidate, kept or not
+///   experiments/NNNN-<tag>.cu   every candidate, kept or not, and its verdict (.verdict.json)
+///   transcripts/NNNN-<tag>.json every exchange with the LLM (without the key)
 ///   results.tsv                 one row per experiment
 ///   state.json                  a summary for `status` and other readers, rewritten after each row
 ///   autokernel.log              the log

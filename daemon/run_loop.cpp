@@ -158,9 +158,19 @@ ProposalContext RunLoop::context(const KernelProgress& k) const {
       e.failure = r.description.substr(cut + 4);
       e.description = r.description.substr(0, cut);
     }
+    if (r.correctness == "COMPILE_ERROR")
+      if (auto text = read_text(dir_.path(verdict_file(r.experiment, r.tag))); text.ok()) {
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        if (j.is_object()) e.failure += "\n" + j.value("compile_log", std::string()).substr(0, 1500);
+      }
     ctx.history.push_back(e);
   }
   return ctx;
+}
+
+std::string RunLoop::verdict_file(long long n, const std::string& tag) const {
+  std::string f = dir_.experiment_file(n, tag);
+  return f.substr(0, f.size() - 3) + ".verdict.json";
 }
 
 Status RunLoop::record(const ResultRow& row) {
@@ -211,6 +221,9 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (!verdict) return verdict.error();
   at("evaluated");
   const Verdict& v = *verdict;
+  // The whole verdict beside the candidate: the compile log and the worst element, for the
+  // proposer's next prompt and for a person reading the run.
+  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), nlohmann::json(v).dump(2) + "\n");
   cost_usd_ += proposal.cost_usd;
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
@@ -231,11 +244,12 @@ Result<bool> RunLoop::experiment(size_t index) {
   next_experiment_++;
   const double best_before = k.best_us;
   if (auto s = record(row); !s) return s.error();
-  spdlog::info("experiment {} {}: {}: {} {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
-               proposal.description, row.correctness, latency, v.throughput, v.throughput_unit, v.pct_peak * 100,
-               v.speedup, keep ? "kept" : "reverted",
-               keep && !baseline ? fmt(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
-  if (!v.passed()) spdlog::info("  why: {}", v.message);
+  if (v.passed())
+    spdlog::info("experiment {} {}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
+                 proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
+                 keep ? "kept" : "reverted", keep && !baseline ? fmt(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
+  else
+    spdlog::info("experiment {} {}: {}: {} -> reverted: {}", n, k.tag, proposal.description, row.correctness, v.message);
   if (notifier_)
     notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + fmt("%.2f us (%.2fx)", k.best_us, k.speedup()));
   return true;

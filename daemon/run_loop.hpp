@@ -56,6 +56,7 @@ class RunLoop {
   Result<bool> experiment(size_t k);
   ProposalContext context(const KernelProgress& k) const;
   Status record(const ResultRow& row);
+  std::string verdict_file(long long n, const std::string& tag) const;   ///< experiments/NNNN-<tag>.verdict.json
   std::optional<std::string> budget_spent() const;
   void reload_if_asked();
   void write_state(const std::string& status) const;

@@ -24,6 +24,13 @@ class ScriptedEvaluator : public Evaluator {
     Verdict v;
     v.kernel_type = req.kernel_type;
     v.dtype = req.dtype;
+    if (req.source.rfind("// COMPILE", 0) == 0) {
+      v.correctness = Correctness::CompileError;
+      v.failed_stage = "compile";
+      v.message = "compile: NVRTC could not compile the file (see the compile log)";
+      v.compile_log = "rmsnorm.cu(3): error: identifier \"flaot\" is undefined";
+      return v;
+    }
     if (req.source.rfind("// FAIL", 0) == 0) {
       v.correctness = Correctness::Fail;
       v.failed_stage = "shape sweep";

@@ -83,6 +83,23 @@ TEST_CASE("the proposer sees the current best file and the kernel's history", "[
   CHECK_FALSE(pr.seen[2].history.back().kept);
 }
 
+TEST_CASE("the proposer is shown a failed experiment's compile log", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// COMPILE\n", "a typo", 0, 0});
+  pr.add(95, "after the typo");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  REQUIRE(pr.seen.size() >= 2);
+  const PastExperiment& failed = pr.seen[1].history.back();
+  CHECK(failed.correctness == "COMPILE_ERROR");
+  CHECK(failed.description == "a typo");
+  CHECK_THAT(failed.failure, Catch::Contains("identifier \"flaot\" is undefined"));
+  CHECK(std::filesystem::exists(loop.directory().path("experiments/0002-rmsnorm.verdict.json")));
+}
+
 TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
   ScriptedEvaluator ev;
   ManualClock clock;
