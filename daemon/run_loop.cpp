@@ -309,7 +309,7 @@ Result<RunOutcome> RunLoop::run() {
       out = {RunOutcome::Converged, pick.reason, ""};
       break;
     }
-    spdlog::debug("next: {}", pick.reason);
+    spdlog::info("next: {}", pick.reason);
     auto did = experiment(size_t(pick.index));
     if (!did) {
       if (stopping(signals_)) continue;  // the evaluation in flight was abandoned: stop cleanly

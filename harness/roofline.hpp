@@ -10,7 +10,7 @@ namespace ak {
 /// The device's limits as measured on it (not its datasheet).
 struct DevicePeaks {
   double bandwidth_gbps = 0;   ///< a large device-to-device copy: (read + write) / time
-  double compute_tflops = 0;   ///< a large fp16 GEMM; 0 where not measured
+  double compute_tflops = 0;   ///< cuBLAS fp16 GEMM 8192^3; 0 where cuBLAS could not be loaded
 };
 
 /// A copy engine reaches 85-90% of HBM's datasheet rate; a kernel may beat the copy a little,

@@ -292,6 +292,30 @@ TEST_CASE("a second daemon on the same run folder is refused, naming the first",
   CHECK_THAT(out.error().message, Catch::Contains("another autokernel (pid " + std::to_string(getpid()) + ")"));
 }
 
+TEST_CASE("SIGHUP reloads the budgets from the config file between experiments", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 0; i < 10; ++i) pr.add(99 - i, "step");
+  auto cfg = loop_config(dir);
+  const std::string file = dir.write("run.toml", "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() +
+                                                     "\"\nmax_experiments = 3\n[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\n");
+  std::atomic<bool> reload{false};
+  RunLoop loop(cfg, ev, pr, clock, LoopSignals{nullptr, &reload});
+  bool reloaded = false;
+  loop.on_reload = [&](const Config&) { reloaded = true; };
+  loop.crash_point = [&](const std::string& p) {
+    if (p == "recorded") reload = true;   // as if SIGHUP arrived during the first experiment
+  };
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(reloaded);
+  CHECK(out->kind == RunOutcome::BudgetSpent);
+  CHECK(rows_of(loop).size() == 3);
+  (void)file;
+}
+
 TEST_CASE("a stop request ends the run before the next experiment, with the state written", "[loop]") {
   TempDir dir;
   ScriptedEvaluator ev;

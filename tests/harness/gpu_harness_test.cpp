@@ -6,6 +6,7 @@
 #include <cmath>
 #include <regex>
 
+#include "harness/device_peaks.hpp"
 #include "harness/host_dtype.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/kernel_launch.hpp"
@@ -99,6 +100,24 @@ TEST_CASE("the GPU references agree with the CPU double-precision references", "
         CHECK(worst <= 1.0);  // fp32 math within 1e-5 of double, whatever the input dtype
       }
   }
+}
+
+TEST_CASE("the measured peaks of the GPU are plausible and cached", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  auto gpu = GpuContext::open(0);
+  REQUIRE(gpu.ok());
+  auto bw = measure_copy_bandwidth(**gpu);
+  REQUIRE(bw.ok());
+  CHECK(*bw > 500);      // GB/s: any HBM or GDDR card
+  CHECK(*bw < 20000);
+  auto tf = measure_gemm_tflops(**gpu);
+  REQUIRE(tf.ok());
+  CHECK(*tf > 20);       // TFLOPS of fp16 tensor-core GEMM
+  CHECK(*tf < 5000);
+  std::printf("measured: %.0f GB/s copy, %.0f TFLOPS fp16 GEMM on %s\n", *bw, *tf, (*gpu)->info().name.c_str());
+  auto cached = device_peaks(**gpu);
+  REQUIRE(cached.ok());
+  CHECK(cached->compute_tflops > 20);
 }
 
 TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {

@@ -203,6 +203,17 @@ TEST_CASE("cancelling interrupts a call in flight within a fraction of a second"
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 2.0);
 }
 
+TEST_CASE("a response over the size cap is refused, not read whole", "[llm][http]") {
+  FakeLlmServer server;
+  server.push({200, std::string(10 << 20, 'x')});
+  HttpRequest req;
+  req.url = server.base_url() + "/v1/chat/completions";
+  req.max_response_bytes = 1 << 20;
+  auto r = http_post(req);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("larger than 1 MiB"));
+}
+
 TEST_CASE("the key comes from the environment or a file, with messages naming the source", "[llm]") {
   LlmConfig cfg;
   cfg.api_key_env = "AK_TEST_UNSET_KEY";
