@@ -15,7 +15,7 @@ namespace {
 struct Command {
   const char* name;
   const char* summary;
-  std::function<int(const Args&)> run;   ///< empty: not built yet
+  std::function<int(const Args&)> run;
 };
 
 const std::vector<Command>& commands() {
@@ -29,8 +29,8 @@ const std::vector<Command>& commands() {
       {"propose", "one proposal for a kernel from the configured proposer (no GPU)", propose_command},
       {"status", "where a run stands (--run DIR)", status_command},
       {"report", "a Markdown summary and SVG chart of a run (--run DIR)", report_command},
-      {"profile", "profile a CUDA program: profile -- CMD ARGS...", {}},
-      {"plan", "the Amdahl table of a profile and its [[kernel]] entries", {}},
+      {"profile", "profile a CUDA program: profile -- CMD ARGS...", profile_command},
+      {"plan", "the Amdahl table of a profile and its [[kernel]] entries", plan_command},
       {"worker", "internal: the process that runs candidates for the daemon", worker_command},
   };
   return table;
@@ -48,17 +48,6 @@ std::string main_help() {
        "  --version           print the version\n"
        "  --help              this help; `autokernel <command> --help` for a command's own\n";
   return h;
-}
-
-int not_built(const Command& c, const Args& args) {
-  for (auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::printf("usage: autokernel %s ...\n\n%s\n\nnot built yet in autokernel %s.\n", c.name, c.summary, kVersion);
-      return kExitOk;
-    }
-  std::fprintf(stderr, "autokernel %s: not built yet in version %s (%s). Nothing was done.\n", c.name, kVersion,
-               c.summary);
-  return kExitUsage;
 }
 
 }  // namespace
@@ -101,7 +90,7 @@ int run_cli(const std::vector<std::string>& raw) {
   for (auto& c : commands())
     if (args[0] == c.name) {
       Args rest(args.begin() + 1, args.end());
-      return c.run ? c.run(rest) : not_built(c, rest);
+      return c.run(rest);
     }
   std::fprintf(stderr, "autokernel: unknown command '%s' (commands: ", args[0].c_str());
   for (size_t i = 0; i < commands().size(); ++i) std::fprintf(stderr, "%s%s", i ? ", " : "", commands()[i].name);

@@ -21,6 +21,8 @@ int status_command(const Args& args);   ///< where a run stands
 int report_command(const Args& args);   ///< report.md and progress.svg of a run
 int llm_command(const Args& args);      ///< llm check: one tiny request to the configured LLM
 int propose_command(const Args& args);  ///< one proposal for a kernel, no GPU
+int profile_command(const Args& args);  ///< profile any CUDA program
+int plan_command(const Args& args);     ///< the Amdahl plan of a profile
 
 /// Parses with `parser`; prints help or the error. Returns -1 to go on, else the exit code.
 class ArgParser;

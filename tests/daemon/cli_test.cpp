@@ -28,12 +28,6 @@ TEST_CASE("an unknown command exits 2 and lists the commands", "[cli]") {
   CHECK_THAT(r.out, Catch::Contains("unknown command 'optimise'") && Catch::Contains("bench"));
 }
 
-TEST_CASE("a command not built yet says so and exits 2", "[cli]") {
-  auto r = run_autokernel("plan profile.json");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.out, Catch::Contains("not built yet"));
-}
-
 TEST_CASE("config check: exit 0 on the example, 2 naming a misspelt key", "[cli][config]") {
   auto good = run_autokernel("config check " AK_SOURCE_DIR "/config/example.toml");
   CHECK(good.exit_code == 0);

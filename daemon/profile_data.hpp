@@ -1,0 +1,56 @@
+#pragma once
+/// A profile of a CUDA program: its kernels grouped by name and ranked by GPU time, built from
+/// the raw activity records the injection library (harness/profiler_injection.cpp) writes.
+///
+/// Raw records, one JSON object per line:
+///   {"k":"kernel","name":M,"start":ns,"end":ns,"corr":C,"grid":[x,y,z],"block":[x,y,z],"regs":R,"smem":B}
+///   {"k":"api","corr":C,"tid":T,"start":ns}                    a launch call on a CPU thread
+///   {"k":"marker","id":I,"tid":T,"t":ns,"flag":"start"|"end","name":S}   NVTX ranges
+///   {"k":"meta","gpu":S}
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+struct ProfiledKernel {
+  std::string name;            ///< demangled
+  std::string type, bound;     ///< classify_kernel's answer
+  long long calls = 0;
+  double total_us = 0, mean_us = 0;
+  double share = 0;            ///< of all GPU kernel time in the profile
+  std::string nvtx;            ///< the enclosing NVTX range seen most often ("" without NVTX)
+  std::vector<int> grid, block;
+  int registers = 0, shared_bytes = 0;
+  std::string dtype;           ///< from the name, "" when it says nothing
+};
+
+struct Profile {
+  std::string gpu;
+  std::vector<std::string> command;
+  double wall_seconds = 0;
+  int exit_code = 0;
+  double warmup_s = 0;
+  double total_gpu_us = 0;
+  long long kernels_seen = 0, kernels_dropped_in_warmup = 0;
+  std::vector<ProfiledKernel> kernels;   ///< by total time, largest first
+};
+
+/// Aggregates raw records; kernels starting in the first `warmup_s` seconds are left out.
+Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double warmup_s);
+/// Reads a raw record file (JSON lines).
+Result<std::vector<nlohmann::json>> read_records(const std::string& path);
+
+void to_json(nlohmann::json& j, const Profile& p);
+Result<Profile> profile_from_json(const nlohmann::json& j);
+
+/// The ranked table a person reads: rank, share, total, calls, mean, type, name.
+std::string profile_table(const Profile& p, size_t top);
+
+/// The first tensor shape in a PyTorch NVTX range ("..., sizes = [[8, 1024, 768], [768]], ...").
+std::vector<long long> nvtx_first_shape(const std::string& range);
+
+}  // namespace ak
