@@ -1,6 +1,7 @@
 // autokernel profile -- CMD ARGS... and autokernel plan profile.json: where a program's GPU time
 // goes, and which kernels are worth autokernel's effort by Amdahl's law.
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,10 +34,17 @@ std::string injection_library() {
   return "";
 }
 
-/// The CUPTI this binary uses: NVTX ranges reach CUPTI when NVTX_INJECTION64_PATH names it.
+/// The file of the CUPTI this binary loaded: NVTX ranges reach CUPTI when NVTX_INJECTION64_PATH
+/// names it. (dladdr on a CUPTI function would name this executable: its PLT stub answers.)
 std::string cupti_library() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) && info.dli_fname) return info.dli_fname;
+  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) {
+    void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    link_map* map = nullptr;
+    std::string path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
+    dlclose(h);
+    if (!path.empty()) return path;
+  }
   return "";
 }
 
@@ -62,8 +70,9 @@ int run_profiled(const std::vector<std::string>& cmd, const std::string& records
 }  // namespace
 
 int profile_command(const Args& args) {
-  std::string out = "profile.json", warmup = "0", top = "15";
+  std::string out = "profile.json", warmup = "0", top = "15", from_records;
   std::vector<std::string> cmd;
+  bool keep = false;
   ArgParser p("autokernel profile [--out profile.json] [--warmup-s N] -- CMD ARGS...",
               "Runs CMD with autokernel's CUPTI injection library and records every GPU kernel it runs\n"
               "(and the NVTX ranges around them, e.g. PyTorch's emit_nvtx(record_shapes=True)). Writes\n"
@@ -73,8 +82,19 @@ int profile_command(const Args& args) {
   p.option("out", "FILE", "where to write the profile (default profile.json)", &out)
       .option("warmup-s", "N", "leave out kernels of the first N seconds (default 0)", &warmup)
       .option("top", "N", "rows to print (default 15)", &top)
+      .flag("keep-records", "keep the raw records (OUT.records.jsonl) to rebuild the profile later", &keep)
+      .option("from-records", "FILE", "build the profile from records kept earlier instead of running CMD", &from_records)
       .rest("CMD ARGS...", "the program to profile", &cmd);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (!from_records.empty()) {
+    auto raw = read_records(from_records);
+    Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
+    if (!profile) return std::fprintf(stderr, "autokernel profile: %s\n", profile.error().message.c_str()), kExitFailure;
+    if (auto s = write_file_atomic(out, nlohmann::json(*profile).dump(2) + "\n"); !s)
+      return std::fprintf(stderr, "autokernel profile: %s\n", s.error().message.c_str()), kExitFailure;
+    std::printf("%s: %s", out.c_str(), profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
+    return kExitOk;
+  }
   if (cmd.empty()) return std::fprintf(stderr, "autokernel profile: give the program after --: autokernel profile -- python3 model.py\n"), kExitUsage;
   if (injection_library().empty())
     return std::fprintf(stderr, "autokernel profile: libautokernel_inject.so was not found beside the binary or in ../lib "
@@ -96,7 +116,8 @@ int profile_command(const Args& args) {
     std::fprintf(stderr, "autokernel profile: %s\n", s.error().message.c_str());
     return rc != 0 ? rc : kExitFailure;
   }
-  std::remove(records.c_str());
+  // The records stay beside the profile only when asked (--keep-records): they are large.
+  if (!keep) std::remove(records.c_str());
   std::fprintf(stderr, "\nautokernel profile: %s (%.1f s wall)\n%s", out.c_str(), wall,
                profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
   return rc;

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <regex>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -21,7 +22,7 @@ const std::vector<std::pair<const char*, const char*>>& rules() {
   static const std::vector<std::pair<const char*, const char*>> r{
       {"flash", "flash_attention"},        {"fmha", "flash_attention"},      {"sdpa", "flash_attention"},
       {"attention", "flash_attention"},    {"cross_entropy", "cross_entropy"}, {"nll_loss", "cross_entropy"},
-      {"log_softmax", "cross_entropy"},    {"softmax", "softmax"},           {"rms_norm", "rmsnorm"},
+      {"log_softmax", "cross_entropy"},    {"logsoftmax", "cross_entropy"},  {"softmax", "softmax"},           {"rms_norm", "rmsnorm"},
       {"rmsnorm", "rmsnorm"},              {"layer_norm", "layernorm"},      {"layernorm", "layernorm"},
       {"rotary", "rotary_embedding"},      {"rope", "rotary_embedding"},     {"swiglu", "fused_mlp"},
       {"gemm", "matmul"},                  {"nvjet", "matmul"},              {"xmma", "matmul"},
@@ -44,6 +45,9 @@ std::string demangle(const std::string& name) {
 
 Classification classify_kernel(const std::string& name) {
   const std::string n = lower(name);
+  // PyTorch 2.x runs F.rms_norm as its layer-norm kernel with the template flag rms_norm = true.
+  static const std::regex rms_flag(R"(layer_norm_kernel<[^<>]*,\s*true>)");
+  if (std::regex_search(n, rms_flag)) return {"rmsnorm", "memory", "layer_norm_kernel<..., true>"};
   for (auto& [pattern, type] : rules())
     if (n.find(pattern) != std::string::npos) {
       std::string t = type;

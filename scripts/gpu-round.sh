@@ -6,6 +6,8 @@
 #                                 results.tsv, gitlog.txt, report.md, progress.svg to $OUT
 #   scripts/gpu-round.sh llm      on the GPU machine: a run with provider openai against
 #                                 scripts/scripted-llm-server.py on 127.0.0.1; writes llm-* to $OUT
+#   scripts/gpu-round.sh profile  on the GPU machine: the example models under autokernel profile,
+#                                 torch.profiler beside it, and plan; writes <model>.log/.json to $OUT
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -17,8 +19,8 @@ bundle() {
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j"$(nproc)"
   rm -rf .gpu-bundle
-  ../shared/tools/bundle-libs build/autokernel build/tests/autokernel_tests .gpu-bundle
-  strip .gpu-bundle/autokernel .gpu-bundle/autokernel_tests
+  ../shared/tools/bundle-libs build/autokernel build/tests/autokernel_tests build/libautokernel_inject.so .gpu-bundle
+  strip .gpu-bundle/autokernel .gpu-bundle/autokernel_tests .gpu-bundle/libautokernel_inject.so
 }
 
 # One knob line of a starter rewritten: variant TYPE KNOB VALUE > file
@@ -109,10 +111,38 @@ llm() {
   cat "$out/llm-status.txt"
 }
 
+profile() {
+  local out=${OUT:-$PWD/gpu-round-out}
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+  local ak=$PWD/.gpu-bundle/autokernel
+  cd examples/models
+  for model in gpt2_small llama_block; do
+    {
+      echo "== $model: plain, twice"
+      python3 $model.py --steps 20; python3 $model.py --steps 20
+      echo "== $model: under autokernel profile, no NVTX (overhead)"
+      local t0=$(date +%s%N)
+      "$ak" profile --warmup-s 1 --out "$out/$model-plain.json" -- python3 $model.py --steps 20
+      echo "profiled wall: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+      echo "== $model: under autokernel profile, with NVTX shapes"
+      "$ak" profile --warmup-s 1 --top 12 --out "$out/$model.json" -- python3 $model.py --steps 20 --nvtx
+      echo "== $model: torch.profiler on the same steps"
+      python3 $model.py --steps 20 --torch-profiler
+      echo "== $model: plan"
+      "$ak" plan "$out/$model.json" --top 8
+    } > "$out/$model.log" 2>&1
+    rm -f "$out/$model-plain.json"
+  done
+  cd ../..
+  tail -5 "$out/gpt2_small.log" "$out/llama_block.log"
+}
+
 case ${1:-} in
+  profile) profile ;;
   llm) llm ;;
   loop) loop ;;
   bundle) bundle ;;
   run) run ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|run|loop|llm" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|run|loop|llm|profile" >&2; exit 2 ;;
 esac

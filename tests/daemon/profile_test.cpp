@@ -35,6 +35,9 @@ TEST_CASE("kernel names are classified as autokernel's types, and memory- or com
   CHECK(attn.bound == "compute");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half>(...)").type == "softmax");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(...)").type == "layernorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, false>(int)").type == "layernorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, true>(int)").type == "rmsnorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)").type == "cross_entropy");
   CHECK(classify_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>>>>").type == "reduce");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>").type == "cross_entropy");
   auto gelu = classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(...)");
