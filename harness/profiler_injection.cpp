@@ -59,8 +59,7 @@ void write_record(CUpti_Activity* rec) {
       auto* m = reinterpret_cast<CUpti_ActivityMarker2*>(rec);
       const char* flag = (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) ? "start"
                          : (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) ? "end"
-                                                                        : nullptr;
-      if (!flag) break;
+                                                                        : "instant";
       std::fprintf(g_out, "{\"k\":\"marker\",\"id\":%u,\"tid\":%u,\"t\":%llu,\"flag\":\"%s\",\"name\":%s}\n", m->id,
                    m->objectId.pt.threadId, (unsigned long long)m->timestamp, flag, quoted(m->name).c_str());
       break;
@@ -105,5 +104,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS)
       std::fprintf(stderr, "autokernel profile: CUPTI refused activity kind %d; the profile will lack it\n", int(k));
   std::atexit(at_exit);
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  std::fprintf(g_out, "{\"k\":\"meta\",\"nvtx_injection\":%s}\n", quoted(nvtx ? nvtx : "").c_str());
   return 1;
 }

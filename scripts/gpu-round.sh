@@ -123,10 +123,10 @@ profile() {
       python3 $model.py --steps 20; python3 $model.py --steps 20
       echo "== $model: under autokernel profile, no NVTX (overhead)"
       local t0=$(date +%s%N)
-      "$ak" profile --warmup-s 1 --out "$out/$model-plain.json" -- python3 $model.py --steps 20
+      "$ak" profile --out "$out/$model-plain.json" -- python3 $model.py --steps 20
       echo "profiled wall: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
       echo "== $model: under autokernel profile, with NVTX shapes"
-      "$ak" profile --warmup-s 1 --top 12 --out "$out/$model.json" -- python3 $model.py --steps 20 --nvtx
+      "$ak" profile --keep-records --top 12 --out "$out/$model.json" -- python3 $model.py --steps 20 --nvtx
       echo "== $model: torch.profiler on the same steps"
       python3 $model.py --steps 20 --torch-profiler
       echo "== $model: plan"
@@ -135,7 +135,7 @@ profile() {
     rm -f "$out/$model-plain.json"
   done
   cd ../..
-  tail -5 "$out/gpt2_small.log" "$out/llama_block.log"
+  tail -n 12 "$out/gpt2_small.log" "$out/llama_block.log"
 }
 
 case ${1:-} in
