@@ -7,6 +7,7 @@
 #include "daemon/amdahl_plan.hpp"
 #include "daemon/kernel_classifier.hpp"
 #include "daemon/profile_data.hpp"
+#include "kernels_cuda/spec.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
@@ -147,4 +148,27 @@ TEST_CASE("profile passes the program's exit code through and says when it ran n
   auto ok = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- true");
   CHECK(ok.exit_code == 1);
   CHECK(test::run_autokernel("profile").exit_code == 2);
+}
+
+TEST_CASE("real records of one llama_block step on the H100: ranked, classified, shapes from NVTX", "[profile][plan]") {
+  // tests/data/llama_block_step.records.jsonl: the last forward step of examples/models/llama_block.py
+  // as libautokernel_inject.so recorded it on the H100 (kernels, launch calls, PyTorch's NVTX ranges).
+  auto records = read_records(AK_SOURCE_DIR "/tests/data/llama_block_step.records.jsonl");
+  REQUIRE(records.ok());
+  auto p = build_profile(*records, 0);
+  REQUIRE(p.ok());
+  CHECK(p->gpu == "NVIDIA H100 80GB HBM3");
+  REQUIRE(p->kernels.size() == 11);
+  CHECK(p->kernels[0].type == "matmul");
+  CHECK(p->kernels[0].share == Approx(0.413).margin(0.005));
+  CHECK_THAT(p->kernels[0].nvtx, Catch::StartsWith("aten::mm"));
+  const ProfiledKernel& rms = of_type(*p, "rmsnorm");
+  CHECK(rms.calls == 16);   // two per block, eight blocks
+  CHECK_THAT(rms.nvtx, Catch::StartsWith("aten::_fused_rms_norm"));
+  Plan plan = make_plan(*p, 12, 2.0);
+  std::string toml = plan_toml(plan, "llama.json");
+  CHECK_THAT(toml, Catch::Contains("type = \"rmsnorm\"\nshape = [8192, 2048]"));
+  auto cfg = parse_config("[run]\nname = \"llama\"\n" + toml, "llama.toml");
+  REQUIRE(cfg.ok());
+  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048});
 }
