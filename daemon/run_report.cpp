@@ -35,7 +35,7 @@ std::string status_text(const RunSnapshot& s) {
   std::string out = "run " + st.value("run", std::filesystem::path(s.dir).filename().string()) + " (" +
                     st.value("status", "unknown") + "): " + std::to_string(s.rows.size()) + " experiments, " +
                     f("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
-                    " LLM tokens\n";
+                    f(" LLM tokens ($%.2f)\n", st.value("llm_cost_usd", 0.0));
   out += "kernel        baseline us    best us   speedup  pct_peak  experiments  converged\n";
   if (st.contains("kernels"))
     for (auto& k : st["kernels"]) {

@@ -169,6 +169,32 @@ TEST_CASE("run budgets end the run", "[loop][budget]") {
   CHECK(rows_of(bounded).size() == 4);
 }
 
+TEST_CASE("the token and cost budgets end the run cleanly", "[loop][budget]") {
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  TempDir dir;
+  ScriptedProposer pr;
+  for (int i = 0; i < 20; ++i) pr.queue.push_back({"// us=" + std::to_string(99 - i) + "\n", "step", 10, 0.25});
+  auto cfg = loop_config(dir);
+  cfg.llm.token_budget = 30;
+  RunLoop loop(cfg, ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(out->kind == RunOutcome::BudgetSpent);
+  CHECK_THAT(out->why, Catch::Contains("token budget (30)"));
+  CHECK(rows_of(loop).size() == 4);   // the starter, then three proposals of 10 tokens
+  TempDir dir2;
+  ScriptedProposer pr2 = pr;
+  auto cfg2 = loop_config(dir2);
+  cfg2.llm.cost_budget_usd = 0.5;
+  RunLoop loop2(cfg2, ev, pr2, clock);
+  auto out2 = loop2.run();
+  REQUIRE(out2.ok());
+  CHECK_THAT(out2->why, Catch::Contains("cost budget ($0.50)"));
+  CHECK(rows_of(loop2).size() == 3);
+  CHECK_THAT(read_text(loop2.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.5"));
+}
+
 TEST_CASE("the scheduler measures every starter, then goes where the Amdahl gain is largest", "[loop][scheduler]") {
   TempDir dir;
   ScriptedEvaluator ev;
