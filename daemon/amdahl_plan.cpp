@@ -1,17 +1,13 @@
 #include "daemon/amdahl_plan.hpp"
 
+#include "common/format.hpp"
+
 #include <cstdio>
 
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
 namespace {
-
-std::string f(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 /// The NVTX shape in the terms of a row-wise type: [rows, cols] over the last dimension.
 std::vector<long long> rowwise_shape(const std::vector<long long>& dims) {
@@ -65,13 +61,13 @@ std::string plan_table(const Plan& plan) {
                   r.s, r.gain, shape.c_str());
     out += line;
   }
-  out += "all of the supported kernels at " + f("%.2fx", plan.target) + ": the whole program " + f("%.3fx", plan.total_gain) + "\n";
+  out += "all of the supported kernels at " + format_numbers("%.2fx", plan.target) + ": the whole program " + format_numbers("%.3fx", plan.total_gain) + "\n";
   return out;
 }
 
 std::string plan_toml(const Plan& plan, const std::string& profile_name) {
   std::string out = "# [[kernel]] entries planned from " + profile_name + " (autokernel plan): the whole program could\n# reach " +
-                    f("%.3fx", plan.total_gain) + " if each reached " + f("%.2fx", plan.target) + ".\n";
+                    format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
   for (auto& r : plan.rows) {
     if (!r.supported) continue;
     const bool known = !r.shape.empty();
@@ -84,8 +80,8 @@ std::string plan_toml(const Plan& plan, const std::string& profile_name) {
                       : "shape = [ROWS, COLS]") + "\n";
     out += c + "dtype = \"" + (r.kernel.dtype.empty() ? "fp16" : r.kernel.dtype) + "\"" +
            (r.kernel.dtype.empty() ? "    # the kernel's name does not say: check it" : "") + "\n";
-    out += c + "weight = " + f("%.4f", r.f) + "    # " + f("%.1f%%", r.f * 100) + " of the GPU time\n";
-    out += c + "baseline_us = " + f("%.2f", r.kernel.mean_us) + "    # its mean time in the profile\n";
+    out += c + "weight = " + format_numbers("%.4f", r.f) + "    # " + format_numbers("%.1f%%", r.f * 100) + " of the GPU time\n";
+    out += c + "baseline_us = " + format_numbers("%.2f", r.kernel.mean_us) + "    # its mean time in the profile\n";
     out += "# kernel: " + r.kernel.name.substr(0, 150) + "\n";
   }
   return out;

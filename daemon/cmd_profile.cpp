@@ -1,7 +1,6 @@
 // autokernel profile -- CMD ARGS... and autokernel plan profile.json: where a program's GPU time
 // goes, and which kernels are worth autokernel's effort by Amdahl's law.
 #include <dlfcn.h>
-#include <link.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "daemon/commands.hpp"
 #include "daemon/profile_data.hpp"
 #include "daemon/run_directory.hpp"
+#include "harness/cupti_library.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -34,26 +34,12 @@ std::string injection_library() {
   return "";
 }
 
-/// The file of the CUPTI this binary loaded: NVTX ranges reach CUPTI when NVTX_INJECTION64_PATH
-/// names it. (dladdr on a CUPTI function would name this executable: its PLT stub answers.)
-std::string cupti_library() {
-  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) {
-    void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    link_map* map = nullptr;
-    std::string path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
-    dlclose(h);
-    if (!path.empty()) return path;
-  }
-  return "";
-}
-
 /// Runs the command with the injection; its output and exit status are its own.
 int run_profiled(const std::vector<std::string>& cmd, const std::string& records) {
   pid_t pid = fork();
   if (pid == 0) {
     setenv("CUDA_INJECTION64_PATH", injection_library().c_str(), 1);
-    if (std::string cupti = cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
+    if (std::string cupti = loaded_cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
     setenv("AUTOKERNEL_PROFILE_OUT", records.c_str(), 1);
     std::vector<char*> argv;
     for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));

@@ -1,5 +1,7 @@
 #include "daemon/llm_proposer.hpp"
 
+#include "common/format.hpp"
+
 #include <cstdio>
 #include <filesystem>
 
@@ -10,15 +12,9 @@
 namespace ak {
 namespace {
 
-std::string f(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string tolerances(const KernelSpec& spec) {
   std::string t;
-  for (DType d : spec.dtypes) t += (t.empty() ? "" : ", ") + std::string(dtype_name(d)) + " " + f("%g", spec.tolerance(d).atol);
+  for (DType d : spec.dtypes) t += (t.empty() ? "" : ", ") + std::string(dtype_name(d)) + " " + format_numbers("%g", spec.tolerance(d).atol);
   return t;
 }
 
@@ -29,7 +25,7 @@ std::string history_text(const ProposalContext& ctx) {
   for (size_t i = first; i < ctx.history.size(); ++i) {
     const PastExperiment& e = ctx.history[i];
     h += "- " + e.description + ": " + e.correctness;
-    if (e.correctness == "PASS") h += f(", %.2f us", e.latency_us);
+    if (e.correctness == "PASS") h += format_numbers(", %.2f us", e.latency_us);
     h += e.kept ? ", kept" : ", reverted";
     if (!e.failure.empty()) h += ": " + e.failure.substr(0, 600);
     h += "\n";
@@ -50,27 +46,27 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                                   {{"entry_signature", spec.abi()}, {"tolerances", tolerances(spec)}});
   if (!rendered_contract) return rendered_contract.error();
   auto sys = render("system.txt", *system,
-                    {{"kernel_contract", *rendered_contract}, {"keep_threshold_pct", f("%g", ctx.keep_threshold * 100)}});
+                    {{"kernel_contract", *rendered_contract}, {"keep_threshold_pct", format_numbers("%g", ctx.keep_threshold * 100)}});
   if (!sys) return sys.error();
   const double floor_us = ctx.pct_peak > 0 ? ctx.best_us * ctx.pct_peak : 0;
   const std::string unit = ctx.throughput_unit.empty() ? "GB/s" : ctx.throughput_unit;
   auto user = render("experiment.txt", *experiment,
                      {{"gpu", ctx.gpu.empty() ? "the GPU (not yet queried in this run)" : ctx.gpu},
                       {"arch", ctx.arch.empty() ? "?" : ctx.arch},
-                      {"peak", ctx.peak > 0 ? f("%.0f ", ctx.peak) + unit : "not yet measured"},
+                      {"peak", ctx.peak > 0 ? format_numbers("%.0f ", ctx.peak) + unit : "not yet measured"},
                       {"kernel_type", spec.type},
                       {"summary", spec.summary},
                       {"entry_signature", spec.abi()},
                       {"shape", shape_str(ctx.shape)},
                       {"shape_names", spec.shape_help()},
                       {"dtype", ctx.dtype},
-                      {"best_us", f("%.2f", ctx.best_us)},
-                      {"best_throughput", f("%.1f ", ctx.best_throughput) + unit},
-                      {"pct_peak", f("%.1f%%", ctx.pct_peak * 100)},
+                      {"best_us", format_numbers("%.2f", ctx.best_us)},
+                      {"best_throughput", format_numbers("%.1f ", ctx.best_throughput) + unit},
+                      {"pct_peak", format_numbers("%.1f%%", ctx.pct_peak * 100)},
                       {"bound", spec.metric == Metric::GBps ? "memory" : "compute"},
-                      {"floor_us", f("%.2f", floor_us)},
-                      {"baseline_us", f("%.2f", ctx.baseline_us)},
-                      {"speedup", f("%.3fx", ctx.best_us > 0 ? ctx.baseline_us / ctx.best_us : 0)},
+                      {"floor_us", format_numbers("%.2f", floor_us)},
+                      {"baseline_us", format_numbers("%.2f", ctx.baseline_us)},
+                      {"speedup", format_numbers("%.3fx", ctx.best_us > 0 ? ctx.baseline_us / ctx.best_us : 0)},
                       {"type_notes", notes ? *notes : "(none)"},
                       {"history", history_text(ctx)},
                       {"best_file", ctx.best_source}});

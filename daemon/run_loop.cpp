@@ -1,5 +1,7 @@
 #include "daemon/run_loop.hpp"
 
+#include "common/format.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -12,32 +14,26 @@
 namespace ak {
 namespace {
 
-std::string fmt(const char* f, double a, double b = 0, double c = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, a, b, c);
-  return buf;
-}
-
 bool stopping(const LoopSignals& s) { return s.stop && s.stop->load(); }
 
 }  // namespace
 
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit) {
   std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " + row.description + "\n\n";
-  m += fmt("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + fmt(", %.1f%% of peak", row.pct_peak * 100);
+  m += format_numbers("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + format_numbers(", %.1f%% of peak", row.pct_peak * 100);
   if (previous_best_us > 0)
-    m += fmt(": %+.1f%% time vs the previous best (%.2f us)", (row.latency_us / previous_best_us - 1) * 100, previous_best_us);
+    m += format_numbers(": %+.1f%% time vs the previous best (%.2f us)", (row.latency_us / previous_best_us - 1) * 100, previous_best_us);
   m += "\n\n";
   m += "Autokernel-Experiment: " + std::to_string(row.experiment) + "\n";
   m += "Autokernel-Kernel: " + row.tag + "\n";
   m += "Autokernel-Type: " + row.kernel_type + "\n";
-  m += fmt("Autokernel-Latency-Us: %.3f\n", row.latency_us);
-  m += fmt("Autokernel-Throughput: %.2f\n", row.throughput);
-  m += fmt("Autokernel-Pct-Peak: %.4f\n", row.pct_peak);
-  m += fmt("Autokernel-Speedup: %.4f\n", row.speedup);
-  m += fmt("Autokernel-Peak-Vram-Mb: %.1f\n", row.peak_vram_mb);
+  m += format_numbers("Autokernel-Latency-Us: %.3f\n", row.latency_us);
+  m += format_numbers("Autokernel-Throughput: %.2f\n", row.throughput);
+  m += format_numbers("Autokernel-Pct-Peak: %.4f\n", row.pct_peak);
+  m += format_numbers("Autokernel-Speedup: %.4f\n", row.speedup);
+  m += format_numbers("Autokernel-Peak-Vram-Mb: %.1f\n", row.peak_vram_mb);
   m += "Autokernel-Llm-Tokens: " + std::to_string(row.llm_tokens) + "\n";
-  m += fmt("Autokernel-Seconds: %.2f\n", row.seconds);
+  m += format_numbers("Autokernel-Seconds: %.2f\n", row.seconds);
   return m;
 }
 
@@ -247,11 +243,11 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (v.passed())
     spdlog::info("experiment {} {}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
                  proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
-                 keep ? "kept" : "reverted", keep && !baseline ? fmt(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
+                 keep ? "kept" : "reverted", keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
   else
     spdlog::info("experiment {} {}: {}: {} -> reverted: {}", n, k.tag, proposal.description, row.correctness, v.message);
   if (notifier_)
-    notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + fmt("%.2f us (%.2fx)", k.best_us, k.speedup()));
+    notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
   return true;
 }
 
@@ -262,11 +258,11 @@ std::optional<std::string> RunLoop::budget_spent() const {
   if (cfg_.run.max_experiments > 0 && (long long)rows_.size() >= cfg_.run.max_experiments)
     return "the experiment budget (" + std::to_string(cfg_.run.max_experiments) + ") is spent";
   if (cfg_.run.max_hours > 0 && seconds >= cfg_.run.max_hours * 3600)
-    return fmt("the time budget (%.2f h) is spent", cfg_.run.max_hours);
+    return format_numbers("the time budget (%.2f h) is spent", cfg_.run.max_hours);
   if (cfg_.llm.token_budget > 0 && tokens >= cfg_.llm.token_budget)
     return "the token budget (" + std::to_string(cfg_.llm.token_budget) + ") is spent";
   if (cfg_.llm.cost_budget_usd > 0 && cost_usd_ >= cfg_.llm.cost_budget_usd)
-    return fmt("the cost budget ($%.2f) is spent", cfg_.llm.cost_budget_usd);
+    return format_numbers("the cost budget ($%.2f) is spent", cfg_.llm.cost_budget_usd);
   return std::nullopt;
 }
 
@@ -357,7 +353,7 @@ std::string RunLoop::summary() const {
                   k.speedup(), k.best_pct_peak * 100, k.experiments, c ? c->c_str() : "no");
     s += line;
   }
-  s += fmt("whole program (Amdahl, weights as configured): %.3fx\n", amdahl_speedup(kernels_));
+  s += format_numbers("whole program (Amdahl, weights as configured): %.3fx\n", amdahl_speedup(kernels_));
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/run_report.hpp"
 
+#include "common/format.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,12 +11,6 @@
 
 namespace ak {
 namespace {
-
-std::string f(const char* format, double a, double b = 0) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, format, a, b);
-  return buf;
-}
 
 }  // namespace
 
@@ -34,8 +30,8 @@ std::string status_text(const RunSnapshot& s) {
   const auto& st = s.state;
   std::string out = "run " + st.value("run", std::filesystem::path(s.dir).filename().string()) + " (" +
                     st.value("status", "unknown") + "): " + std::to_string(s.rows.size()) + " experiments, " +
-                    f("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
-                    f(" LLM tokens ($%.2f)\n", st.value("llm_cost_usd", 0.0));
+                    format_numbers("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
+                    format_numbers(" LLM tokens ($%.2f)\n", st.value("llm_cost_usd", 0.0));
   out += "kernel        baseline us    best us   speedup  pct_peak  experiments  converged\n";
   if (st.contains("kernels"))
     for (auto& k : st["kernels"]) {
@@ -48,11 +44,11 @@ std::string status_text(const RunSnapshot& s) {
                                  : conv.c_str());
       out += line;
     }
-  out += f("whole program (Amdahl, weights as configured): %.3fx\n", st.value("amdahl_speedup", 1.0));
+  out += format_numbers("whole program (Amdahl, weights as configured): %.3fx\n", st.value("amdahl_speedup", 1.0));
   if (!s.rows.empty()) {
     const ResultRow& r = s.rows.back();
     out += "last: experiment " + std::to_string(r.experiment) + " " + r.tag + ": " + r.description + ": " +
-           r.correctness + f(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
+           r.correctness + format_numbers(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
   }
   return out;
 }
@@ -61,20 +57,20 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
   std::string md = "# autokernel run " + s.state.value("run", std::string("?")) + "\n\n";
   md += "Status: " + s.state.value("status", std::string("unknown")) + ", " + std::to_string(s.rows.size()) +
         " experiments. Whole-program speedup (Amdahl, configured weights): " +
-        f("%.3fx", s.state.value("amdahl_speedup", 1.0)) + ".\n\n";
+        format_numbers("%.3fx", s.state.value("amdahl_speedup", 1.0)) + ".\n\n";
   md += "| kernel | baseline µs | best µs | speedup | pct_peak | experiments | converged |\n|---|---|---|---|---|---|---|\n";
   if (s.state.contains("kernels"))
     for (auto& k : s.state["kernels"])
-      md += "| " + k.value("tag", std::string("?")) + " | " + f("%.2f", k.value("baseline_us", 0.0)) + " | " +
-            f("%.2f", k.value("best_us", 0.0)) + " | " + f("%.3fx", k.value("speedup", 0.0)) + " | " +
-            f("%.1f%%", k.value("pct_peak", 0.0) * 100) + " | " + std::to_string(k.value("experiments", 0)) + " | " +
+      md += "| " + k.value("tag", std::string("?")) + " | " + format_numbers("%.2f", k.value("baseline_us", 0.0)) + " | " +
+            format_numbers("%.2f", k.value("best_us", 0.0)) + " | " + format_numbers("%.3fx", k.value("speedup", 0.0)) + " | " +
+            format_numbers("%.1f%%", k.value("pct_peak", 0.0) * 100) + " | " + std::to_string(k.value("experiments", 0)) + " | " +
             k.value("converged", std::string("no")) + " |\n";
   md += "\n![throughput over experiments](" + svg_name + ")\n\n## Kept steps\n\n";
   md += "| experiment | kernel | µs | throughput | speedup | commit | what |\n|---|---|---|---|---|---|---|\n";
   for (auto& r : s.rows)
     if (r.kept)
-      md += "| " + std::to_string(r.experiment) + " | " + r.tag + " | " + f("%.2f", r.latency_us) + " | " +
-            f("%.1f", r.throughput) + " | " + f("%.3fx", r.speedup) + " | " + r.commit + " | " + r.description + " |\n";
+      md += "| " + std::to_string(r.experiment) + " | " + r.tag + " | " + format_numbers("%.2f", r.latency_us) + " | " +
+            format_numbers("%.1f", r.throughput) + " | " + format_numbers("%.3fx", r.speedup) + " | " + r.commit + " | " + r.description + " |\n";
   std::map<std::string, int> verdicts;
   for (auto& r : s.rows) verdicts[r.correctness]++;
   md += "\n## Verdicts\n\n";
@@ -97,23 +93,23 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
   for (auto& r : rows) color_of.emplace(r.tag, int(color_of.size()) % 9);
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"400\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"800\" height=\"400\" fill=\"white\"/>\n";
-  svg += "<line x1=\"" + f("%.1f", L) + "\" y1=\"" + f("%.1f", H - B) + "\" x2=\"" + f("%.1f", W - R) + "\" y2=\"" + f("%.1f", H - B) + "\" stroke=\"black\"/>\n";
-  svg += "<line x1=\"" + f("%.1f", L) + "\" y1=\"" + f("%.1f", T) + "\" x2=\"" + f("%.1f", L) + "\" y2=\"" + f("%.1f", H - B) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + format_numbers("%.1f", L) + "\" y1=\"" + format_numbers("%.1f", H - B) + "\" x2=\"" + format_numbers("%.1f", W - R) + "\" y2=\"" + format_numbers("%.1f", H - B) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + format_numbers("%.1f", L) + "\" y1=\"" + format_numbers("%.1f", T) + "\" x2=\"" + format_numbers("%.1f", L) + "\" y2=\"" + format_numbers("%.1f", H - B) + "\" stroke=\"black\"/>\n";
   for (int i = 0; i <= 4; ++i)
-    svg += "<text x=\"" + f("%.1f", L - 6) + "\" y=\"" + f("%.1f", Y(max_y * i / 4) + 4) + "\" text-anchor=\"end\">" +
-           f("%.0f", max_y * i / 4) + "</text>\n";
+    svg += "<text x=\"" + format_numbers("%.1f", L - 6) + "\" y=\"" + format_numbers("%.1f", Y(max_y * i / 4) + 4) + "\" text-anchor=\"end\">" +
+           format_numbers("%.0f", max_y * i / 4) + "</text>\n";
   const int step = std::max(1, int(std::ceil(max_x / 10)));
   for (int x = step; x <= int(max_x); x += step)
-    svg += "<text x=\"" + f("%.1f", X(x)) + "\" y=\"" + f("%.1f", H - B + 16) + "\" text-anchor=\"middle\">" +
+    svg += "<text x=\"" + format_numbers("%.1f", X(x)) + "\" y=\"" + format_numbers("%.1f", H - B + 16) + "\" text-anchor=\"middle\">" +
            std::to_string(x) + "</text>\n";
-  svg += "<text x=\"" + f("%.1f", (W - R + L) / 2) + "\" y=\"" + f("%.1f", H - 12) + "\" text-anchor=\"middle\">experiment</text>\n";
-  svg += "<text x=\"16\" y=\"" + f("%.1f", (H - B + T) / 2) + "\" transform=\"rotate(-90 16 " + f("%.1f", (H - B + T) / 2) +
+  svg += "<text x=\"" + format_numbers("%.1f", (W - R + L) / 2) + "\" y=\"" + format_numbers("%.1f", H - 12) + "\" text-anchor=\"middle\">experiment</text>\n";
+  svg += "<text x=\"16\" y=\"" + format_numbers("%.1f", (H - B + T) / 2) + "\" transform=\"rotate(-90 16 " + format_numbers("%.1f", (H - B + T) / 2) +
          ")\" text-anchor=\"middle\">throughput (GB/s or TFLOPS)</text>\n";
   int legend = 0;
   for (auto& [tag, c] : color_of) {
     std::string pts;
     for (auto& r : rows)
-      if (r.tag == tag && r.correctness == "PASS") pts += f("%.1f,%.1f ", X(r.experiment), Y(r.throughput));
+      if (r.tag == tag && r.correctness == "PASS") pts += format_numbers("%.1f,%.1f ", X(r.experiment), Y(r.throughput));
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-opacity=\"0.35\" points=\"" + pts + "\"/>\n";
     // The best so far: a step line through the kept experiments, out to the last one.
     std::string best;
@@ -122,22 +118,22 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
       if (r.tag != tag) continue;
       last_x = r.experiment;
       if (!r.kept) continue;
-      if (level >= 0) best += f("%.1f,%.1f ", X(r.experiment), Y(level));
+      if (level >= 0) best += format_numbers("%.1f,%.1f ", X(r.experiment), Y(level));
       level = r.throughput;
-      best += f("%.1f,%.1f ", X(r.experiment), Y(level));
+      best += format_numbers("%.1f,%.1f ", X(r.experiment), Y(level));
     }
-    if (level >= 0) best += f("%.1f,%.1f", X(last_x), Y(level));
+    if (level >= 0) best += format_numbers("%.1f,%.1f", X(last_x), Y(level));
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-width=\"2\" points=\"" + best + "\"/>\n";
     for (auto& r : rows)
       if (r.tag == tag && r.correctness == "PASS")
-        svg += "<circle cx=\"" + f("%.1f", X(r.experiment)) + "\" cy=\"" + f("%.1f", Y(r.throughput)) + "\" r=\"" +
+        svg += "<circle cx=\"" + format_numbers("%.1f", X(r.experiment)) + "\" cy=\"" + format_numbers("%.1f", Y(r.throughput)) + "\" r=\"" +
                (r.kept ? "5" : "2.5") + "\" fill=\"" + (r.kept ? std::string(colors[c]) : "white") + "\" stroke=\"" +
                colors[c] + "\"><title>" + std::to_string(r.experiment) + ": " + r.description + "</title></circle>\n";
-    svg += "<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend++) + "\" fill=\"" +
+    svg += "<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend++) + "\" fill=\"" +
            colors[c] + "\">" + tag + "</text>\n";
   }
-  svg += "<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend + 10) +
-         "\" fill=\"#444\">filled: kept</text>\n<text x=\"" + f("%.1f", W - R + 12) + "\" y=\"" + f("%.1f", T + 16 + 18 * legend + 28) + "\" fill=\"#444\">line: best so far</text>\n</svg>\n";
+  svg += "<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend + 10) +
+         "\" fill=\"#444\">filled: kept</text>\n<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend + 28) + "\" fill=\"#444\">line: best so far</text>\n</svg>\n";
   return svg;
 }
 

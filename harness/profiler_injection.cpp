@@ -3,13 +3,13 @@
 // to CPU threads, and NVTX ranges, and writes them as JSON lines to $AUTOKERNEL_PROFILE_OUT when the
 // program exits. It touches nothing else in the program: its output and exit code are its own.
 #include <cupti.h>
-#include <dlfcn.h>
-#include <link.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+
+#include "harness/cupti_library.hpp"
 
 namespace {
 
@@ -83,20 +83,6 @@ void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
   std::free(buffer);
 }
 
-/// The file of the CUPTI this process actually uses: a program (PyTorch) may have loaded its own
-/// copy before us, and NVTX must reach that one, not another copy of the same name.
-std::string loaded_cupti() {
-  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) {
-    void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    link_map* map = nullptr;
-    std::string path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
-    dlclose(h);
-    if (!path.empty()) return path;
-  }
-  return "";
-}
-
 void at_exit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -121,7 +107,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
       std::fprintf(stderr, "autokernel profile: CUPTI refused activity kind %d; the profile will lack it\n", int(k));
   std::atexit(at_exit);
   // NVTX reads this on its first call, which comes later than CUDA's initialization.
-  if (std::string cupti = loaded_cupti(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
+  if (std::string cupti = ak::loaded_cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
   std::fprintf(g_out, "{\"k\":\"meta\",\"nvtx_injection\":%s}\n", quoted(nvtx ? nvtx : "").c_str());
   return 1;
