@@ -82,9 +82,13 @@ std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Re
       float v;
       if (fill == Fill::Weight) {
         v = 0.5f + rng.uniform();
+      } else if (fill == Fill::Bias) {
+        v = rng.uniform() - 0.5f;
       } else {
         Rng row{seed ^ (uint64_t(i / cols) * 0xd1342543de82ef95ull)};
-        float row_value = row.normalish() * 3.0f;
+        // A small integer: sums of equal integers are exact, so every correct summation order
+        // gives the same mean (a constant row's deviations are then exactly zero).
+        float row_value = std::round(row.normalish() * 3.0f);
         int64_t huge_col = int64_t(row.next() % uint64_t(cols));
         v = draw(recipe, d, rng, i, cols, row_value, huge_col);
       }

@@ -16,7 +16,7 @@ enum class Recipe {
   NearMax,       ///< magnitudes near fp16's largest value (65504), random signs
   Tiny,          ///< subnormal magnitudes of the dtype
   OneHuge,       ///< normal values with one huge value in each row
-  ConstantRows,  ///< every element of a row equal
+  ConstantRows,  ///< every element of a row equal (a small integer)
   MixedSigns,    ///< alternating signs, magnitudes from 1 to 1000
 };
 const char* recipe_name(Recipe r);

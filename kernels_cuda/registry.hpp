@@ -16,5 +16,7 @@ const std::string* embedded_starter(const std::string& type);
 // One function per kernel folder, defined there.
 const KernelSpec& rmsnorm_spec();
 const KernelSpec& softmax_spec();
+const KernelSpec& layernorm_spec();
+const KernelSpec& reduce_spec();
 
 }  // namespace ak

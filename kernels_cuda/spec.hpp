@@ -29,6 +29,7 @@ struct Tolerance {
 enum class Fill {
   Data,    ///< the tensor the kernel works on: normal values; the adversarial recipes apply here
   Weight,  ///< a per-column scale: uniform in [0.5, 1.5]
+  Bias,    ///< a per-column shift: uniform in [-0.5, 0.5]
 };
 
 /// One argument of the entry point, in order.

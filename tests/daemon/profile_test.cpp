@@ -91,11 +91,13 @@ TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile]
   CHECK(softmax.gain == Approx(amdahl(120.0 / 870, 2.0)));
   CHECK(softmax.shape == std::vector<long long>{64 * 12 * 128, 128});
   CHECK_FALSE(plan.rows[0].supported);   // matmul is not a type of this build
-  CHECK(plan.total_gain == Approx(amdahl(120.0 / 870, 2.0)));
+  // softmax and layernorm are types of this build: both halve, the rest stays.
+  const double f_sm = 120.0 / 870, f_ln = 60.0 / 870;
+  CHECK(plan.total_gain == Approx(1 / ((1 - f_sm - f_ln) + f_sm / 2 + f_ln / 2)));
   CHECK_THAT(plan_table(plan), Catch::Contains("softmax") && Catch::Contains("98304x128"));
 }
 
-TEST_CASE("the plan's [[kernel]] entries make a valid config; unknown shapes are left to fill in", "[profile][plan]") {
+TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes are left to fill in", "[profile][plan]") {
   Profile p = recorded();
   // Make the layer norm a kernel of this build without a shape: rmsnorm, no NVTX.
   ProfiledKernel rms = p.kernels.back();
@@ -111,12 +113,14 @@ TEST_CASE("the plan's [[kernel]] entries make a valid config; unknown shapes are
   CHECK_THAT(toml, Catch::Contains("# shape = [ROWS, COLS]"));
   auto cfg = parse_config("[run]\nname = \"planned\"\n" + toml, "planned.toml");
   REQUIRE(cfg.ok());
-  REQUIRE(cfg->kernels.size() == 1);
+  REQUIRE(cfg->kernels.size() == 2);   // softmax and layernorm; the rmsnorm stays commented out
   CHECK(cfg->kernels[0].weight == Approx(120.0 / 870).epsilon(1e-3));
   CHECK(*cfg->kernels[0].baseline_us == Approx(120));
+  CHECK(cfg->kernels[1].type == "layernorm");
+  CHECK(cfg->kernels[1].shape == Shape{8192, 768});
 }
 
-TEST_CASE("profile.json survives the round trip; another file is refused", "[profile]") {
+TEST_CASE("profile.json survives the round trip, and another file is refused", "[profile]") {
   Profile p = recorded();
   p.command = {"python3", "model.py"};
   auto back = profile_from_json(nlohmann::json::parse(nlohmann::json(p).dump()));
@@ -127,7 +131,7 @@ TEST_CASE("profile.json survives the round trip; another file is refused", "[pro
   CHECK_THAT(profile_from_json(nlohmann::json{{"kernels", 1}}).error().message, Catch::Contains("not an autokernel profile"));
 }
 
-TEST_CASE("plan on the command line prints the table and the entries; --write appends them to a config", "[profile][cli]") {
+TEST_CASE("plan on the command line prints the table and the entries, and --write appends them to a config", "[profile][cli]") {
   test::TempDir d;
   std::string prof = d.write("profile.json", nlohmann::json(recorded()).dump());
   auto r = test::run_autokernel("plan " + prof + " --top 5");
@@ -136,7 +140,7 @@ TEST_CASE("plan on the command line prints the table and the entries; --write ap
   std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
   auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
   CHECK(w.exit_code == 0);
-  CHECK_THAT(w.out, Catch::Contains("it checks: 1 kernels"));
+  CHECK_THAT(w.out, Catch::Contains("it checks: 2 kernels"));
   CHECK(test::run_autokernel("plan /nonexistent.json").exit_code == 2);
 }
 

@@ -40,7 +40,7 @@ TEST_CASE("reverts in a row move the effort elsewhere", "[scheduler]") {
   CHECK(pick_next(ks, c).index == 1);
 }
 
-TEST_CASE("kernels without a baseline come first; converged ones never", "[scheduler]") {
+TEST_CASE("kernels without a baseline come first, and converged ones never", "[scheduler]") {
   KernelEntry a{"softmax", {8192, 8192}, "fp16", 0.3}, b{"rmsnorm", {8192, 8192}, "fp16", 0.2};
   ConvergenceConfig c;
   std::vector<KernelProgress> ks{kernel(a, 1.0, 0.5, 0), kernel(b, 1.0, 0.5, 0)};

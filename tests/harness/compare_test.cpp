@@ -44,6 +44,14 @@ TEST_CASE("a NaN where a number is expected fails, a NaN where NaN is expected p
   CHECK(c.worst_index == 0);
 }
 
+TEST_CASE("a result past the dtype's range is expected as infinity, as the dtype rounds it", "[compare]") {
+  std::vector<float> expected{3.2e6f, 1.0f};
+  std::vector<uint16_t> got{float_to_half(3.2e6f), float_to_half(1.0f)};   // fp16: +inf, 1
+  CHECK(compare_output(got.data(), DType::F16, expected.data(), 2, {1e-2, 1e-2}).pass());
+  got[0] = float_to_half(65504.0f);                                         // a clamp is wrong
+  CHECK_FALSE(compare_output(got.data(), DType::F16, expected.data(), 2, {1e-2, 1e-2}).pass());
+}
+
 TEST_CASE("comparison over millions of elements finds the single bad one", "[compare]") {
   const int64_t n = 5'000'000;
   std::vector<float> expected(n, 2.0f), got(n, 2.0f);

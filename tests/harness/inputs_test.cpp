@@ -15,7 +15,7 @@ std::vector<float> as_floats(const std::vector<char>& b, DType d) {
 }
 }  // namespace
 
-TEST_CASE("the same seed gives the same inputs; another seed other inputs", "[inputs]") {
+TEST_CASE("the same seed gives the same inputs, and another seed other inputs", "[inputs]") {
   auto a = make_input(DType::F16, 300000, 1000, Fill::Data, Recipe::Normal, 7);
   auto b = make_input(DType::F16, 300000, 1000, Fill::Data, Recipe::Normal, 7);
   auto c = make_input(DType::F16, 300000, 1000, Fill::Data, Recipe::Normal, 8);

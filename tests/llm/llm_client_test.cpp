@@ -41,7 +41,7 @@ ChatRequest question() { return {"You edit kernels.", "Make it faster.", 4000}; 
 
 }  // namespace
 
-TEST_CASE("openai: a reply comes back with its usage; the key goes in a Bearer header", "[llm][http]") {
+TEST_CASE("openai: a reply comes back with its usage, and the key goes in a Bearer header", "[llm][http]") {
   Harness h;
   auto c = h.client();
   nlohmann::json transcript;

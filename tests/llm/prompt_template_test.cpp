@@ -4,7 +4,7 @@
 
 using namespace ak;
 
-TEST_CASE("placeholders are filled; a missing value names the placeholder and the template", "[prompts]") {
+TEST_CASE("placeholders are filled, and a missing value names the placeholder and the template", "[prompts]") {
   auto r = render("t.txt", "GPU {{gpu}}, {{gpu}} again; {{n}} runs", {{"gpu", "H100"}, {"n", "3"}});
   REQUIRE(r.ok());
   CHECK(*r == "GPU H100, H100 again; 3 runs");

@@ -1,0 +1,65 @@
+// reduce: y[r] = sum(x[r, :]), over the last dimension.
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/rowwise_reference.hpp"
+
+namespace ak {
+namespace {
+
+const char* kReference = R"(
+template <typename T, typename O>
+__global__ void reduce_reference(const T* x, O* y, int rows, int cols) {
+  const long long row = blockIdx.x;
+  const T* xr = x + row * cols;
+  float s = 0.f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) s += ref_f(xr[i]);
+  s = block_sum(s);
+  if (threadIdx.x == 0) y[row] = ref_out<O>(s);
+}
+)";
+
+std::vector<std::vector<double>> cpu_reduce(const Shape& s, const std::vector<std::vector<double>>& in) {
+  const int64_t cols = s.back(), rows = int64_t(in[0].size()) / cols;
+  std::vector<double> y(size_t(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[size_t(r)] += in[0][size_t(r * cols + c)];
+  return {y};
+}
+
+KernelSpec make() {
+  KernelSpec k;
+  k.type = "reduce";
+  k.summary = "y = sum(x, dim=-1) (torch.sum over the last dimension), fp32 accumulation, bitwise repeatable";
+  k.entry = "reduce_kernel";
+  k.reference_entry = "reduce_reference";
+  k.shape_names = {"rows", "cols"};
+  k.args = {{ArgSpec::Input, "x", [](const Shape& s) { return s[0] * s[1]; }, Fill::Data},
+            {ArgSpec::Output, "y", [](const Shape& s) { return s[0]; }},
+            {ArgSpec::Dim, "rows", {}, Fill::Data, 0},
+            {ArgSpec::Dim, "cols", {}, Fill::Data, 1}};
+  k.dtypes = {DType::F16, DType::BF16, DType::F32};
+  k.bench_shape = {16384, 4096};
+  k.smoke_shape = {8, 512};
+  k.sweep_shapes = {{32, 128},  {64, 768},    {128, 1024},  {256, 2048}, {100, 3000},
+                    {512, 4096}, {1024, 5120}, {77, 8192}, {4096, 4096}, {16, 32768}};
+  k.stability_shape = {256, 4096};
+  k.determinism_shape = {4096, 4096};
+  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+  k.tolerance = [](DType d) {
+    return d == DType::F16 ? Tolerance{1e-2, 1e-2} : d == DType::BF16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-4, 1e-4};
+  };
+  k.bytes = [](const Shape& s, DType d) { return double(s[0] * s[1] + s[0]) * dtype_size(d); };
+  k.flops = [](const Shape& s) { return double(s[0] * s[1]); };
+  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(reduce_spec(), s, rpb); };
+  k.reference_source = reference_prelude() + kReference;
+  k.cpu_reference = cpu_reduce;
+  return k;
+}
+
+}  // namespace
+
+const KernelSpec& reduce_spec() {
+  static const KernelSpec spec = make();
+  return spec;
+}
+
+}  // namespace ak
