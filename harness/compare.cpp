@@ -1,6 +1,8 @@
 #include "harness/compare.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -21,22 +23,35 @@ bool is_poison(const void* data, DType d, int64_t i) {
   return static_cast<const uint16_t*>(data)[i] == 0xFFFF;
 }
 
-/// The expected value as the output dtype holds it: past the dtype's range the correctly rounded
-/// answer is infinity (a half-precision sum of large values overflows in PyTorch too).
-float representable(float expected, DType d) {
-  if (d == DType::F32 || !std::isfinite(expected)) return expected;
-  uint16_t bits[1];
+/// The fp32 reference as the output dtype holds it, correctly rounded (past the dtype's range that
+/// is infinity: a half-precision sum of large values overflows in PyTorch too), and the spacing of
+/// the dtype there (one unit in the last place).
+std::pair<float, double> in_dtype(float expected, DType d) {
+  if (d == DType::F32 || !std::isfinite(expected))
+    return {expected, std::isfinite(expected) ? std::fabs(double(std::nextafter(expected, INFINITY)) - expected) : 0.0};
+  uint16_t bits[2];
   store_from_float(bits, d, 0, expected);
   float r = load_as_float(bits, d, 0);
-  return std::isinf(r) ? r : expected;
+  bits[1] = uint16_t((bits[0] & 0x7fff) + 1) | (bits[0] & 0x8000);  // the next value away from zero
+  double ulp = std::fabs(double(load_as_float(bits, d, 1)) - r);
+  if (!std::isfinite(ulp) && (bits[0] & 0x7fff) != 0) {  // at the top of the range: the step below
+    bits[1] = uint16_t((bits[0] & 0x7fff) - 1) | (bits[0] & 0x8000);
+    ulp = std::fabs(double(r) - load_as_float(bits, d, 1));
+  }
+  return {r, ulp};
 }
 
 /// How far outside the tolerance an element is: <= 1 passes, infinity for a wrong non-finite.
-double error_ratio(float got, float expected, Tolerance tol) {
+/// The comparison is in the output dtype, like torch.allclose on two tensors of that dtype, and a
+/// difference of one unit in the last place always passes: two correct kernels whose fp32 results
+/// fall on either side of a rounding boundary differ by exactly that.
+double error_ratio(float got, float expected_fp32, DType d, Tolerance tol) {
+  auto [expected, ulp] = in_dtype(expected_fp32, d);
   if (std::isnan(expected)) return std::isnan(got) ? 0 : std::numeric_limits<double>::infinity();
   if (std::isinf(expected)) return got == expected ? 0 : std::numeric_limits<double>::infinity();
   if (!std::isfinite(got)) return std::numeric_limits<double>::infinity();
-  return std::fabs(double(got) - expected) / (tol.atol + tol.rtol * std::fabs(double(expected)));
+  const double allowed = std::max(tol.atol + tol.rtol * std::fabs(double(expected)), ulp * 1.0001);
+  return std::fabs(double(got) - expected) / allowed;
 }
 
 }  // namespace
@@ -60,7 +75,7 @@ Comparison compare_output(const void* got, DType d, const float* expected, int64
     for (int64_t i = begin; i < end; ++i) {
       bool poison = is_poison(got, d, i) && !std::isnan(expected[i]);
       float g = load_as_float(got, d, size_t(i));
-      double r = poison ? std::numeric_limits<double>::infinity() : error_ratio(g, representable(expected[i], d), tol);
+      double r = poison ? std::numeric_limits<double>::infinity() : error_ratio(g, expected[i], d, tol);
       if (r <= 1.0) continue;
       ++part.mismatched;
       part.unwritten += poison;

@@ -13,11 +13,11 @@ namespace ak {
 /// How the Data input of a run is drawn. Weights are always uniform in [0.5, 1.5].
 enum class Recipe {
   Normal,        ///< approximately N(0, 1)
-  NearMax,       ///< magnitudes near fp16's largest value (65504), random signs
+  NearMax,       ///< magnitudes near fp16's largest value (32768 to 65504, multiples of 32), random signs
   Tiny,          ///< subnormal magnitudes of the dtype
   OneHuge,       ///< normal values with one huge value in each row
   ConstantRows,  ///< every element of a row equal (a small integer)
-  MixedSigns,    ///< alternating signs, magnitudes from 1 to 1000
+  MixedSigns,    ///< alternating signs, integer magnitudes from 1 to 1000
 };
 const char* recipe_name(Recipe r);
 inline constexpr Recipe kAdversarialRecipes[] = {Recipe::NearMax, Recipe::Tiny, Recipe::OneHuge,

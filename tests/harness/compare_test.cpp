@@ -52,6 +52,20 @@ TEST_CASE("a result past the dtype's range is expected as infinity, as the dtype
   CHECK_FALSE(compare_output(got.data(), DType::F16, expected.data(), 2, {1e-2, 1e-2}).pass());
 }
 
+TEST_CASE("the comparison is in the output dtype, and one unit in the last place always passes", "[compare]") {
+  // bf16 near 2 has a spacing of 2^-6: a correct kernel may land on either neighbour of the fp32
+  // reference, which a 2e-3 tolerance alone would call wrong.
+  std::vector<float> expected{2.03901f};
+  std::vector<uint16_t> got{float_to_bf16(2.03125f)};
+  CHECK(compare_output(got.data(), DType::BF16, expected.data(), 1, {2e-3, 2e-3}).pass());
+  got[0] = float_to_bf16(2.0f);   // two units away
+  CHECK_FALSE(compare_output(got.data(), DType::BF16, expected.data(), 1, {2e-3, 2e-3}).pass());
+  // At the top of fp16's range the unit is the step below, not the infinite one above.
+  std::vector<float> top{65504.0f};
+  std::vector<uint16_t> far{float_to_half(60000.0f)};
+  CHECK_FALSE(compare_output(far.data(), DType::F16, top.data(), 1, {1e-3, 1e-3}).pass());
+}
+
 TEST_CASE("comparison over millions of elements finds the single bad one", "[compare]") {
   const int64_t n = 5'000'000;
   std::vector<float> expected(n, 2.0f), got(n, 2.0f);

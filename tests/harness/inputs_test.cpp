@@ -41,7 +41,10 @@ TEST_CASE("weights are uniform in [0.5, 1.5]", "[inputs]") {
 TEST_CASE("adversarial recipes draw what they say", "[inputs]") {
   const int64_t cols = 64, n = cols * 10;
   auto near_max = as_floats(make_input(DType::F16, n, cols, Fill::Data, Recipe::NearMax, 1), DType::F16);
-  for (float x : near_max) REQUIRE(std::fabs(x) >= 32000.0f);
+  for (float x : near_max) {
+    REQUIRE(std::fabs(x) >= 32000.0f);
+    REQUIRE(std::fmod(x, 32.0f) == 0.0f);
+  }
   auto tiny = as_floats(make_input(DType::F16, n, cols, Fill::Data, Recipe::Tiny, 1), DType::F16);
   for (float x : tiny) REQUIRE(std::fabs(x) < 6.2e-5f);  // below fp16's smallest normal
   auto constant = as_floats(make_input(DType::F32, n, cols, Fill::Data, Recipe::ConstantRows, 1), DType::F32);
