@@ -7,6 +7,15 @@ int64_t rowwise_grid(const KernelSpec& spec, const Shape& s, int rows_per_block)
   return (rows + rows_per_block - 1) / rows_per_block;
 }
 
+void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row) {
+  k.smoke_shape = {8, 512};
+  k.sweep_shapes = {{32, 128}, {64, 768}, {128, 1024}, {256, 2048}, {100, 3000}, {512, 4096}, {1024, 5120}, {77, 8192},
+                    large,     long_row};
+  k.stability_shape = {256, 4096};
+  k.determinism_shape = large;
+  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+}
+
 const std::string& reference_prelude() {
   static const std::string text = R"(
 #include <cuda_bf16.h>

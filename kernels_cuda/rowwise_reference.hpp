@@ -10,6 +10,11 @@ namespace ak {
 /// Blocks for a row-wise kernel: ceil(rows / rows_per_block).
 int64_t rowwise_grid(const KernelSpec& spec, const Shape& s, int rows_per_block);
 
+/// The shapes of the five stages that every row-wise type shares: a small smoke shape, eight sweep
+/// shapes (some not multiples of 8 or 32) plus `large` and `long_row`, a stability shape, `large`
+/// again for determinism, and the edge cases (one element, one row, odd lengths, 262144-long rows).
+void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row);
+
 /// CUDA text prepended to each reference kernel: includes, to/from float, block_sum, block_max.
 /// The reference runs one block of 256 threads per row; it is a template on its input type T and
 /// output type O (fp32 to validate against, T to be timed as the baseline): ref_out<O>(float).

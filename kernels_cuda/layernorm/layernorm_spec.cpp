@@ -58,12 +58,7 @@ KernelSpec make() {
             {ArgSpec::FloatConst, "eps", {}, Fill::Data, 0, kEps}};
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {8192, 8192};
-  k.smoke_shape = {8, 512};
-  k.sweep_shapes = {{32, 128},  {64, 768},    {128, 1024},  {256, 2048}, {100, 3000},
-                    {512, 4096}, {1024, 5120}, {77, 8192}, {2048, 8192}, {16, 12288}};
-  k.stability_shape = {256, 4096};
-  k.determinism_shape = {2048, 8192};
-  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+  set_rowwise_stage_shapes(k, {2048, 8192}, {16, 12288});
   // The tighter tolerances DESIGN.md sets for layernorm.
   k.tolerance = [](DType d) {
     return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};

@@ -38,12 +38,7 @@ KernelSpec make() {
             {ArgSpec::Dim, "cols", {}, Fill::Data, 1}};
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {16384, 4096};
-  k.smoke_shape = {8, 512};
-  k.sweep_shapes = {{32, 128},  {64, 768},    {128, 1024},  {256, 2048}, {100, 3000},
-                    {512, 4096}, {1024, 5120}, {77, 8192}, {4096, 4096}, {16, 32768}};
-  k.stability_shape = {256, 4096};
-  k.determinism_shape = {4096, 4096};
-  k.edge_shapes = {{1, 1}, {1, 7}, {3, 33}, {17, 1000}, {5, 4097}, {1, 65536}, {4, 262144}, {1031, 257}};
+  set_rowwise_stage_shapes(k, {4096, 4096}, {16, 32768});
   k.tolerance = [](DType d) {
     return d == DType::F16 ? Tolerance{1e-2, 1e-2} : d == DType::BF16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-4, 1e-4};
   };
