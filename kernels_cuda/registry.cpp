@@ -7,7 +7,8 @@ namespace ak {
 const std::map<std::string, std::string>& embedded_starters();
 
 const std::vector<const KernelSpec*>& all_specs() {
-  static const std::vector<const KernelSpec*> specs{&rmsnorm_spec(), &softmax_spec(), &layernorm_spec(), &reduce_spec()};
+  static const std::vector<const KernelSpec*> specs{&rmsnorm_spec(), &softmax_spec(), &layernorm_spec(), &reduce_spec(),
+                                                    &rotary_embedding_spec()};
   return specs;
 }
 

@@ -18,5 +18,6 @@ const KernelSpec& rmsnorm_spec();
 const KernelSpec& softmax_spec();
 const KernelSpec& layernorm_spec();
 const KernelSpec& reduce_spec();
+const KernelSpec& rotary_embedding_spec();
 
 }  // namespace ak

@@ -70,7 +70,7 @@ TEST_CASE("the GPU references agree with the CPU double-precision references", "
     auto ref = LaunchableKernel::reference(**gpu, *spec, *compiled, ReferenceOutput::Fp32);
     REQUIRE(ref.ok());
     for (DType d : spec->dtypes)
-      for (const Shape& shape : {Shape{3, 33}, Shape{17, 1000}, Shape{64, 4096}, Shape{2, 65536}}) {
+      for (const Shape& shape : {spec->smoke_shape, spec->sweep_shapes[3], spec->edge_shapes[2], spec->edge_shapes[5]}) {
         INFO(spec->type << " " << shape_str(shape) << " " << dtype_name(d));
         std::vector<DeviceBuffer> ins, outs;
         std::vector<std::vector<double>> host_in;

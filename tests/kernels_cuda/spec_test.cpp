@@ -21,9 +21,9 @@ TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width,
     CHECK(s->sweep_shapes.size() <= 10);
     bool odd = false, one_row = false, long_row = false;
     for (auto& e : s->edge_shapes) {
-      odd |= e[1] % 8 != 0;
-      one_row |= e[0] == 1;
-      long_row |= e[1] >= 65536;
+      odd |= s->cols(e) % 8 != 0;
+      one_row |= s->rows(e) == 1;
+      long_row |= s->cols(e) >= 65536;
     }
     CHECK(odd);
     CHECK(one_row);
@@ -36,6 +36,17 @@ TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width,
   CHECK(softmax_spec().tolerance(DType::F32).atol <= 1e-5);
   CHECK(rmsnorm_spec().tolerance(DType::F16).atol <= 1e-2);
   CHECK(rmsnorm_spec().tolerance(DType::F32).rtol <= 1e-4);
+}
+
+TEST_CASE("the CPU rotary reference rotates each pair of halves by its position's angle", "[spec]") {
+  // One row of head_dim 4 at position 0: pairs (q0, q2) and (q1, q3) rotated by (cos, sin).
+  std::vector<double> q{1, 2, 3, 4}, cos{0.5, 0}, sin{0.25, 1};
+  auto y = rotary_embedding_spec().cpu_reference({1, 1, 1, 4}, {q, cos, sin})[0];
+  CHECK(y[0] == Approx(1 * 0.5 - 3 * 0.25));
+  CHECK(y[2] == Approx(3 * 0.5 + 1 * 0.25));
+  CHECK(y[1] == Approx(2 * 0 - 4 * 1));
+  CHECK(y[3] == Approx(4 * 0 + 2 * 1));
+  CHECK(rotary_embedding_spec().bytes({4, 32, 4096, 128}, DType::F16) == 2.0 * (2.0 * 4 * 32 * 4096 * 128 + 2.0 * 4096 * 64));
 }
 
 TEST_CASE("the CPU softmax reference sums to one per row and is shift-invariant", "[spec]") {
