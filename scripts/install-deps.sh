@@ -25,7 +25,7 @@ missing=()
 ls "$cuda"/lib64/libnvrtc.so* >/dev/null 2>&1 || ls "$cuda"/lib/libnvrtc.so* >/dev/null 2>&1 || missing+=("libnvrtc")
 if (( ${#missing[@]} )); then
   echo "install-deps: the CUDA toolkit at $cuda lacks: ${missing[*]}." >&2
-  echo "Install the CUDA Toolkit 12 or newer from NVIDIA (it provides NVRTC and CUPTI), or set CUDA_HOME." >&2
+  echo "Install the CUDA Toolkit 13 from NVIDIA (it provides NVRTC and CUPTI), or set CUDA_HOME." >&2
   exit 1
 fi
 echo "install-deps: ready ($(grep -h -m1 -o 'CUDA_VERSION [0-9]*' "$cuda/include/cuda.h" || echo "CUDA at $cuda"))"
