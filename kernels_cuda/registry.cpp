@@ -20,7 +20,7 @@ const KernelSpec* find_spec(const std::string& type) {
 
 const std::string* embedded_starter(const std::string& type) {
   auto& files = embedded_starters();
-  auto it = files.find(type);
+  auto it = files.find(type + "/" + type + ".cu");
   return it == files.end() ? nullptr : &it->second;
 }
 

@@ -10,7 +10,8 @@ namespace ak {
 const std::vector<const KernelSpec*>& all_specs();
 /// nullptr when the type is unknown.
 const KernelSpec* find_spec(const std::string& type);
-/// The starter file of a type, embedded at build time from kernels_cuda/<type>/<type>.cu.
+/// The starter file of a type, embedded at build time from kernels_cuda/<type>/<type>.cu
+/// (ak_embed_texts in CMakeLists.txt).
 const std::string* embedded_starter(const std::string& type);
 
 // One function per kernel folder, defined there.

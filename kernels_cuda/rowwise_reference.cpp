@@ -2,9 +2,8 @@
 
 namespace ak {
 
-int64_t rowwise_grid(const KernelSpec& spec, const Shape& s, int rows_per_block) {
-  int64_t rows = spec.rows(s);
-  return (rows + rows_per_block - 1) / rows_per_block;
+int64_t rowwise_grid(const Shape& s, int rows_per_block) {
+  return (leading_rows(s) + rows_per_block - 1) / rows_per_block;
 }
 
 void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row) {

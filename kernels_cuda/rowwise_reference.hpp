@@ -8,7 +8,7 @@
 namespace ak {
 
 /// Blocks for a row-wise kernel: ceil(rows / rows_per_block).
-int64_t rowwise_grid(const KernelSpec& spec, const Shape& s, int rows_per_block);
+int64_t rowwise_grid(const Shape& s, int rows_per_block);
 
 /// The shapes of the five stages that every row-wise type shares: a small smoke shape, eight sweep
 /// shapes (some not multiples of 8 or 32) plus `large` and `long_row`, a stability shape, `large`

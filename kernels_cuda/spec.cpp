@@ -57,11 +57,21 @@ std::optional<Shape> parse_shape(const std::string& text) {
   return s;
 }
 
-int64_t KernelSpec::rows(const Shape& s) const {
+Tolerance design_tolerance(DType d) {
+  return d == DType::F16 ? Tolerance{1e-2, 1e-2} : d == DType::BF16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-4, 1e-4};
+}
+
+Tolerance tight_tolerance(DType d) {
+  return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};
+}
+
+int64_t leading_rows(const Shape& s) {
   int64_t r = 1;
   for (size_t i = 0; i + 1 < s.size(); ++i) r *= s[i];
   return r;
 }
+
+int64_t KernelSpec::rows(const Shape& s) const { return leading_rows(s); }
 
 std::string KernelSpec::abi() const {
   std::string sig = "template <typename T> __global__ void " + entry + "(";

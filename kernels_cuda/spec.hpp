@@ -24,6 +24,13 @@ std::optional<Shape> parse_shape(const std::string& s);
 struct Tolerance {
   double atol, rtol;
 };
+/// DESIGN.md's tolerances: fp16 1e-2, bf16 2e-2, fp32 1e-4.
+Tolerance design_tolerance(DType d);
+/// The tighter ones it sets for softmax, layernorm and rotary_embedding: 1e-3, 2e-3, 1e-5.
+Tolerance tight_tolerance(DType d);
+
+/// The number of rows of a shape: the product of all but its last dimension.
+int64_t leading_rows(const Shape& s);
 
 /// How the harness fills an input before a run.
 enum class Fill {

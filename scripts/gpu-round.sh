@@ -23,15 +23,22 @@ bundle() {
   strip .gpu-bundle/autokernel .gpu-bundle/autokernel_tests .gpu-bundle/libautokernel_inject.so
 }
 
+# What every action on the GPU machine starts from: the bundle's libraries, a cache for the
+# measured peaks, $out for what comes back, $ak the binary.
+device_env() {
+  out=${OUT:-$PWD/gpu-round-out}
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+  ak=$PWD/.gpu-bundle/autokernel
+}
+
 # One knob line of a starter rewritten: variant TYPE KNOB VALUE > file
 variant() { sed -E "s/^#define $2 [0-9]+/#define $2 $3/" "kernels_cuda/$1/$1.cu"; }
 
 run() {
-  local out=${OUT:-$PWD/gpu-round-out}
-  mkdir -p "$out" /tmp/variants
-  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
-  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
-  local ak=.gpu-bundle/autokernel
+  device_env
+  mkdir -p /tmp/variants
   exec > >(tee "$out/round.log") 2>&1
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
@@ -67,11 +74,7 @@ run() {
 }
 
 loop() {
-  local out=${OUT:-$PWD/gpu-round-out}
-  mkdir -p "$out"
-  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
-  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
-  local ak=.gpu-bundle/autokernel
+  device_env
   rm -rf runs/quickstart
   {
     date -u
@@ -93,11 +96,7 @@ loop() {
 }
 
 llm() {
-  local out=${OUT:-$PWD/gpu-round-out}
-  mkdir -p "$out"
-  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
-  export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
-  local ak=.gpu-bundle/autokernel
+  device_env
   rm -rf runs/scripted-llm
   python3 scripts/scripted-llm-server.py 8765 2> "$out/llm-server.log" &
   local server=$!
@@ -112,10 +111,7 @@ llm() {
 }
 
 profile() {
-  local out=${OUT:-$PWD/gpu-round-out}
-  mkdir -p "$out"
-  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
-  local ak=$PWD/.gpu-bundle/autokernel
+  device_env
   cd examples/models
   for model in gpt2_small llama_block; do
     {

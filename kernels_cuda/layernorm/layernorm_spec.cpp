@@ -59,13 +59,10 @@ KernelSpec make() {
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {8192, 8192};
   set_rowwise_stage_shapes(k, {2048, 8192}, {16, 12288});
-  // The tighter tolerances DESIGN.md sets for layernorm.
-  k.tolerance = [](DType d) {
-    return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};
-  };
+  k.tolerance = tight_tolerance;
   k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1] + 2 * s[1]) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 8.0 * s[0] * s[1]; };
-  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(layernorm_spec(), s, rpb); };
+  k.grid = rowwise_grid;
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_layernorm;
   return k;

@@ -51,12 +51,10 @@ KernelSpec make() {
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {8192, 8192};
   set_rowwise_stage_shapes(k, {2048, 8192}, {16, 12288});
-  k.tolerance = [](DType d) {
-    return d == DType::F16 ? Tolerance{1e-2, 1e-2} : d == DType::BF16 ? Tolerance{2e-2, 2e-2} : Tolerance{1e-4, 1e-4};
-  };
+  k.tolerance = design_tolerance;
   k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1] + s[1]) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 4.0 * s[0] * s[1]; };
-  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(rmsnorm_spec(), s, rpb); };
+  k.grid = rowwise_grid;
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_rmsnorm;
   return k;

@@ -64,13 +64,10 @@ KernelSpec make() {
   k.determinism_shape = {2, 16, 1024, 128};
   k.edge_shapes = {{1, 1, 1, 2}, {1, 1, 1, 6}, {1, 3, 5, 34}, {2, 1, 7, 130}, {5, 3, 33, 18}, {1, 1, 3, 16384},
                    {1, 1, 1, 65536}, {3, 7, 11, 258}};
-  // The tighter tolerances DESIGN.md sets for rotary_embedding.
-  k.tolerance = [](DType d) {
-    return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};
-  };
+  k.tolerance = tight_tolerance;
   k.bytes = [](const Shape& s, DType d) { return double(2 * all(s) + 2 * table(s)) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 3.0 * all(s); };
-  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(rotary_embedding_spec(), s, rpb); };
+  k.grid = rowwise_grid;
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_rotary;
   return k;

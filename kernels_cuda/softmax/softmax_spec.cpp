@@ -50,13 +50,10 @@ KernelSpec make() {
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {8192, 8192};
   set_rowwise_stage_shapes(k, {2048, 8192}, {16, 32768});
-  // The tighter tolerances DESIGN.md sets for softmax.
-  k.tolerance = [](DType d) {
-    return d == DType::F16 ? Tolerance{1e-3, 1e-3} : d == DType::BF16 ? Tolerance{2e-3, 2e-3} : Tolerance{1e-5, 1e-5};
-  };
+  k.tolerance = tight_tolerance;
   k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1]) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 5.0 * s[0] * s[1]; };
-  k.grid = [](const Shape& s, int rpb) { return rowwise_grid(softmax_spec(), s, rpb); };
+  k.grid = rowwise_grid;
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_softmax;
   return k;
