@@ -102,4 +102,16 @@ Comparison compare_output(const void* got, DType d, const float* expected, int64
   return total;
 }
 
+Comparison compare_rows(const void* got, DType d, const float* expected, const std::vector<int32_t>& rows,
+                        int64_t row_length, Tolerance tol) {
+  const size_t elem = dtype_size(d), row_bytes = size_t(row_length) * elem;
+  std::vector<char> picked(rows.size() * row_bytes);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(picked.data() + i * row_bytes, static_cast<const char*>(got) + size_t(rows[i]) * row_bytes, row_bytes);
+  Comparison c = compare_output(picked.data(), d, expected, int64_t(rows.size()) * row_length, tol);
+  if (c.worst_index >= 0)
+    c.worst_index = int64_t(rows[size_t(c.worst_index / row_length)]) * row_length + c.worst_index % row_length;
+  return c;
+}
+
 }  // namespace ak

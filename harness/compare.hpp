@@ -2,6 +2,7 @@
 /// Judging one output against the reference, element by element, within the type's tolerance.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels_cuda/spec.hpp"
 
@@ -23,5 +24,10 @@ struct Comparison {
 
 /// `got` holds n elements of dtype d; `expected` is the fp32 reference.
 Comparison compare_output(const void* got, DType d, const float* expected, int64_t n, Tolerance tol);
+
+/// Sampled validation: `got` is the whole output, rows of `row_length` elements; `expected` holds
+/// only `rows`, compacted. Indices in the result are indices into the whole output.
+Comparison compare_rows(const void* got, DType d, const float* expected, const std::vector<int32_t>& rows,
+                        int64_t row_length, Tolerance tol);
 
 }  // namespace ak

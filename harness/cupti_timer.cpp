@@ -3,6 +3,8 @@
 #include <cupti.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <mutex>
 
@@ -57,8 +59,18 @@ Status CuptiKernelTimer::start() {
   return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
 }
 
-Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel) {
-  if (auto s = check(cuptiActivityFlushAll(1), "flushing activity records"); !s) return s.error();
+Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel, size_t expected) {
+  auto matching = [&] {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    return size_t(std::count_if(g_records.begin(), g_records.end(), [&](auto& r) { return r.name == kernel; }));
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    if (auto s = check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing activity records"); !s)
+      return s.error();
+    if (matching() >= expected || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   if (auto s = check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "disabling kernel activity"); !s)
     return s.error();
   std::vector<Record> mine;

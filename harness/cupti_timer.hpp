@@ -13,8 +13,9 @@ class CuptiKernelTimer {
   /// Starts recording kernel activity (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
   static Status start();
   /// Stops, flushes, and returns the durations in microseconds of the launches of the kernel
-  /// whose mangled name is `kernel`, in launch order.
-  static Result<std::vector<double>> stop(const std::string& kernel);
+  /// whose mangled name is `kernel`, in launch order. CUPTI may hand records back late, so it
+  /// flushes again until `expected` have come or a second has passed; fewer may come back.
+  static Result<std::vector<double>> stop(const std::string& kernel, size_t expected);
 };
 
 }  // namespace ak

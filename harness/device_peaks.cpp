@@ -1,7 +1,6 @@
 #include "harness/device_peaks.hpp"
 
-#include <cublas_api.h>
-#include <dlfcn.h>
+#include "harness/cublas_gemm.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -53,18 +52,8 @@ Result<double> measure_copy_bandwidth(GpuContext& gpu) {
 }
 
 Result<double> measure_gemm_tflops(GpuContext& gpu) {
-  void* lib = nullptr;
-  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-  if (!lib) return error(std::string("cuBLAS could not be loaded (") + dlerror() + "): the compute peak is not measured");
-  auto create = reinterpret_cast<decltype(&cublasCreate_v2)>(dlsym(lib, "cublasCreate_v2"));
-  auto destroy = reinterpret_cast<decltype(&cublasDestroy_v2)>(dlsym(lib, "cublasDestroy_v2"));
-  // Spelled out: cublas_api.h overloads cublasGemmEx in C++, so decltype cannot name it.
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                                    const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
-                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
-  auto gemm = reinterpret_cast<GemmEx>(dlsym(lib, "cublasGemmEx"));
-  if (!create || !destroy || !gemm) return error("this cuBLAS lacks cublasCreate_v2 / cublasGemmEx");
+  auto blas = CublasGemm::open();
+  if (!blas) return error(blas.error().message + ": the compute peak is not measured");
   const int n = 8192;
   const size_t bytes = size_t(n) * n * 2;
   auto a = gpu.alloc(bytes), b = gpu.alloc(bytes), c = gpu.alloc(bytes);
@@ -72,29 +61,23 @@ Result<double> measure_gemm_tflops(GpuContext& gpu) {
   const CudaDriver& d = gpu.driver();
   d.cuMemsetD8(a->ptr(), 0x3c, bytes);  // 0x3c3c: about 1.06 in fp16, so nothing overflows
   d.cuMemsetD8(b->ptr(), 0x3c, bytes);
-  cublasHandle_t h = nullptr;
-  if (create(&h) != CUBLAS_STATUS_SUCCESS) return error("cublasCreate failed: the compute peak is not measured");
-  const float alpha = 1, beta = 0;
   CUevent e0, e1;
   d.cuEventCreate(&e0, CU_EVENT_DEFAULT);
   d.cuEventCreate(&e1, CU_EVENT_DEFAULT);
   std::vector<double> tflops;
-  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-  for (int i = 0; i < 13 && st == CUBLAS_STATUS_SUCCESS; ++i) {
+  Status st = ok();
+  for (int i = 0; i < 13 && st; ++i) {
     d.cuEventRecord(e0, nullptr);
-    st = gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, reinterpret_cast<void*>(a->ptr()), CUDA_R_16F, n,
-              reinterpret_cast<void*>(b->ptr()), CUDA_R_16F, n, &beta, reinterpret_cast<void*>(c->ptr()), CUDA_R_16F, n,
-              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    st = (*blas)->run({n, n, n}, DType::F16, a->ptr(), b->ptr(), c->ptr());
     d.cuEventRecord(e1, nullptr);
     d.cuEventSynchronize(e1);
     float ms = 0;
     d.cuEventElapsedTime(&ms, e0, e1);
     if (i >= 3) tflops.push_back(2.0 * n * double(n) * n / (ms * 1e-3) / 1e12);
   }
-  destroy(h);
   d.cuEventDestroy(e0);
   d.cuEventDestroy(e1);
-  if (st != CUBLAS_STATUS_SUCCESS) return error("cublasGemmEx failed (status " + std::to_string(int(st)) + ")");
+  if (!st) return st.error();
   std::sort(tflops.begin(), tflops.end());
   return tflops[tflops.size() / 2];
 }

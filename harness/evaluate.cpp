@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "harness/benchmark.hpp"
+#include "harness/cublas_gemm.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/roofline.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -79,24 +80,9 @@ Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
 
 Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                                 const EvalRequest& req, bool& sticky) {
-  std::vector<DeviceBuffer> ins, outs;
-  RunBuffers b;
-  uint64_t seed = req.seed ^ 0xb0b0;
-  for (const ArgSpec& a : spec.args) {
-    if (a.kind != ArgSpec::Input && a.kind != ArgSpec::Output) continue;
-    const int64_t n = a.numel(shape);
-    auto buf = gpu_->alloc(size_t(n) * dtype_size(d));
-    if (!buf) return buf.error();
-    if (a.kind == ArgSpec::Input) {
-      auto host = make_input(d, n, spec.cols(shape), a.fill, Recipe::Normal, ++seed);
-      if (auto s = gpu_->upload(*buf, host.data(), host.size()); !s) return s.error();
-      ins.push_back(std::move(*buf));
-    } else {
-      outs.push_back(std::move(*buf));
-    }
-  }
-  for (auto& x : ins) b.inputs.push_back(&x);
-  for (auto& x : outs) b.outputs.push_back(&x);
+  auto set = make_run_set(*gpu_, spec, shape, d, Recipe::Normal, req.seed ^ 0xb0b0);
+  if (!set) return set.error();
+  const RunBuffers b = set->view();
   BenchmarkPlan plan{req.warmup, req.repetitions};
   return time_kernel(*gpu_, k.lowered_name(d), [&] { return k.launch(spec, d, shape, b); }, plan, sticky);
 }
@@ -106,7 +92,11 @@ Result<double> Harness::cached_time(const std::string& what, const KernelSpec& s
   const std::string key = what + "|" + spec.type + "|" + shape_str(shape) + "|" + dtype_name(d);
   if (auto it = time_cache_.find(key); it != time_cache_.end()) return it->second;
   Result<Timing> t = error("");
-  if (what == "reference") {
+  if (what == "cuBLAS") {
+    auto us = time_cublas_gemms(*gpu_, spec.cublas_gemms(shape), d, std::max(10, req.repetitions / 4));
+    if (!us) return error("timing the cuBLAS baseline of " + spec.type + " failed: " + us.error().message);
+    return time_cache_[key] = *us;
+  } else if (what == "reference") {
     auto ref = reference(spec);
     if (!ref) return ref.error();
     t = time_at(spec, (*ref)->baseline, d, shape, req, sticky);
@@ -207,6 +197,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     return bench_fail(f);
   }
   v.timing = *timing;
+  if (timing->source != "CUPTI") v.notes.push_back("timed with " + timing->source);
   Roofline roof = roofline(*spec, shape, *dtype, timing->median_us, peaks_);
   v.throughput = roof.throughput;
   v.throughput_unit = roof.unit;
@@ -230,17 +221,20 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.peak_vram_mb = double(runner.peak_bytes()) / (1 << 20);
   // The baseline and the starter: a failure here is the harness's, not the candidate's; the
   // verdict says so, and a broken context still sends the worker away.
-  std::vector<std::string> what = {"reference"};
-  if (req.time_starter) what.push_back("starter");
-  for (auto& w : what) {
+  // A sampled reference computes only some rows: the cuBLAS types are not timed against it.
+  const bool cublas = spec->baseline == Baseline::Cublas;
+  std::vector<std::pair<std::string, double*>> what = {{cublas ? "cuBLAS" : "reference", cublas ? &v.cublas_us : &v.reference_us}};
+  if (req.time_starter) what.push_back({"starter", &v.starter_us});
+  for (auto& [w, field] : what) {
     bool lost = false;
     auto t = cached_time(w, *spec, *dtype, shape, req, lost);
-    if (t) (w == "reference" ? v.reference_us : v.starter_us) = *t;
+    if (t) *field = *t;
     else v.notes.push_back(t.error().message);
     v.context_lost = v.context_lost || lost;
   }
-  v.baseline_us = req.baseline_us.value_or(v.reference_us);
-  v.baseline_source = req.baseline_us ? "config" : v.reference_us > 0 ? "reference kernel" : "unavailable";
+  const double measured = cublas ? v.cublas_us : v.reference_us;
+  v.baseline_us = req.baseline_us.value_or(measured);
+  v.baseline_source = req.baseline_us ? "config" : measured <= 0 ? "unavailable" : cublas ? "cuBLAS" : "reference kernel";
   v.speedup = v.baseline_us > 0 ? v.baseline_us / timing->median_us : 0;
   v.stages.push_back({"benchmark", true, since(tb),
                       std::to_string(timing->samples) + " timed launches, L2 flushed before each"});

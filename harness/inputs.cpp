@@ -41,8 +41,19 @@ float draw(Recipe r, DType d, Rng& rng, int64_t i, int64_t cols, float row_value
     case Recipe::OneHuge: return (i % cols == huge_col) ? 60000.0f * rng.sign() : rng.normalish();
     case Recipe::ConstantRows: return row_value;
     case Recipe::MixedSigns: return ((i & 1) ? 1.0f : -1.0f) * std::round(1.0f + 999.0f * rng.uniform());
+    case Recipe::Large: return 16.0f * rng.normalish();
   }
   return 0;
+}
+
+std::vector<char> class_indices(int64_t numel, int64_t classes, uint64_t seed) {
+  std::vector<char> out(size_t(numel) * sizeof(int64_t));
+  auto* idx = reinterpret_cast<int64_t*>(out.data());
+  parallel_for(numel, [&](int64_t begin, int64_t end) {
+    Rng rng{seed * 0x100000001b3ull + uint64_t(begin / kChunk) + 1};
+    for (int64_t i = begin; i < end; ++i) idx[i] = int64_t(rng.next() % uint64_t(classes));
+  });
+  return out;
 }
 
 }  // namespace
@@ -55,6 +66,7 @@ const char* recipe_name(Recipe r) {
     case Recipe::OneHuge: return "one-huge-per-row";
     case Recipe::ConstantRows: return "constant-rows";
     case Recipe::MixedSigns: return "mixed-signs";
+    case Recipe::Large: return "large";
   }
   return "?";
 }
@@ -75,7 +87,9 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f) {
   for (auto& th : pool) th.join();
 }
 
-std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed) {
+std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed,
+                             float scale) {
+  if (fill == Fill::ClassIndex) return class_indices(numel, cols, seed);
   std::vector<char> out(size_t(numel) * dtype_size(d));
   // Whole rows per chunk would tie values to the row length; instead per-row values (the constant,
   // the huge column) come from a generator seeded by the row, per-element ones by the chunk.
@@ -93,7 +107,8 @@ std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Re
         // gives the same mean (a constant row's deviations are then exactly zero).
         float row_value = std::round(row.normalish() * 3.0f);
         int64_t huge_col = int64_t(row.next() % uint64_t(cols));
-        v = draw(recipe, d, rng, i, cols, row_value, huge_col);
+        v = draw(fill == Fill::PlainData ? Recipe::Normal : recipe, d, rng, i, cols, row_value, huge_col);
+        if (fill == Fill::FanIn) v *= scale;
       }
       store_from_float(out.data(), d, size_t(i), v);
     }

@@ -10,22 +10,13 @@
 
 namespace ak {
 
-/// How the Data input of a run is drawn. Weights are always uniform in [0.5, 1.5].
-enum class Recipe {
-  Normal,        ///< approximately N(0, 1)
-  NearMax,       ///< magnitudes near fp16's largest value (32768 to 65504, multiples of 32), random signs
-  Tiny,          ///< subnormal magnitudes of the dtype
-  OneHuge,       ///< normal values with one huge value in each row
-  ConstantRows,  ///< every element of a row equal (a small integer)
-  MixedSigns,    ///< alternating signs, integer magnitudes from 1 to 1000
-};
 const char* recipe_name(Recipe r);
-inline constexpr Recipe kAdversarialRecipes[] = {Recipe::NearMax, Recipe::Tiny, Recipe::OneHuge,
-                                                 Recipe::ConstantRows, Recipe::MixedSigns};
 
-/// A host buffer of `numel` elements of dtype d, filled per `fill` and `recipe` from `seed`.
+/// A host buffer of `numel` elements of dtype d, filled per `fill` and `recipe` from `seed`
+/// (Fill::ClassIndex: int64 indices in [0, cols); Fill::FanIn: times `scale`).
 /// The same arguments give the same bytes, whatever the number of threads.
-std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed);
+std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed,
+                             float scale = 1.0f);
 
 /// The poison byte: 0xFF everywhere is NaN in fp16, bf16 and fp32 alike.
 inline constexpr unsigned char kPoisonByte = 0xFF;

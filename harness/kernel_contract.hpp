@@ -24,5 +24,7 @@ std::vector<std::string> reference_expressions(const KernelSpec& spec);
 inline constexpr const char* kBlockThreadsSymbol = "ak_block_threads";
 inline constexpr const char* kRowsPerBlockSymbol = "ak_rows_per_block";
 inline constexpr const char* kSmemBytesSymbol = "ak_smem_bytes";
+inline constexpr const char* kTileMSymbol = "ak_tile_m";
+inline constexpr const char* kTileNSymbol = "ak_tile_n";
 
 }  // namespace ak

@@ -2,6 +2,7 @@
 
 
 #include <functional>
+#include <tuple>
 
 namespace ak {
 namespace {
@@ -40,14 +41,25 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
   if (!*threads)
     return error(std::string("the module exports no ") + kBlockThreadsSymbol +
                  ": define extern \"C\" __constant__ int " + kBlockThreadsSymbol + " = <threads>;");
-  k.block_threads_ = **threads;
-  if (k.block_threads_ < 1 || k.block_threads_ > 1024)
-    return error(std::string(kBlockThreadsSymbol) + " = " + std::to_string(k.block_threads_) +
+  LaunchGeometry& g = k.geometry_;
+  g.block_threads = **threads;
+  if (g.block_threads < 1 || g.block_threads > 1024)
+    return error(std::string(kBlockThreadsSymbol) + " = " + std::to_string(g.block_threads) +
                  ": expected 1 to 1024 threads per block");
-  auto rows = k.module_.read_int(kRowsPerBlockSymbol);
-  if (!rows) return rows.error();
-  k.rows_per_block_ = rows->value_or(1);
-  if (k.rows_per_block_ < 1) return error(std::string(kRowsPerBlockSymbol) + " must be at least 1");
+  for (auto [symbol, field, fallback] : {std::tuple{kRowsPerBlockSymbol, &g.rows_per_block, 1},
+                                         std::tuple{kTileMSymbol, &g.tile_m, 0}, std::tuple{kTileNSymbol, &g.tile_n, 0}}) {
+    auto v = k.module_.read_int(symbol);
+    if (!v) return v.error();
+    *field = v->value_or(fallback);
+    if (*field < 0 || (v->has_value() && *field == 0))
+      return error(std::string(symbol) + " = " + std::to_string(*field) + ": it must be at least 1");
+  }
+  if (spec.grid(spec.smoke_shape, g) < 1)
+    return error("the launch geometry the module exports (" + std::to_string(g.block_threads) + " threads, " +
+                 kTileMSymbol + " = " + std::to_string(g.tile_m) + ", " + kTileNSymbol + " = " +
+                 std::to_string(g.tile_n) + ") gives no blocks for " + shape_str(spec.smoke_shape) +
+                 ": a " + spec.type + " file must export the constants its grid is computed from "
+                 "(kernels_cuda/" + spec.type + "/README.md)");
   auto smem = k.module_.read_int(kSmemBytesSymbol);
   if (!smem) return smem.error();
   k.smem_bytes_ = smem->value_or(0);
@@ -66,7 +78,7 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
   k.d_ = &gpu.driver();
   auto expr = [&](DType d) { return reference_expression(spec, d, out); };
   if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
-  k.block_threads_ = spec.reference_threads;
+  k.geometry_.block_threads = spec.reference_threads;
   k.is_reference_ = true;
   return k;
 }
@@ -90,18 +102,35 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
   ptrs.reserve(spec.args.size());
   ints.reserve(spec.args.size());
   floats.reserve(spec.args.size());
+  ptrs.reserve(spec.args.size() + 1);
   std::vector<void*> params;
-  size_t in = 0, out = 0;
+  size_t in = 0, out = 0, scratch = 0, counters = 0;
+  auto pass_buffer = [&](const DeviceBuffer* buf) {
+    ptrs.push_back(buf ? buf->ptr() : CUdeviceptr(0));
+    params.push_back(&ptrs.back());
+  };
   for (const ArgSpec& a : spec.args) {
     switch (a.kind) {
-      case ArgSpec::Input: ptrs.push_back(b.inputs.at(in++)->ptr()); params.push_back(&ptrs.back()); break;
-      case ArgSpec::Output: ptrs.push_back(b.outputs.at(out++)->ptr()); params.push_back(&ptrs.back()); break;
+      case ArgSpec::Input: pass_buffer(b.inputs.at(in++)); break;
+      case ArgSpec::Output: pass_buffer(b.outputs.at(out++)); break;
+      case ArgSpec::Scratch: pass_buffer(b.scratch.at(scratch++)); break;
+      case ArgSpec::Counters: pass_buffer(b.counters.at(counters++)); break;
       case ArgSpec::Dim: ints.push_back(int(shape.at(a.dim))); params.push_back(&ints.back()); break;
       case ArgSpec::FloatConst: floats.push_back(a.value); params.push_back(&floats.back()); break;
     }
   }
-  const int64_t grid = is_reference_ ? spec.rows(shape) : spec.grid(shape, rows_per_block_);
-  return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(block_threads_), 1, 1,
+  const int64_t per_row = spec.reference_blocks_per_row ? spec.reference_blocks_per_row(shape) : 1;
+  int64_t grid = 0;
+  if (!is_reference_) {
+    grid = spec.grid(shape, geometry_);
+  } else if (spec.validation_rows > 0) {
+    pass_buffer(b.sample_rows);
+    grid = (b.sample_rows ? b.sample_count : output_rows(spec, shape)) * per_row;
+  } else {
+    grid = spec.rows(shape) * per_row;
+  }
+  if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
+  return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
                             unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
 }
 

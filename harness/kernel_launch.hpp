@@ -7,22 +7,17 @@
 #include "harness/gpu_context.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "harness/run_buffers.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
-
-/// The device buffers of one run, in the order of the spec's Input and Output args.
-struct RunBuffers {
-  std::vector<const DeviceBuffer*> inputs;
-  std::vector<const DeviceBuffer*> outputs;
-};
 
 class LaunchableKernel {
  public:
   /// Loads a candidate: entry<T> for each dtype and its geometry (ak_block_threads, ...).
   static Result<LaunchableKernel> candidate(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
-  /// Loads the spec's reference (fp32 outputs, or the input dtype): one block of
-  /// spec.reference_threads per row.
+  /// Loads the spec's reference (fp32 outputs, or the input dtype): spec.reference_blocks_per_row
+  /// blocks of spec.reference_threads per row (per sampled row, under sampled validation).
   static Result<LaunchableKernel> reference(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
                                             ReferenceOutput out);
 
@@ -33,8 +28,9 @@ class LaunchableKernel {
   /// Enqueues one launch; the CUresult is returned as is so the caller can tell sticky errors.
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;
 
-  int block_threads() const { return block_threads_; }
-  int rows_per_block() const { return rows_per_block_; }
+  int block_threads() const { return geometry_.block_threads; }
+  int rows_per_block() const { return geometry_.rows_per_block; }
+  const LaunchGeometry& geometry() const { return geometry_; }
   const std::string& lowered_name(DType d) const { return names_.at(d); }
 
  private:
@@ -42,7 +38,8 @@ class LaunchableKernel {
   LoadedModule module_;
   std::map<DType, CUfunction> functions_;
   std::map<DType, std::string> names_;
-  int block_threads_ = 0, rows_per_block_ = 1, smem_bytes_ = 0;
+  LaunchGeometry geometry_;
+  int smem_bytes_ = 0;
   bool is_reference_ = false;
 };
 

@@ -6,11 +6,6 @@
 namespace ak {
 namespace {
 
-struct HostBuffers {
-  std::vector<std::vector<char>> inputs;
-  std::vector<DeviceBuffer> d_inputs, d_outputs, d_expected;
-};
-
 StageFailure failure(Correctness c, std::string msg, const RunCase& at, bool lost = false) {
   StageFailure f;
   f.correctness = c;
@@ -33,63 +28,91 @@ StageFailure cuda_failure(CUresult r, const std::string& when, const RunCase& c)
 
 }  // namespace
 
+/// The rows a sampled validation checks: all when there are few, else the first, the last, and
+/// random others drawn from the run's seed, in increasing order.
+std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed) {
+  std::vector<int32_t> out;
+  if (rows <= want) {
+    for (int64_t r = 0; r < rows; ++r) out.push_back(int32_t(r));
+    return out;
+  }
+  std::vector<bool> taken(size_t(rows), false);
+  taken[0] = taken[size_t(rows - 1)] = true;
+  uint64_t x = seed | 1;
+  for (int n = 2; n < want;) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    if (!taken[size_t(x % uint64_t(rows))]) taken[size_t(x % uint64_t(rows))] = true, ++n;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    if (taken[size_t(r)]) out.push_back(int32_t(r));
+  return out;
+}
+
 std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   const CudaDriver& d = gpu_.driver();
-  HostBuffers b;
-  RunBuffers cand_bufs, ref_bufs;
-  size_t bytes_in_use = 0;
-  uint64_t arg_seed = c.seed;
-  for (const ArgSpec& a : spec_.args) {
-    if (a.kind != ArgSpec::Input && a.kind != ArgSpec::Output) continue;
-    const int64_t n = a.numel(c.shape);
-    const size_t bytes = size_t(n) * dtype_size(c.dtype);
-    auto buf = gpu_.alloc(bytes);
+  auto set = make_run_set(gpu_, spec_, c.shape, c.dtype, c.recipe, c.seed);
+  if (!set) return failure(Correctness::Fail, set.error().message, c);
+  peak_bytes_ = std::max(peak_bytes_, set->bytes);
+  const RunBuffers cand_bufs = set->view();
+  RunBuffers ref_bufs = cand_bufs;
+
+  // Sampled validation: the reference computes only some rows of the output, compacted.
+  std::vector<int32_t> rows;
+  int64_t row_length = 0;
+  DeviceBuffer d_rows;
+  if (spec_.validation_rows > 0) {
+    row_length = spec_.output_row_length(c.shape);
+    rows = pick_sample_rows(output_rows(spec_, c.shape), spec_.validation_rows, c.seed);
+    auto buf = gpu_.alloc(rows.size() * sizeof(int32_t));
     if (!buf) return failure(Correctness::Fail, buf.error().message, c);
-    bytes_in_use += bytes;
-    if (a.kind == ArgSpec::Input) {
-      b.inputs.push_back(make_input(c.dtype, n, spec_.cols(c.shape), a.fill, c.recipe, ++arg_seed));
-      if (auto s = gpu_.upload(*buf, b.inputs.back().data(), bytes); !s) return failure(Correctness::Fail, s.error().message, c);
-      b.d_inputs.push_back(std::move(*buf));
-    } else {
-      auto expected = gpu_.alloc(size_t(n) * sizeof(float));
-      if (!expected) return failure(Correctness::Fail, expected.error().message, c);
-      b.d_outputs.push_back(std::move(*buf));
-      b.d_expected.push_back(std::move(*expected));
-    }
+    d_rows = std::move(*buf);
+    if (auto s = gpu_.upload(d_rows, rows.data(), d_rows.bytes()); !s) return failure(Correctness::Fail, s.error().message, c);
+    ref_bufs.sample_rows = &d_rows;
+    ref_bufs.sample_count = int64_t(rows.size());
   }
-  peak_bytes_ = std::max(peak_bytes_, bytes_in_use);
-  for (auto& x : b.d_inputs) cand_bufs.inputs.push_back(&x), ref_bufs.inputs.push_back(&x);
-  for (auto& x : b.d_outputs) cand_bufs.outputs.push_back(&x);
-  for (auto& x : b.d_expected) ref_bufs.outputs.push_back(&x);
+  std::vector<DeviceBuffer> d_expected;
+  ref_bufs.outputs.clear();
+  for (auto& o : set->outputs) {
+    const size_t n = rows.empty() ? o.bytes() / dtype_size(c.dtype) : rows.size() * size_t(row_length);
+    auto e = gpu_.alloc(n * sizeof(float));
+    if (!e) return failure(Correctness::Fail, e.error().message, c);
+    d_expected.push_back(std::move(*e));
+  }
+  for (auto& e : d_expected) ref_bufs.outputs.push_back(&e);
 
   CUresult r = ref_.launch(spec_, c.dtype, c.shape, ref_bufs);
   if (r == CUDA_SUCCESS) r = d.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
   std::vector<std::vector<float>> expected;
-  for (auto& e : b.d_expected) {
+  for (auto& e : d_expected) {
     expected.emplace_back(e.bytes() / sizeof(float));
     if (auto s = gpu_.download(expected.back().data(), e, e.bytes()); !s) return failure(Correctness::Fail, s.error().message, c);
   }
+  if (auto s = zero_counters(gpu_, *set); !s) return failure(Correctness::Fail, s.error().message, c);
 
   std::vector<std::vector<char>> first;
   for (int rep = 0; rep < repeats; ++rep) {
-    for (auto& o : b.d_outputs) d.cuMemsetD8(o.ptr(), kPoisonByte, o.bytes());
+    for (auto& o : set->outputs) d.cuMemsetD8(o.ptr(), kPoisonByte, o.bytes());
     r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
     r = d.cuCtxSynchronize();
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the kernel failed", c);
-    for (size_t i = 0; i < b.d_outputs.size(); ++i) {
-      std::vector<char> got(b.d_outputs[i].bytes());
-      if (auto s = gpu_.download(got.data(), b.d_outputs[i], got.size()); !s) return failure(Correctness::Fail, s.error().message, c);
+    if (std::string left = counters_left_set(gpu_, *set); !left.empty())
+      return failure(Correctness::Fail, left + " (on " + where(c) + ")", c);
+    for (size_t i = 0; i < set->outputs.size(); ++i) {
+      std::vector<char> got(set->outputs[i].bytes());
+      if (auto s = gpu_.download(got.data(), set->outputs[i], got.size()); !s) return failure(Correctness::Fail, s.error().message, c);
       if (rep == 0) {
-        Comparison cmp = compare_output(got.data(), c.dtype, expected[i].data(), int64_t(expected[i].size()),
-                                        spec_.tolerance(c.dtype));
+        Comparison cmp = rows.empty() ? compare_output(got.data(), c.dtype, expected[i].data(), int64_t(expected[i].size()),
+                                                       spec_.tolerance(c.dtype))
+                                      : compare_rows(got.data(), c.dtype, expected[i].data(), rows, row_length,
+                                                     spec_.tolerance(c.dtype));
         if (!cmp.pass()) {
-          StageFailure f = failure(Correctness::Fail, "wrong output on " + where(c) + ": " + cmp.describe(), c);
+          std::string sampled = rows.empty() ? "" : " (" + std::to_string(rows.size()) + " sampled rows checked)";
+          StageFailure f = failure(Correctness::Fail, "wrong output on " + where(c) + ": " + cmp.describe() + sampled, c);
           f.comparison = cmp;
           return f;
         }
-        first.push_back(std::move(got));
       } else if (std::memcmp(got.data(), first[i].data(), got.size()) != 0) {
         size_t at = 0;
         while (at < got.size() && got[at] == first[i][at]) ++at;
@@ -99,12 +122,13 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
                            " (a race, or unordered atomics)",
                        c);
       }
+      if (rep == 0) first.push_back(std::move(got));
     }
   }
-  for (size_t i = 0; i < b.d_inputs.size(); ++i) {
-    std::vector<char> now(b.inputs[i].size());
-    if (auto s = gpu_.download(now.data(), b.d_inputs[i], now.size()); !s) return failure(Correctness::Fail, s.error().message, c);
-    if (now != b.inputs[i])
+  for (size_t i = 0; i < set->inputs.size(); ++i) {
+    std::vector<char> now(set->host_inputs[i].size());
+    if (auto s = gpu_.download(now.data(), set->inputs[i], now.size()); !s) return failure(Correctness::Fail, s.error().message, c);
+    if (now != set->host_inputs[i])
       return failure(Correctness::Fail, "the kernel wrote into its input on " + where(c) + ": inputs are read-only", c);
   }
   return std::nullopt;
@@ -144,7 +168,7 @@ bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, 
   std::vector<RunCase> sweep, stability, edges;
   for (DType d : spec.dtypes) {
     for (auto& s : spec.sweep_shapes) sweep.push_back({s, d});
-    for (Recipe r : kAdversarialRecipes) stability.push_back({spec.stability_shape, d, r});
+    for (Recipe r : spec.stability_recipes) stability.push_back({spec.stability_shape, d, r});
     for (auto& s : spec.edge_shapes) edges.push_back({s, d});
   }
   std::vector<RunCase> determinism;
@@ -152,7 +176,7 @@ bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, 
   const std::string n_dt = std::to_string(spec.dtypes.size()) + " dtypes";
   return stage("smoke", {{spec.smoke_shape, first}}, 1, shape_str(spec.smoke_shape) + " " + dtype_name(first)) &&
          stage("shape sweep", sweep, 1, std::to_string(spec.sweep_shapes.size()) + " shapes x " + n_dt) &&
-         stage("numerical stability", stability, 1, "5 adversarial inputs x " + n_dt) &&
+         stage("numerical stability", stability, 1, std::to_string(spec.stability_recipes.size()) + " adversarial inputs x " + n_dt) &&
          stage("determinism", determinism, 3, "3 runs bitwise equal at " + shape_str(spec.determinism_shape) + " x " + n_dt) &&
          stage("edge cases", edges, 1, std::to_string(spec.edge_shapes.size()) + " shapes x " + n_dt);
 }

@@ -50,6 +50,10 @@ class CaseRunner {
   size_t peak_bytes_ = 0;
 };
 
+/// The rows a sampled validation checks (KernelSpec::validation_rows): every row when there are
+/// no more than `want`, else `want` distinct rows from the seed, the first and last among them.
+std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed);
+
 /// Called as each stage begins, so a watchdog can give every stage its own time limit.
 using StageListener = std::function<void(const std::string& stage)>;
 

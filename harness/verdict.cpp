@@ -67,6 +67,7 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"baseline_source", v.baseline_source},
                      {"reference_us", v.reference_us},
                      {"starter_us", v.starter_us},
+                     {"cublas_us", v.cublas_us},
                      {"speedup", v.speedup},
                      {"peak_vram_mb", v.peak_vram_mb},
                      {"context_lost", v.context_lost},
@@ -78,7 +79,7 @@ void to_json(nlohmann::json& j, const Verdict& v) {
     const Timing& t = *v.timing;
     j["timing"] = {{"samples", t.samples},   {"median_us", t.median_us}, {"min_us", t.min_us},
                    {"max_us", t.max_us},     {"p10_us", t.p10_us},       {"p90_us", t.p90_us},
-                   {"event_median_us", t.event_median_us}, {"spread", t.spread()}};
+                   {"event_median_us", t.event_median_us}, {"spread", t.spread()}, {"source", t.source}};
   }
 }
 
@@ -94,7 +95,7 @@ void from_json(const nlohmann::json& j, Verdict& v) {
   AK_GET(registers); AK_GET(spill_bytes); AK_GET(static_smem_bytes); AK_GET(block_threads);
   AK_GET(rows_per_block); AK_GET(total_seconds); AK_GET(throughput); AK_GET(throughput_unit);
   AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);
-  AK_GET(reference_us); AK_GET(starter_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
+  AK_GET(reference_us); AK_GET(starter_us); AK_GET(cublas_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
 #undef AK_GET
   if (j.contains("notes")) v.notes = j["notes"].get<std::vector<std::string>>();
   if (j.contains("stages"))
@@ -105,7 +106,7 @@ void from_json(const nlohmann::json& j, Verdict& v) {
     const auto& t = j["timing"];
     v.timing = Timing{t.value("samples", 0),       t.value("median_us", 0.0), t.value("min_us", 0.0),
                       t.value("max_us", 0.0),      t.value("p10_us", 0.0),    t.value("p90_us", 0.0),
-                      t.value("event_median_us", 0.0)};
+                      t.value("event_median_us", 0.0), t.value("source", std::string("CUPTI"))};
   }
 }
 

@@ -26,6 +26,7 @@ struct Timing {
   int samples = 0;
   double median_us = 0, min_us = 0, max_us = 0, p10_us = 0, p90_us = 0;
   double event_median_us = 0;   ///< the same launches timed with CUDA events, as a cross-check
+  std::string source = "CUPTI"; ///< where the durations came from ("CUDA events ..." when CUPTI fell short)
   double spread() const { return median_us > 0 ? (p90_us - p10_us) / median_us : 0; }
 };
 
@@ -55,8 +56,9 @@ struct Verdict {
   double pct_peak = 0;          ///< fraction of the measured peak of the bounding resource
   double peak_used = 0;         ///< that peak, in the same unit
   double baseline_us = 0;
-  std::string baseline_source;  ///< "config" or "reference kernel"
+  std::string baseline_source;  ///< "config", "reference kernel" or "cuBLAS"
   double reference_us = 0, starter_us = 0;
+  double cublas_us = 0;         ///< the cuBLAS GEMMs of the shape (types whose baseline is cuBLAS)
   double speedup = 0;           ///< baseline_us / median_us
   double peak_vram_mb = 0;
 

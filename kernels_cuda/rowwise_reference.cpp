@@ -2,11 +2,15 @@
 
 namespace ak {
 
-int64_t rowwise_grid(const Shape& s, int rows_per_block) {
-  return (leading_rows(s) + rows_per_block - 1) / rows_per_block;
+const char* const kRowwiseLaunchHelp =
+    "extern \"C\" __constant__ int ak_rows_per_block = ...;  // rows per block: grid = ceil(rows / ak_rows_per_block)";
+
+int64_t rowwise_grid(const Shape& s, const LaunchGeometry& g) {
+  return (leading_rows(s) + g.rows_per_block - 1) / g.rows_per_block;
 }
 
 void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row) {
+  k.launch_help = kRowwiseLaunchHelp;
   k.smoke_shape = {8, 512};
   k.sweep_shapes = {{32, 128}, {64, 768}, {128, 1024}, {256, 2048}, {100, 3000}, {512, 4096}, {1024, 5120}, {77, 8192},
                     large,     long_row};

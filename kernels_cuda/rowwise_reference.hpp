@@ -7,8 +7,11 @@
 
 namespace ak {
 
+/// The grid of a row-wise kernel in words (KernelSpec::launch_help).
+extern const char* const kRowwiseLaunchHelp;
+
 /// Blocks for a row-wise kernel: ceil(rows / rows_per_block).
-int64_t rowwise_grid(const Shape& s, int rows_per_block);
+int64_t rowwise_grid(const Shape& s, const LaunchGeometry& g);
 
 /// The shapes of the five stages that every row-wise type shares: a small smoke shape, eight sweep
 /// shapes (some not multiples of 8 or 32) plus `large` and `long_row`, a stability shape, `large`

@@ -24,6 +24,14 @@ const char* dtype_cuda_type(DType d) {
 
 size_t dtype_size(DType d) { return d == DType::F32 ? 4 : 2; }
 
+size_t elem_size(Elem e, DType d) {
+  return e == Elem::I64 ? 8 : e == Elem::U32 || e == Elem::F32 ? 4 : dtype_size(d);
+}
+
+const char* elem_cuda_type(Elem e) {
+  return e == Elem::I64 ? "long long" : e == Elem::U32 ? "unsigned int" : e == Elem::F32 ? "float" : "T";
+}
+
 std::optional<DType> parse_dtype(const std::string& s) {
   if (s == "fp16" || s == "float16" || s == "half") return DType::F16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
@@ -73,14 +81,23 @@ int64_t leading_rows(const Shape& s) {
 
 int64_t KernelSpec::rows(const Shape& s) const { return leading_rows(s); }
 
+int64_t output_rows(const KernelSpec& spec, const Shape& shape) {
+  for (const ArgSpec& a : spec.args)
+    if (a.kind == ArgSpec::Output) return a.numel(shape) / spec.output_row_length(shape);
+  return 0;
+}
+
 std::string KernelSpec::abi() const {
   std::string sig = "template <typename T> __global__ void " + entry + "(";
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgSpec& a = args[i];
     sig += i ? ", " : "";
+    const std::string elem = elem_cuda_type(a.elem);
     switch (a.kind) {
-      case ArgSpec::Input: sig += "const T* __restrict__ " + a.name; break;
-      case ArgSpec::Output: sig += "T* __restrict__ " + a.name; break;
+      case ArgSpec::Input: sig += "const " + elem + "* __restrict__ " + a.name; break;
+      case ArgSpec::Output:
+      case ArgSpec::Scratch: sig += elem + "* __restrict__ " + a.name; break;
+      case ArgSpec::Counters: sig += elem + "* " + a.name; break;  // shared between blocks: not restrict
       case ArgSpec::Dim: sig += "int " + a.name; break;
       case ArgSpec::FloatConst: sig += "float " + a.name; break;
     }

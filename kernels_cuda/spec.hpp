@@ -34,26 +34,74 @@ int64_t leading_rows(const Shape& s);
 
 /// How the harness fills an input before a run.
 enum class Fill {
-  Data,    ///< the tensor the kernel works on: normal values; the adversarial recipes apply here
-  Weight,  ///< a per-column scale: uniform in [0.5, 1.5]
-  Bias,    ///< a per-column shift: uniform in [-0.5, 0.5]
+  Data,        ///< the tensor the kernel works on: normal values; the adversarial recipes apply here
+  Weight,      ///< a per-column scale: uniform in [0.5, 1.5]
+  Bias,        ///< a per-column shift: uniform in [-0.5, 0.5]
+  ClassIndex,  ///< int64 class indices, uniform in [0, cols)
+  FanIn,       ///< a GEMM weight: Data's values times 1/sqrt(shape[dim]), so products stay O(1)
+  PlainData,   ///< normal values whatever the run's recipe: an input stage 3 leaves alone
 };
+
+/// How the data input of a run is drawn (stage 3 runs each adversarial one).
+enum class Recipe {
+  Normal,        ///< approximately N(0, 1)
+  NearMax,       ///< magnitudes near fp16's largest value (32768 to 65504, multiples of 32), random signs
+  Tiny,          ///< subnormal magnitudes of the dtype
+  OneHuge,       ///< normal values with one huge value in each row
+  ConstantRows,  ///< every element of a row equal (a small integer)
+  MixedSigns,    ///< alternating signs, integer magnitudes from 1 to 1000
+  Large,         ///< normal values times 16: attention logits past the range of exp()
+};
+inline const std::vector<Recipe> kAdversarialRecipes = {Recipe::NearMax, Recipe::Tiny, Recipe::OneHuge,
+                                                        Recipe::ConstantRows, Recipe::MixedSigns};
+
+/// The element type of a buffer argument: the dtype under test, or a fixed one.
+enum class Elem { T, F32, I64, U32 };
+size_t elem_size(Elem e, DType d);
+const char* elem_cuda_type(Elem e);  ///< "T", "float", "long long", "unsigned int"
 
 /// One argument of the entry point, in order.
 struct ArgSpec {
-  enum Kind { Input, Output, Dim, FloatConst } kind;
+  enum Kind {
+    Input,       ///< read-only; checked unchanged after each run
+    Output,      ///< poisoned before each run, compared with the reference
+    Scratch,     ///< the kernel's own workspace; contents undefined
+    Counters,    ///< zeroed before the first launch; the kernel must leave them zero again
+    Dim,         ///< an int: shape[dim]
+    FloatConst,  ///< a float: value
+  } kind;
   std::string name;
-  std::function<int64_t(const Shape&)> numel = {};  ///< Input / Output: element count
+  std::function<int64_t(const Shape&)> numel = {};  ///< buffers: element count
   Fill fill = Fill::Data;                            ///< Input
-  int dim = 0;                                       ///< Dim: index into the shape, passed as int
+  int dim = 0;                                       ///< Dim: index into the shape; FanIn: the fan-in
   float value = 0;                                   ///< FloatConst: the value passed
+  Elem elem = Elem::T;                               ///< buffers: element type
+  bool is_buffer() const { return kind != Dim && kind != FloatConst; }
+};
+
+/// The launch geometry a kernel file exports (ak_block_threads, ak_rows_per_block, ak_tile_m,
+/// ak_tile_n): what a spec's grid function turns into a number of blocks.
+struct LaunchGeometry {
+  int block_threads = 0;
+  int rows_per_block = 1;
+  int tile_m = 0;  ///< rows of the output one block computes (tiled types)
+  int tile_n = 0;  ///< columns of the output one block computes (tiled types)
+};
+
+/// What a speedup is measured against when a config gives no baseline_us.
+enum class Baseline { ReferenceKernel, Cublas };
+
+/// One GEMM of a cuBLAS baseline: C[m,n] = A[m,k] B[k,n], row-major, fp32 accumulation.
+struct GemmShape {
+  int64_t m, n, k;
 };
 
 enum class Metric { GBps, TFLOPS };
 
-/// The CPU reference: inputs (as doubles, in ABI order of the Input args) to outputs.
+/// The CPU reference: inputs (as doubles, in ABI order of the Input args) to outputs, in double;
+/// the dtype for the few results defined on values rounded to it (cross_entropy's mean).
 using CpuReference = std::function<std::vector<std::vector<double>>(
-    const Shape&, const std::vector<std::vector<double>>& inputs)>;
+    const Shape&, DType, const std::vector<std::vector<double>>& inputs)>;
 
 struct KernelSpec {
   std::string type;          ///< e.g. "rmsnorm"
@@ -75,8 +123,12 @@ struct KernelSpec {
   std::function<Tolerance(DType)> tolerance;
   std::function<double(const Shape&, DType)> bytes;   ///< the minimum bytes moved
   std::function<double(const Shape&)> flops;
-  /// Blocks to launch, given the shape and the knob the module exports as ak_rows_per_block.
-  std::function<int64_t(const Shape&, int rows_per_block)> grid;
+  /// Blocks to launch, given the shape and the geometry the module exports.
+  std::function<int64_t(const Shape&, const LaunchGeometry&)> grid;
+  /// The grid in words, for a person or an LLM writing a kernel file: which constants it reads.
+  std::string launch_help;
+  /// The adversarial recipes of stage 3 that make sense for this type.
+  std::vector<Recipe> stability_recipes = kAdversarialRecipes;
   int64_t rows(const Shape& s) const;   ///< product of all but the last dimension
   int64_t cols(const Shape& s) const { return s.back(); }
 
@@ -84,9 +136,24 @@ struct KernelSpec {
   int reference_threads = 256;          ///< one block of these per row
   CpuReference cpu_reference;
 
+  /// Sampled validation, for outputs too large to recompute whole on every run: when set, the
+  /// output is seen as rows of output_row_length elements, the reference takes one more argument
+  /// `const int* rows` and computes only those rows (compacted; nullptr: all of them), and the
+  /// harness compares only those rows, drawn afresh each run (the first and last always among them).
+  int validation_rows = 0;                              ///< 0: the whole output, every run
+  std::function<int64_t(const Shape&)> output_row_length;
+  /// Blocks of the reference per output row; null: one.
+  std::function<int64_t(const Shape&)> reference_blocks_per_row;
+
+  Baseline baseline = Baseline::ReferenceKernel;
+  std::function<std::vector<GemmShape>(const Shape&)> cublas_gemms;  ///< Baseline::Cublas
+  bool is_memory_bound() const { return metric == Metric::GBps; }
   std::string abi() const;              ///< the signature a kernel file must define
   std::string shape_help() const;       ///< "rows, cols"
   const std::string& starter_source() const;
 };
+
+/// Under sampled validation: the rows of the output (its element count / output_row_length).
+int64_t output_rows(const KernelSpec& spec, const Shape& shape);
 
 }  // namespace ak

@@ -25,7 +25,7 @@ __global__ void layernorm_reference(const T* x, const T* weight, const T* bias, 
 }
 )";
 
-std::vector<std::vector<double>> cpu_layernorm(const Shape& s, const std::vector<std::vector<double>>& in) {
+std::vector<std::vector<double>> cpu_layernorm(const Shape& s, DType, const std::vector<std::vector<double>>& in) {
   const int64_t cols = s.back(), rows = int64_t(in[0].size()) / cols;
   std::vector<double> y(in[0].size());
   for (int64_t r = 0; r < rows; ++r) {

@@ -17,7 +17,7 @@ __global__ void reduce_reference(const T* x, O* y, int rows, int cols) {
 }
 )";
 
-std::vector<std::vector<double>> cpu_reduce(const Shape& s, const std::vector<std::vector<double>>& in) {
+std::vector<std::vector<double>> cpu_reduce(const Shape& s, DType, const std::vector<std::vector<double>>& in) {
   const int64_t cols = s.back(), rows = int64_t(in[0].size()) / cols;
   std::vector<double> y(size_t(rows), 0.0);
   for (int64_t r = 0; r < rows; ++r)

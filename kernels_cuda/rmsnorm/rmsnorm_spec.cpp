@@ -21,7 +21,7 @@ __global__ void rmsnorm_reference(const T* x, const T* weight, O* y, int rows, i
 }
 )";
 
-std::vector<std::vector<double>> cpu_rmsnorm(const Shape& s, const std::vector<std::vector<double>>& in) {
+std::vector<std::vector<double>> cpu_rmsnorm(const Shape& s, DType, const std::vector<std::vector<double>>& in) {
   const int64_t cols = s.back(), rows = in[0].size() / cols;
   std::vector<double> y(in[0].size());
   for (int64_t r = 0; r < rows; ++r) {

@@ -24,7 +24,7 @@ __global__ void rotary_embedding_reference(const T* q, const T* cos, const T* si
 int64_t all(const Shape& s) { return s[0] * s[1] * s[2] * s[3]; }
 int64_t table(const Shape& s) { return s[2] * s[3] / 2; }
 
-std::vector<std::vector<double>> cpu_rotary(const Shape& shape, const std::vector<std::vector<double>>& in) {
+std::vector<std::vector<double>> cpu_rotary(const Shape& shape, DType, const std::vector<std::vector<double>>& in) {
   const int64_t seq = shape[2], d = shape[3], half = d / 2, rows = all(shape) / d;
   std::vector<double> y(size_t(all(shape)));
   for (int64_t r = 0; r < rows; ++r) {
@@ -68,6 +68,7 @@ KernelSpec make() {
   k.bytes = [](const Shape& s, DType d) { return double(2 * all(s) + 2 * table(s)) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 3.0 * all(s); };
   k.grid = rowwise_grid;
+  k.launch_help = kRowwiseLaunchHelp;
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_rotary;
   return k;

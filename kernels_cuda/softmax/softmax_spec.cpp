@@ -23,7 +23,7 @@ __global__ void softmax_reference(const T* x, O* y, int rows, int cols) {
 }
 )";
 
-std::vector<std::vector<double>> cpu_softmax(const Shape& s, const std::vector<std::vector<double>>& in) {
+std::vector<std::vector<double>> cpu_softmax(const Shape& s, DType, const std::vector<std::vector<double>>& in) {
   const int64_t cols = s.back(), rows = in[0].size() / cols;
   std::vector<double> y(in[0].size());
   for (int64_t r = 0; r < rows; ++r) {

@@ -74,3 +74,16 @@ TEST_CASE("comparison over millions of elements finds the single bad one", "[com
   CHECK(c.mismatched == 1);
   CHECK(c.worst_index == 4'999'999);
 }
+
+TEST_CASE("a sampled comparison checks only the sampled rows and names the index in the whole output", "[compare]") {
+  // 4 rows of 3; rows 1 and 3 sampled; row 3 column 2 is wrong, row 0 is garbage but not sampled.
+  std::vector<float> got{9, 9, 9, 1, 2, 3, 0, 0, 0, 4, 5, 7};
+  std::vector<float> expected{1, 2, 3, 4, 5, 6};
+  auto c = compare_rows(got.data(), DType::F32, expected.data(), {1, 3}, 3, {1e-3, 1e-3});
+  CHECK(c.elements == 6);
+  CHECK(c.mismatched == 1);
+  CHECK(c.worst_index == 3 * 3 + 2);
+  CHECK(c.worst_got == 7);
+  got[11] = 6;
+  CHECK(compare_rows(got.data(), DType::F32, expected.data(), {1, 3}, 3, {1e-3, 1e-3}).pass());
+}

@@ -58,3 +58,35 @@ TEST_CASE("adversarial recipes draw what they say", "[inputs]") {
   auto mixed = as_floats(make_input(DType::F32, n, cols, Fill::Data, Recipe::MixedSigns, 1), DType::F32);
   for (int64_t i = 0; i + 1 < n; ++i) REQUIRE((mixed[i] < 0) != (mixed[i + 1] < 0));
 }
+
+TEST_CASE("class indices are int64 below the class count, cover every class, and repeat with the seed", "[inputs]") {
+  auto bytes = make_input(DType::F16, 20000, 37, Fill::ClassIndex, Recipe::NearMax, 5);
+  REQUIRE(bytes.size() == 20000 * sizeof(int64_t));  // int64 whatever the dtype under test
+  const auto* idx = reinterpret_cast<const int64_t*>(bytes.data());
+  std::vector<int> seen(37, 0);
+  for (int i = 0; i < 20000; ++i) {
+    REQUIRE(idx[i] >= 0);
+    REQUIRE(idx[i] < 37);
+    ++seen[size_t(idx[i])];
+  }
+  for (int count : seen) CHECK(count > 0);
+  CHECK(bytes == make_input(DType::BF16, 20000, 37, Fill::ClassIndex, Recipe::Normal, 5));
+}
+
+TEST_CASE("a fan-in weight is the data values times its scale", "[inputs]") {
+  auto plain = as_floats(make_input(DType::F32, 4096, 64, Fill::Data, Recipe::Normal, 9), DType::F32);
+  auto scaled = as_floats(make_input(DType::F32, 4096, 64, Fill::FanIn, Recipe::Normal, 9, 0.125f), DType::F32);
+  for (size_t i = 0; i < plain.size(); ++i) REQUIRE(scaled[i] == plain[i] * 0.125f);
+}
+
+TEST_CASE("large values are normal values sixteen times over", "[inputs]") {
+  auto v = as_floats(make_input(DType::F32, 100000, 100, Fill::Data, Recipe::Large, 1), DType::F32);
+  double sq = 0;
+  for (float x : v) sq += double(x) * x;
+  CHECK(std::sqrt(sq / v.size()) == Approx(16.0).epsilon(0.05));
+}
+
+TEST_CASE("plain data ignores the run's recipe", "[inputs]") {
+  CHECK(make_input(DType::F16, 5000, 50, Fill::PlainData, Recipe::NearMax, 4) ==
+        make_input(DType::F16, 5000, 50, Fill::Data, Recipe::Normal, 4));
+}
