@@ -18,6 +18,14 @@ std::string tolerances(const KernelSpec& spec) {
   return t;
 }
 
+/// "__half, __nv_bfloat16 and float": the instantiations the harness asks for.
+std::string instantiations(const KernelSpec& spec) {
+  std::string t;
+  for (size_t i = 0; i < spec.dtypes.size(); ++i)
+    t += std::string(i == 0 ? "" : i + 1 == spec.dtypes.size() ? " and " : ", ") + dtype_cuda_type(spec.dtypes[i]);
+  return t;
+}
+
 std::string history_text(const ProposalContext& ctx) {
   if (ctx.history.empty()) return "(none yet)";
   std::string h;
@@ -43,7 +51,8 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
   if (!contract || !system || !experiment) return error("the prompts are missing from this build of autokernel");
   const std::string* notes = prompt_text("notes/" + spec.type + ".txt");
   auto rendered_contract = render("kernel-contract.txt", *contract,
-                                  {{"entry_signature", spec.abi()}, {"tolerances", tolerances(spec)}});
+                                  {{"entry_signature", spec.abi()}, {"tolerances", tolerances(spec)},
+                                   {"dtypes", instantiations(spec)}, {"launch_geometry", spec.launch_help}});
   if (!rendered_contract) return rendered_contract.error();
   auto sys = render("system.txt", *system,
                     {{"kernel_contract", *rendered_contract}, {"keep_threshold_pct", format_numbers("%g", ctx.keep_threshold * 100)}});

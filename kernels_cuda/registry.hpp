@@ -20,5 +20,9 @@ const KernelSpec& softmax_spec();
 const KernelSpec& layernorm_spec();
 const KernelSpec& reduce_spec();
 const KernelSpec& rotary_embedding_spec();
+const KernelSpec& cross_entropy_spec();
+const KernelSpec& matmul_spec();
+const KernelSpec& flash_attention_spec();
+const KernelSpec& fused_mlp_spec();
 
 }  // namespace ak

@@ -62,7 +62,7 @@ TEST_CASE("an out-of-range value names the value and the range", "[config]") {
 
 TEST_CASE("an unknown kernel type lists the known ones", "[config]") {
   std::string e = error_of("[[kernel]]\ntype = \"convolution\"\n");
-  CHECK_THAT(e, Catch::Contains("kernel.type = \"convolution\": expected one of \"layernorm\", \"reduce\", \"rmsnorm\", \"rotary_embedding\", \"softmax\""));
+  CHECK_THAT(e, Catch::Contains("kernel.type = \"convolution\": expected one of \"cross_entropy\", \"flash_attention\", \"fused_mlp\", \"layernorm\", \"matmul\", \"reduce\", \"rmsnorm\", \"rotary_embedding\", \"softmax\""));
 }
 
 TEST_CASE("a shape with the wrong number of dimensions is refused", "[config]") {

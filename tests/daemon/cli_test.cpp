@@ -67,3 +67,17 @@ TEST_CASE("run without a GPU exits 2 and says what works without one", "[cli]") 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.out, Catch::Contains("a GPU is needed") && Catch::Contains("config check"));
 }
+
+TEST_CASE("kernels lists all nine types with their ABI, metric, baseline and validation", "[cli]") {
+  auto r = run_autokernel("kernels");
+  CHECK(r.exit_code == 0);
+  for (const char* t : {"rmsnorm", "softmax", "layernorm", "reduce", "rotary_embedding", "cross_entropy", "matmul",
+                        "flash_attention", "fused_mlp"}) {
+    INFO(t);
+    CHECK_THAT(r.out, Catch::Contains(std::string("\n") + t + "\n") || Catch::StartsWith(std::string(t) + "\n"));
+  }
+  CHECK_THAT(r.out, Catch::Contains("const long long* __restrict__ target"));
+  CHECK_THAT(r.out, Catch::Contains("cuBLAS (cublasGemmEx"));
+  CHECK_THAT(r.out, Catch::Contains("256 sampled output rows per run"));
+  CHECK_THAT(r.out, Catch::Contains("TFLOPS (compute-bound)"));
+}

@@ -6,6 +6,8 @@
 
 #include "daemon/llm_proposer.hpp"
 #include "daemon/run_loop.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "llm/prompt_template.hpp"
 #include "tests/daemon/loop_fixtures.hpp"
 #include "tests/llm/fake_llm_server.hpp"
 
@@ -72,6 +74,29 @@ TEST_CASE("the message carries the GPU, the kernel, the best file, its numbers a
   CHECK_THAT(q->user, Catch::Contains("#define AK_THREADS 256"));
   CHECK_THAT(q->user, Catch::Contains("keep the row in registers"));   // the rmsnorm notes
   CHECK(q->max_output_tokens == 8000);
+}
+
+TEST_CASE("every kernel type gets its notes, its instantiations and its launch geometry in the prompt", "[llm]") {
+  for (const KernelSpec* spec : all_specs()) {
+    INFO(spec->type);
+    ProposalContext ctx = rmsnorm_context();
+    ctx.spec = spec;
+    ctx.tag = spec->type;
+    ctx.shape = spec->bench_shape;
+    ctx.best_source = spec->starter_source();
+    auto q = build_chat_request(ctx, 8000);
+    REQUIRE(q.ok());
+    CHECK_FALSE(spec->launch_help.empty());
+    CHECK_THAT(q->system, Catch::Contains(spec->launch_help));
+    CHECK_THAT(q->user, Catch::Contains(*prompt_text("notes/" + spec->type + ".txt")));
+  }
+  auto mm = rmsnorm_context();
+  mm.spec = &matmul_spec();
+  auto q = build_chat_request(mm, 8000);
+  REQUIRE(q.ok());
+  CHECK_THAT(q->system, Catch::Contains("instantiates it for __half and __nv_bfloat16.") && Catch::Contains("ak_tile_n"));
+  CHECK_THAT(build_chat_request(rmsnorm_context(), 8000)->system,
+             Catch::Contains("for __half, __nv_bfloat16 and float.") && Catch::Contains("ak_rows_per_block"));
 }
 
 TEST_CASE("a usable reply becomes a proposal with its tokens, cost and a transcript without the key", "[llm]") {

@@ -11,6 +11,8 @@
 #include "harness/kernel_contract.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/inputs.hpp"
+#include "harness/run_buffers.hpp"
+#include "harness/stages.hpp"
 #include "harness/worker_evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/support.hpp"
@@ -57,6 +59,22 @@ const std::string kRmsnormStore = "yr[i] = ak_from_float<T>(ak_to_float(xr[i]) *
 
 }  // namespace
 
+/// The inputs of a run set as doubles, for the CPU reference.
+std::vector<std::vector<double>> inputs_as_doubles(const KernelSpec& spec, const RunSet& set, DType d) {
+  std::vector<std::vector<double>> out;
+  size_t k = 0;
+  for (const ArgSpec& a : spec.args) {
+    if (a.kind != ArgSpec::Input) continue;
+    const auto& bytes = set.host_inputs[k++];
+    const size_t n = bytes.size() / elem_size(a.elem, d);
+    out.emplace_back(n);
+    for (size_t i = 0; i < n; ++i)
+      out.back()[i] = a.elem == Elem::I64 ? double(reinterpret_cast<const int64_t*>(bytes.data())[i])
+                                          : load_as_float(bytes.data(), d, i);
+  }
+  return out;
+}
+
 TEST_CASE("the GPU references agree with the CPU double-precision references", "[gpu]") {
   if (!test::gpu_or_skip()) return;
   auto gpu = GpuContext::open(0);
@@ -66,41 +84,54 @@ TEST_CASE("the GPU references agree with the CPU double-precision references", "
     req.name_expressions = reference_expressions(*spec);
     auto compiled = nvrtc_compile(req);
     REQUIRE(compiled.ok());
+    INFO(compiled->log);
     REQUIRE(compiled->ok);
     auto ref = LaunchableKernel::reference(**gpu, *spec, *compiled, ReferenceOutput::Fp32);
     REQUIRE(ref.ok());
     for (DType d : spec->dtypes)
       for (const Shape& shape : {spec->smoke_shape, spec->sweep_shapes[3], spec->edge_shapes[2], spec->edge_shapes[5]}) {
         INFO(spec->type << " " << shape_str(shape) << " " << dtype_name(d));
-        std::vector<DeviceBuffer> ins, outs;
-        std::vector<std::vector<double>> host_in;
-        RunBuffers b;
-        uint64_t seed = 11;
-        for (const ArgSpec& a : spec->args) {
-          if (a.kind == ArgSpec::Input) {
-            auto bytes = make_input(d, a.numel(shape), shape.back(), a.fill, Recipe::Normal, ++seed);
-            auto buf = (*gpu)->alloc(bytes.size());
-            REQUIRE((*gpu)->upload(*buf, bytes.data(), bytes.size()).ok());
-            host_in.emplace_back(a.numel(shape));
-            for (size_t i = 0; i < host_in.back().size(); ++i) host_in.back()[i] = load_as_float(bytes.data(), d, i);
-            ins.push_back(std::move(*buf));
-          } else if (a.kind == ArgSpec::Output) {
-            outs.push_back(std::move(*(*gpu)->alloc(size_t(a.numel(shape)) * sizeof(float))));
-          }
+        auto set = make_run_set(**gpu, *spec, shape, d, Recipe::Normal, 11);
+        REQUIRE(set.ok());
+        RunBuffers b = set->view();
+        // Under sampled validation, a sample that leaves rows out: the compaction is checked too.
+        std::vector<int32_t> rows;
+        DeviceBuffer d_rows;
+        if (spec->validation_rows > 0) {
+          const int64_t all = output_rows(*spec, shape);
+          rows = pick_sample_rows(all, int(std::max<int64_t>(1, std::min<int64_t>(all / 2 + 1, spec->validation_rows))), 5);
+          d_rows = std::move(*(*gpu)->alloc(rows.size() * sizeof(int32_t)));
+          REQUIRE((*gpu)->upload(d_rows, rows.data(), d_rows.bytes()).ok());
+          b.sample_rows = &d_rows;
+          b.sample_count = int64_t(rows.size());
         }
-        for (auto& x : ins) b.inputs.push_back(&x);
-        for (auto& x : outs) b.outputs.push_back(&x);
+        std::vector<DeviceBuffer> outs;
+        b.outputs.clear();
+        for (auto& o : set->outputs) {
+          size_t n = rows.empty() ? o.bytes() / dtype_size(d) : rows.size() * size_t(spec->output_row_length(shape));
+          outs.push_back(std::move(*(*gpu)->alloc(n * sizeof(float))));
+        }
+        for (auto& o : outs) b.outputs.push_back(&o);
         REQUIRE(ref->launch(*spec, d, shape, b) == CUDA_SUCCESS);
-        std::vector<float> got(outs[0].bytes() / sizeof(float));
-        REQUIRE((*gpu)->download(got.data(), outs[0], outs[0].bytes()).ok());
-        auto want = spec->cpu_reference(shape, host_in)[0];
-        // fp32 math within 1e-5 of double; an fp32 sum of n terms that cancel also carries a rounding
-        // walk of about sqrt(n) units of its terms' size, which the absolute part allows for.
-        const double absolute = 1e-6 * std::sqrt(double(shape.back()));
-        double worst = 0;
-        for (size_t i = 0; i < got.size(); ++i)
-          worst = std::max(worst, std::fabs(got[i] - want[i]) / (absolute + 1e-5 * std::fabs(want[i])));
-        CHECK(worst <= 1.0);
+        REQUIRE((*gpu)->driver().cuCtxSynchronize() == CUDA_SUCCESS);
+        CHECK(counters_left_set(**gpu, *set).empty());
+        auto want_all = spec->cpu_reference(shape, d, inputs_as_doubles(*spec, *set, d));
+        REQUIRE(want_all.size() == outs.size());
+        for (size_t o = 0; o < outs.size(); ++o) {
+          std::vector<float> got(outs[o].bytes() / sizeof(float));
+          REQUIRE((*gpu)->download(got.data(), outs[o], outs[o].bytes()).ok());
+          const int64_t len = rows.empty() ? 0 : spec->output_row_length(shape);
+          // fp32 math within 1e-5 of double; an fp32 sum of n terms that cancel also carries a
+          // rounding walk of about sqrt(n) units of its terms' size, which the absolute part allows.
+          const double absolute = 1e-6 * std::sqrt(double(shape.back()));
+          double worst = 0;
+          for (size_t i = 0; i < got.size(); ++i) {
+            const size_t at = rows.empty() ? i : size_t(rows[i / size_t(len)]) * size_t(len) + i % size_t(len);
+            const double want = want_all[o].at(at);
+            worst = std::max(worst, std::fabs(got[i] - want) / (absolute + 1e-5 * std::fabs(want)));
+          }
+          CHECK(worst <= 1.0);
+        }
       }
   }
 }
@@ -126,8 +157,8 @@ TEST_CASE("the measured peaks of the GPU are plausible and cached", "[gpu]") {
 TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {
   if (!test::gpu_or_skip()) return;
   for (const KernelSpec* spec : all_specs()) {
-    INFO(spec->type);
     Verdict v = judge(*spec, spec->starter_source());
+    INFO(spec->type << ": " << v.message);
     CHECK(v.correctness == Correctness::Pass);
     REQUIRE(v.stages.size() == 7);  // compile, five stages, benchmark
     REQUIRE(v.timing.has_value());
@@ -137,7 +168,8 @@ TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {
     CHECK(v.pct_peak < kSuspectFactor);
     // CUPTI's kernel time and the events around the launch agree within launch overhead.
     CHECK(std::fabs(v.timing->event_median_us - v.timing->median_us) < 0.1 * v.timing->median_us + 10);
-    CHECK(v.reference_us > 0);
+    CHECK(v.reference_us + v.cublas_us > 0);
+    CHECK(v.baseline_us > 0);
   }
 }
 
@@ -253,4 +285,22 @@ TEST_CASE("a candidate that stops working once warmed up is caught by its timing
   Verdict v = judge(softmax_spec(), src);
   CHECK(v.correctness == Correctness::Suspect);
   CHECK_THAT(v.message, Catch::Contains("faster than the device can be"));
+}
+
+TEST_CASE("a candidate that leaves its counters set fails with the counter named", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  // The mean comes out right on the first launch; the next launch would see a stale ticket.
+  Verdict v = judge(cross_entropy_spec(), starter_with(cross_entropy_spec(), "    counters[0] = 0;\n", ""));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "smoke");
+  CHECK_THAT(v.message, Catch::Contains("counter 0 is 8 after the kernel ended"));  // 8 rows, 8 tickets
+}
+
+TEST_CASE("a matmul that drops the last partial step of K fails where K is off the tile, seen by the sampled check", "[gpu][bad]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(matmul_spec(), starter_with(matmul_spec(), "for (int k0 = 0; k0 < K; k0 += AK_TILE_K)",
+                                                "for (int k0 = 0; k0 + AK_TILE_K <= K; k0 += AK_TILE_K)"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "shape sweep");
+  CHECK(v.failed_shape == "100x200x300");
 }
