@@ -8,6 +8,18 @@
 
 namespace ak {
 
+namespace {
+
+/// Tile sizes, warp counts and pipeline stages only make sense as powers of two: a tile of 63
+/// rows is a compile error, not an experiment.
+bool is_power_of_two_knob(const std::string& knob) {
+  for (const char* w : {"TILE", "BLOCK", "WARPS", "STAGES", "UNROLL"})
+    if (knob.find(w) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 int BuiltinTuner::tier(const std::string& knob) {
   for (const char* w : {"THREADS", "BLOCK", "ROWS", "WARPS", "TILE"})
     if (knob.find(w) != std::string::npos) return 1;
@@ -21,7 +33,12 @@ std::vector<long long> BuiltinTuner::candidates(const std::string& knob, long lo
   if (knob.find("THREADS") != std::string::npos) values = {64, 128, 256, 512, 1024};
   else if (knob.find("VEC") != std::string::npos) values = {1, 2, 4, 8};
   else if (knob.find("ROWS") != std::string::npos) values = {1, 2, 4, 8};
-  else values = {current / 2, current * 2, current + 1, current - 1};
+  else if (is_power_of_two_knob(knob)) {
+    for (long long v : {current / 2, current * 2, current / 4, current * 4})
+      if (v >= 1) values.push_back(v);
+  } else {
+    values = {current / 2, current * 2, current + 1, current - 1};
+  }
   values.erase(std::remove_if(values.begin(), values.end(), [&](long long v) { return v == current || v < 0; }),
                values.end());
   // Nearest first: on a log scale for the power-of-two knobs, which is every list above.
