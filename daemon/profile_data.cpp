@@ -173,16 +173,26 @@ std::string profile_table(const Profile& p, size_t top) {
   return out;
 }
 
-std::vector<long long> nvtx_first_shape(const std::string& range) {
-  static const std::regex sizes(R"(sizes\s*=\s*\[\[([0-9,\s]+)\])");
+std::vector<std::vector<long long>> nvtx_shapes(const std::string& range) {
+  static const std::regex sizes(R"(sizes\s*=\s*\[(\[[0-9,\s]*\](\s*,\s*\[[0-9,\s]*\])*)\])");
   std::smatch m;
-  std::vector<long long> dims;
-  if (!std::regex_search(range, m, sizes)) return dims;
-  std::string list = m[1];
-  std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(list.begin(), list.end(), num); it != std::sregex_iterator(); ++it)
-    dims.push_back(std::stoll(it->str()));
-  return dims;
+  std::vector<std::vector<long long>> shapes;
+  if (!std::regex_search(range, m, sizes)) return shapes;
+  const std::string lists = m[1];
+  static const std::regex list(R"(\[([0-9,\s]*)\])"), num(R"(\d+)");
+  for (auto it = std::sregex_iterator(lists.begin(), lists.end(), list); it != std::sregex_iterator(); ++it) {
+    const std::string inner = (*it)[1];
+    std::vector<long long> dims;
+    for (auto n = std::sregex_iterator(inner.begin(), inner.end(), num); n != std::sregex_iterator(); ++n)
+      dims.push_back(std::stoll(n->str()));
+    shapes.push_back(dims);
+  }
+  return shapes;
+}
+
+std::vector<long long> nvtx_first_shape(const std::string& range) {
+  auto all = nvtx_shapes(range);
+  return all.empty() ? std::vector<long long>{} : all.front();
 }
 
 }  // namespace ak

@@ -50,7 +50,10 @@ Result<Profile> profile_from_json(const nlohmann::json& j);
 /// The ranked table a person reads: rank, share, total, calls, mean, type, name.
 std::string profile_table(const Profile& p, size_t top);
 
-/// The first tensor shape in a PyTorch NVTX range ("..., sizes = [[8, 1024, 768], [768]], ...").
+/// The tensor shapes of a PyTorch NVTX range ("..., sizes = [[8, 1024, 768], [768]], ...") in
+/// order; a tensor with no sizes (a scalar, an absent argument) is an empty shape.
+std::vector<std::vector<long long>> nvtx_shapes(const std::string& range);
+/// The first of them.
 std::vector<long long> nvtx_first_shape(const std::string& range);
 
 }  // namespace ak

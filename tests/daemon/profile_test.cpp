@@ -76,6 +76,8 @@ TEST_CASE("each kernel carries the NVTX range it ran in, and its shape can be re
   CHECK(nvtx_first_shape("aten::_softmax, seq = 2, sizes = [[64, 12, 128, 128], [], []]") ==
         std::vector<long long>{64, 12, 128, 128});
   CHECK(nvtx_first_shape("aten::relu").empty());
+  CHECK(nvtx_shapes("aten::addmm, seq = 3, sizes = [[3072], [8192, 768], [768, 3072], [], []]") ==
+        std::vector<std::vector<long long>>{{3072}, {8192, 768}, {768, 3072}, {}, {}});
 }
 
 TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile][plan]") {
@@ -90,10 +92,15 @@ TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile]
   CHECK(softmax.s == 2.0);
   CHECK(softmax.gain == Approx(amdahl(120.0 / 870, 2.0)));
   CHECK(softmax.shape == std::vector<long long>{64 * 12 * 128, 128});
-  CHECK_FALSE(plan.rows[0].supported);   // matmul is not a type of this build
-  // softmax and layernorm are types of this build: both halve, the rest stays.
-  const double f_sm = 120.0 / 870, f_ln = 60.0 / 870;
-  CHECK(plan.total_gain == Approx(1 / ((1 - f_sm - f_ln) + f_sm / 2 + f_ln / 2)));
+  // The GEMM's shape in matmul's terms [M, N, K], from aten::mm's operands [M, K] and [K, N].
+  CHECK(plan.rows[0].kernel.type == "matmul");
+  CHECK(plan.rows[0].shape == std::vector<long long>{8192, 3072, 768});
+  // Every type but the GELU (an "other") is a type of this build: they halve, the GELU stays.
+  double f_other = 0;
+  for (auto& r : plan.rows)
+    if (!r.supported) f_other += r.f;
+  CHECK(f_other > 0);
+  CHECK(plan.total_gain == Approx(1 / (f_other + (1 - f_other) / 2)));
   CHECK_THAT(plan_table(plan), Catch::Contains("softmax") && Catch::Contains("98304x128"));
 }
 
@@ -113,11 +120,15 @@ TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes
   CHECK_THAT(toml, Catch::Contains("# shape = [ROWS, COLS]"));
   auto cfg = parse_config("[run]\nname = \"planned\"\n" + toml, "planned.toml");
   REQUIRE(cfg.ok());
-  REQUIRE(cfg->kernels.size() == 2);   // softmax and layernorm; the rmsnorm stays commented out
-  CHECK(cfg->kernels[0].weight == Approx(120.0 / 870).epsilon(1e-3));
-  CHECK(*cfg->kernels[0].baseline_us == Approx(120));
-  CHECK(cfg->kernels[1].type == "layernorm");
-  CHECK(cfg->kernels[1].shape == Shape{8192, 768});
+  // matmul, softmax and layernorm; the attention (no NVTX range) and the rmsnorm stay commented out.
+  REQUIRE(cfg->kernels.size() == 3);
+  CHECK(cfg->kernels[0].type == "matmul");
+  CHECK(cfg->kernels[0].shape == Shape{8192, 3072, 768});
+  CHECK(cfg->kernels[1].weight == Approx(120.0 / 870).epsilon(1e-3));
+  CHECK(*cfg->kernels[1].baseline_us == Approx(120));
+  CHECK(cfg->kernels[2].type == "layernorm");
+  CHECK(cfg->kernels[2].shape == Shape{8192, 768});
+  CHECK_THAT(toml, Catch::Contains("# shape = [B, H, S, D]"));
 }
 
 TEST_CASE("profile.json survives the round trip, and another file is refused", "[profile]") {
@@ -140,7 +151,7 @@ TEST_CASE("plan on the command line prints the table and the entries, and --writ
   std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
   auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
   CHECK(w.exit_code == 0);
-  CHECK_THAT(w.out, Catch::Contains("it checks: 2 kernels"));
+  CHECK_THAT(w.out, Catch::Contains("it checks: 3 kernels"));
   CHECK(test::run_autokernel("plan /nonexistent.json").exit_code == 2);
 }
 
@@ -174,5 +185,9 @@ TEST_CASE("real records of one llama_block step on the H100: ranked, classified,
   CHECK_THAT(toml, Catch::Contains("type = \"rmsnorm\"\nshape = [8192, 2048]"));
   auto cfg = parse_config("[run]\nname = \"llama\"\n" + toml, "llama.toml");
   REQUIRE(cfg.ok());
-  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048});
+  CHECK(cfg->kernels.at(0).type == "matmul");
+  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048, 5632});  // aten::mm [8192, 5632] x [5632, 2048]
+  bool rms_planned = false;
+  for (auto& k : cfg->kernels) rms_planned |= k.type == "rmsnorm" && k.shape == Shape{8192, 2048};
+  CHECK(rms_planned);
 }
