@@ -8,6 +8,12 @@
 #                                 scripts/scripted-llm-server.py on 127.0.0.1; writes llm-* to $OUT
 #   scripts/gpu-round.sh profile  on the GPU machine: the example models under autokernel profile,
 #                                 torch.profiler beside it, and plan; writes <model>.log/.json to $OUT
+#   scripts/gpu-round.sh library  on the GPU machine: the [gpu] tests, then every kernel type's
+#                                 starter benched at its benchmark shape (fp16, and bf16 for the
+#                                 tensor-core types); writes library-tests.log, library.jsonl
+#   scripts/gpu-round.sh tune     on the GPU machine: the [gpu] tests, then config/tensor-cores.toml
+#                                 (the builtin tuner on matmul, flash_attention, fused_mlp for six
+#                                 minutes); writes tune-tests.log, tune.log, tune-* to $OUT
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -70,6 +76,41 @@ run() {
   echo "== human-readable bench of each starter"
   "$ak" bench starter --kernel rmsnorm
   "$ak" bench starter --kernel softmax
+  date -u
+}
+
+library() {
+  device_env
+  exec > >(tee "$out/library.log") 2>&1
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+  echo "== [gpu] tests"
+  timeout 330 .gpu-bundle/autokernel_tests "[gpu]" -d yes > "$out/library-tests.log" 2>&1; echo "tests exit $?"
+  grep -E "FAILED|passed|failed" "$out/library-tests.log" | tail -15
+  echo "== every starter at its benchmark shape"
+  : > "$out/library.jsonl"
+  for type in rmsnorm softmax layernorm reduce rotary_embedding cross_entropy matmul flash_attention fused_mlp; do
+    "$ak" bench starter --kernel "$type" --json >> "$out/library.jsonl" || echo "bench $type exit $?"
+  done
+  for type in matmul flash_attention fused_mlp; do
+    "$ak" bench starter --kernel "$type" --dtype bf16 --json >> "$out/library.jsonl" || echo "bench $type bf16 exit $?"
+  done
+  "$ak" bench starter --kernel matmul
+  date -u
+}
+
+tune() {
+  device_env
+  rm -rf runs/tensor-cores
+  exec > >(tee "$out/tune.log") 2>&1
+  date -u
+  timeout 150 .gpu-bundle/autokernel_tests "[gpu]" -d yes > "$out/tune-tests.log" 2>&1; echo "tests exit $?"
+  grep -E "FAILED|passed|failed" "$out/tune-tests.log" | tail -8
+  "$ak" run --config config/tensor-cores.toml > "$out/tune-run.log" 2>&1; echo "run exit $?"
+  "$ak" status --run runs/tensor-cores > "$out/tune-status.txt" 2>&1
+  "$ak" report --run runs/tensor-cores --out "$out"
+  cp runs/tensor-cores/results.tsv "$out/tune-results.tsv"
+  (cd runs/tensor-cores && git log --format='%h %s') > "$out/tune-gitlog.txt"
+  cat "$out/tune-status.txt"
   date -u
 }
 
@@ -140,5 +181,7 @@ case ${1:-} in
   loop) loop ;;
   bundle) bundle ;;
   run) run ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|run|loop|llm|profile" >&2; exit 2 ;;
+  library) library ;;
+  tune) tune ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|run|library|tune|loop|llm|profile" >&2; exit 2 ;;
 esac
