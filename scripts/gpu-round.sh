@@ -94,7 +94,15 @@ library() {
   for type in matmul flash_attention fused_mlp; do
     "$ak" bench starter --kernel "$type" --dtype bf16 --json >> "$out/library.jsonl" || echo "bench $type bf16 exit $?"
   done
-  "$ak" bench starter --kernel matmul
+  echo "== matmul: the cp.async stages at the starter's tiles and at the tuner's best tiles"
+  local tuned="AK_TILE_M=128 AK_TILE_N=128 AK_TILE_K=128"
+  for config in "AK_STAGES=2" "AK_STAGES=3" "$tuned" "$tuned AK_STAGES=2" "$tuned AK_STAGES=3"; do
+    local file="/tmp/variants/matmul-${config// /-}.cu"
+    mkdir -p /tmp/variants
+    cp kernels_cuda/matmul/matmul.cu "$file"
+    for kv in $config; do sed -i -E "s/^#define ${kv%=*} [0-9]+/#define ${kv%=*} ${kv#*=}/" "$file"; done
+    "$ak" bench "$file" --kernel matmul --json >> "$out/library.jsonl" || echo "bench $config exit $?"
+  done
   date -u
 }
 

@@ -9,8 +9,10 @@
 //   compute a tile of hidden · w_down once their panel's counter says every hidden tile of it is
 //   stored. A block only ever waits for blocks of lower index, which the GPU starts first, so the
 //   wait always ends (the reasoning of decoupled look-back scans). The last down tile of a panel
-//   sets both counters back to zero for the next launch. The GEMM core is the matmul starter's:
-//   one shared-memory stage, no double buffering. Plain on purpose: the loop starts here.
+//   sets both counters back to zero for the next launch. The GEMM core is the matmul starter's
+//   first version: slices staged through registers, one shared-memory stage, no double
+//   buffering (the matmul starter's cp.async pipeline is the obvious next step here). Plain on
+//   purpose: the loop starts here.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from

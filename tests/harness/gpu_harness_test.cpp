@@ -298,9 +298,18 @@ TEST_CASE("a candidate that leaves its counters set fails with the counter named
 
 TEST_CASE("a matmul that drops the last partial step of K fails where K is off the tile, seen by the sampled check", "[gpu][bad]") {
   if (!test::gpu_or_skip()) return;
-  Verdict v = judge(matmul_spec(), starter_with(matmul_spec(), "for (int k0 = 0; k0 < K; k0 += AK_TILE_K)",
-                                                "for (int k0 = 0; k0 + AK_TILE_K <= K; k0 += AK_TILE_K)"));
+  Verdict v = judge(matmul_spec(), starter_with(matmul_spec(), "const int k_tiles = (K + AK_TILE_K - 1) / AK_TILE_K;",
+                                                "const int k_tiles = K / AK_TILE_K;"));
   CHECK(v.correctness == Correctness::Fail);
   CHECK(v.failed_stage == "shape sweep");
   CHECK(v.failed_shape == "100x200x300");
+}
+
+TEST_CASE("the matmul starter with its cp.async pipeline on passes all five stages", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  for (const char* stages : {"2", "3"}) {
+    INFO("AK_STAGES " << stages);
+    Verdict v = judge(matmul_spec(), starter_with(matmul_spec(), "#define AK_STAGES 1 ", std::string("#define AK_STAGES ") + stages + " "));
+    CHECK(v.correctness == Correctness::Pass);
+  }
 }

@@ -102,7 +102,7 @@ TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width,
       CHECK(off_fragment);
       CHECK(single);
       CHECK(s->dtypes == std::vector<DType>{DType::F16, DType::BF16});
-      CHECK(s->validation_rows * s->output_row_length(s->bench_shape) >= 4096);  // the issue's sample floor
+      CHECK(s->validation_rows * s->output_row_length(s->bench_shape) >= 4096);  // a sample of at least 4096 elements
     }
   }
   CHECK(softmax_spec().tolerance(DType::F16).atol <= 1e-3);
