@@ -52,34 +52,10 @@ Result<double> measure_copy_bandwidth(GpuContext& gpu) {
 }
 
 Result<double> measure_gemm_tflops(GpuContext& gpu) {
-  auto blas = CublasGemm::open();
-  if (!blas) return error(blas.error().message + ": the compute peak is not measured");
-  const int n = 8192;
-  const size_t bytes = size_t(n) * n * 2;
-  auto a = gpu.alloc(bytes), b = gpu.alloc(bytes), c = gpu.alloc(bytes);
-  if (!a || !b || !c) return error("no room on the GPU for the 8192^3 GEMM that measures the compute peak");
-  const CudaDriver& d = gpu.driver();
-  d.cuMemsetD8(a->ptr(), 0x3c, bytes);  // 0x3c3c: about 1.06 in fp16, so nothing overflows
-  d.cuMemsetD8(b->ptr(), 0x3c, bytes);
-  CUevent e0, e1;
-  d.cuEventCreate(&e0, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&e1, CU_EVENT_DEFAULT);
-  std::vector<double> tflops;
-  Status st = ok();
-  for (int i = 0; i < 13 && st; ++i) {
-    d.cuEventRecord(e0, nullptr);
-    st = (*blas)->run({n, n, n}, DType::F16, a->ptr(), b->ptr(), c->ptr());
-    d.cuEventRecord(e1, nullptr);
-    d.cuEventSynchronize(e1);
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, e0, e1);
-    if (i >= 3) tflops.push_back(2.0 * n * double(n) * n / (ms * 1e-3) / 1e12);
-  }
-  d.cuEventDestroy(e0);
-  d.cuEventDestroy(e1);
-  if (!st) return st.error();
-  std::sort(tflops.begin(), tflops.end());
-  return tflops[tflops.size() / 2];
+  const int64_t n = 8192;
+  auto us = time_cublas_gemms(gpu, {{n, n, n}}, DType::F16, 10);
+  if (!us) return error(us.error().message + ": the compute peak is not measured");
+  return 2.0 * double(n) * double(n) * double(n) / (*us * 1e-6) / 1e12;
 }
 
 Result<DevicePeaks> device_peaks(GpuContext& gpu) {

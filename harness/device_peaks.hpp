@@ -17,7 +17,8 @@ std::string peaks_cache_file(const GpuInfo& info);
 /// Device-to-device copy of 1 GiB, median of 10 after warm-up: (read + write) bytes / time.
 Result<double> measure_copy_bandwidth(GpuContext& gpu);
 
-/// cuBLAS (loaded at run time) fp16 GEMM 8192^3 with fp32 accumulation, median of 10: TFLOPS.
+/// cuBLAS (loaded at run time) fp16 GEMM 8192^3 with fp32 accumulation, median of 10 (the
+/// timing of a cuBLAS baseline, time_cublas_gemms): TFLOPS.
 /// An Error when cuBLAS cannot be loaded or fails, saying which.
 Result<double> measure_gemm_tflops(GpuContext& gpu);
 

@@ -5,7 +5,7 @@
 
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
-#include "kernels_cuda/tiled_reference.hpp"
+#include "kernels_cuda/tiled_grid.hpp"
 
 namespace ak {
 namespace {
@@ -115,7 +115,7 @@ KernelSpec make() {
   k.bytes = [](const Shape& s, DType d) { return 4.0 * double(s[0] * s[1] * s[2] * s[3]) * dtype_size(d); };
   // The convention of FlashAttention's benchmarks: 4·B·H·S²·D, halved by the causal mask.
   k.flops = [](const Shape& s) { return 2.0 * double(s[0] * s[1]) * double(s[2]) * double(s[2]) * double(s[3]); };
-  k.grid = [](const Shape& s, const LaunchGeometry& g) { return tiled_grid(s[2], 1, {g.block_threads, 1, g.tile_m, 1}, s[0] * s[1]); };
+  k.grid = [](const Shape& s, const LaunchGeometry& g) { return tiled_grid(s[2], 1, g.tile_m, 1, s[0] * s[1]); };
   k.launch_help = "extern \"C\" __constant__ int ak_tile_m = ...;  // query rows per block: grid = B * H * ceil(S / ak_tile_m), head-major";
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_attention;

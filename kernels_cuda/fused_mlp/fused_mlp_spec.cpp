@@ -4,7 +4,7 @@
 
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
-#include "kernels_cuda/tiled_reference.hpp"
+#include "kernels_cuda/tiled_grid.hpp"
 
 namespace ak {
 namespace {
@@ -124,7 +124,7 @@ KernelSpec make() {
   k.tolerance = design_tolerance;
   k.bytes = [](const Shape& s, DType d) { return double(2 * s[0] * s[1] + 3 * s[1] * s[2]) * dtype_size(d); };
   k.flops = [](const Shape& s) { return 6.0 * double(s[0]) * double(s[1]) * double(s[2]); };
-  k.grid = [](const Shape& s, const LaunchGeometry& g) { return tiled_grid(s[0], s[2], g) + tiled_grid(s[0], s[1], g); };
+  k.grid = [](const Shape& s, const LaunchGeometry& g) { return tiled_grid(s[0], s[2], g.tile_m, g.tile_n) + tiled_grid(s[0], s[1], g.tile_m, g.tile_n); };
   k.launch_help = "extern \"C\" __constant__ int ak_tile_m = ..., ak_tile_n = ...;  // grid = ceil(M / ak_tile_m) * ceil(I / ak_tile_n) + ceil(M / ak_tile_m) * ceil(K / ak_tile_n): the gate/up tiles, then the down tiles";
   k.reference_source = reference_prelude() + kReference;
   k.cpu_reference = cpu_fused_mlp;
