@@ -6,8 +6,7 @@
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/kernel_file.hpp"
-#include "harness/kernel_contract.hpp"
-#include "harness/nvrtc_compile.hpp"
+#include "harness/candidate_compile.hpp"
 
 namespace ak {
 
@@ -33,36 +32,32 @@ int compile_command(const Args& args) {
   if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
 
   nlohmann::json out{{"file", file}, {"kernel", type}, {"arch", arch}};
-  auto problems = contract_violations(*source, **spec);
-  CompileRequest req{*source, file == "starter" ? type + ".cu" : file, {}, arch};
-  for (DType d : (*spec)->dtypes) req.name_expressions.push_back(entry_expression(**spec, d));
-  auto compiled = problems.empty() ? nvrtc_compile(req) : Result<CompileOutput>(CompileOutput{});
+  auto compiled = compile_candidate(**spec, *source, file == "starter" ? type + ".cu" : file, arch);
   if (!compiled) return std::fprintf(stderr, "%s\n", compiled.error().message.c_str()), kExitUsage;
-  out["ok"] = problems.empty() && compiled->ok;
-  out["contract_violations"] = problems;
-  out["log"] = compiled->log;
-  out["seconds"] = compiled->seconds;
-  for (auto& f : compiled->functions)
+  const CompileOutput& output = compiled->output;
+  out["ok"] = compiled->ok;
+  out["message"] = compiled->message;
+  out["log"] = output.log;
+  out["seconds"] = output.seconds;
+  for (auto& f : output.functions)
     out["functions"].push_back({{"name", f.name_expression}, {"registers", f.registers},
                                 {"spill_stores", f.spill_stores}, {"spill_loads", f.spill_loads},
                                 {"stack_bytes", f.stack_bytes}, {"static_smem_bytes", f.static_smem_bytes}});
   if (json) {
     std::printf("%s\n", out.dump(2).c_str());
-  } else if (!problems.empty()) {
-    std::printf("%s breaks the kernel contract:\n", file.c_str());
-    for (auto& pr : problems) std::printf("  - %s\n", pr.c_str());
   } else if (!compiled->ok) {
-    std::printf("%s does not compile for %s:\n%s\n", file.c_str(), arch.c_str(), compiled->log.c_str());
+    std::printf("%s is refused for %s: %s\n", file.c_str(), arch.c_str(), compiled->message.c_str());
+    if (!output.log.empty()) std::printf("%s\n", output.log.c_str());
   } else {
-    std::printf("%s compiles for %s in %.2f s\n", file.c_str(), arch.c_str(), compiled->seconds);
-    for (auto& f : compiled->functions)
+    std::printf("%s compiles for %s in %.2f s\n", file.c_str(), arch.c_str(), output.seconds);
+    for (auto& f : output.functions)
       if (f.registers < 0)
         std::printf("  %-34s (this NVRTC reports no ptxas statistics; bench reads them from the driver)\n",
                     f.name_expression.c_str());
       else
         std::printf("  %-34s %3d registers, %d bytes spilled, %d bytes static shared memory\n", f.name_expression.c_str(),
                     f.registers, f.spill_stores + f.spill_loads, f.static_smem_bytes);
-    if (!compiled->log.empty()) std::printf("compiler said:\n%s\n", compiled->log.c_str());
+    if (!output.log.empty()) std::printf("compiler said:\n%s\n", output.log.c_str());
   }
   return out["ok"].get<bool>() ? kExitOk : kExitFailure;
 }

@@ -1,4 +1,5 @@
 #include "daemon/results_table.hpp"
+#include "daemon/run_directory.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -39,21 +40,33 @@ std::vector<std::string> split_tabs(const std::string& line) {
 const std::string& results_header() {
   static const std::string h =
       "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription";
+      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise";
   return h;
 }
+
+namespace {
+
+/// The header before the paired columns were added; its rows have 14 fields.
+const std::string& header_v1() {
+  static const std::string h = results_header().substr(0, results_header().find("\tpaired_best_us"));
+  return h;
+}
+
+}  // namespace
 
 std::string format_row(const ResultRow& r) {
   return std::to_string(r.experiment) + "\t" + clean(r.tag) + "\t" + clean(r.kernel_type) + "\t" +
          num(r.throughput, 2) + "\t" + num(r.latency_us, 3) + "\t" + num(r.pct_peak, 4) + "\t" +
          num(r.speedup, 4) + "\t" + clean(r.correctness) + "\t" + num(r.peak_vram_mb, 1) + "\t" +
          (r.kept ? "yes" : "no") + "\t" + clean(r.commit) + "\t" + std::to_string(r.llm_tokens) + "\t" +
-         num(r.seconds, 2) + "\t" + clean(r.description);
+         num(r.seconds, 2) + "\t" + clean(r.description) + "\t" + num(r.paired_best_us, 3) + "\t" +
+         num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5);
 }
 
 Result<ResultRow> parse_row(const std::string& line) {
   auto f = split_tabs(line);
-  if (f.size() != 14) return error("expected 14 tab-separated fields, found " + std::to_string(f.size()));
+  if (f.size() != 14 && f.size() != 17)
+    return error("expected 17 tab-separated fields (14 before the paired columns), found " + std::to_string(f.size()));
   try {
     ResultRow r;
     r.experiment = std::stoll(f[0]);
@@ -70,6 +83,11 @@ Result<ResultRow> parse_row(const std::string& line) {
     r.llm_tokens = std::stoll(f[11]);
     r.seconds = std::stod(f[12]);
     r.description = f[13];
+    if (f.size() == 17) {
+      r.paired_best_us = std::stod(f[14]);
+      r.paired_ratio = std::stod(f[15]);
+      r.paired_noise = std::stod(f[16]);
+    }
     return r;
   } catch (const std::exception&) {
     return error("a field is not a number where one is expected");
@@ -79,7 +97,8 @@ Result<ResultRow> parse_row(const std::string& line) {
 namespace {
 
 /// The whole rows of a table and the length of the text they take.
-Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string& path, const std::string& text) {
+Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string& path, const std::string& text,
+                                                               bool* old_header = nullptr) {
   std::vector<ResultRow> rows;
   size_t pos = 0, good_end = 0;
   bool header = true;
@@ -88,7 +107,8 @@ Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string&
     if (nl == std::string::npos) break;  // a last line without its newline was cut short
     std::string line = text.substr(pos, nl - pos);
     if (header) {
-      if (line != results_header())
+      if (line == header_v1() && old_header) *old_header = true;
+      else if (line != results_header() && line != header_v1())
         return error(path + ": the first line is not autokernel's results header; is this a results.tsv of another tool?");
       header = false;
     } else {
@@ -122,9 +142,14 @@ Result<std::vector<ResultRow>> open_results(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::exists(path)) {
     const std::string text = slurp(path);
-    auto t = parse_table(path, text);
+    bool old_header = false;
+    auto t = parse_table(path, text, &old_header);
     if (!t) return t.error();
-    if (t->second == 0) {  // empty, or the header cut short: start the table again
+    if (old_header) {
+      std::string upgraded = results_header() + "\n";
+      for (auto& r : t->first) upgraded += format_row(r) + "\n";
+      if (auto s = write_file_atomic(path, upgraded); !s) return s.error();
+    } else if (t->second == 0) {  // empty, or the header cut short: start the table again
       std::ofstream(path, std::ios::trunc) << results_header() << "\n";
     } else if (t->second < text.size()) {
       fs::resize_file(path, t->second);

@@ -24,6 +24,10 @@ struct ResultRow {
   long long llm_tokens = 0;
   double seconds = 0;           ///< wall time of the experiment
   std::string description;
+  // The keep decision's evidence: the best timed again beside the candidate (0: not paired).
+  double paired_best_us = 0;    ///< the best's median in the candidate's own timing
+  double paired_ratio = 0;      ///< median of candidate / best over the pairs
+  double paired_noise = 0;      ///< half-width of that median's 95% interval
 };
 
 /// The header line, without its newline.
@@ -32,7 +36,8 @@ std::string format_row(const ResultRow& r);
 Result<ResultRow> parse_row(const std::string& line);
 
 /// Reads the table, dropping a last line cut short by a crash (and truncating the file to the
-/// last whole row); creates it with its header when absent.
+/// last whole row); creates it with its header when absent. A table of an older autokernel,
+/// without the paired columns, is rewritten with them (empty) so new rows fit its header.
 Result<std::vector<ResultRow>> open_results(const std::string& path);
 /// Reads the table as it is, changing nothing (for readers while the daemon writes).
 Result<std::vector<ResultRow>> read_results(const std::string& path);

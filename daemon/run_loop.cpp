@@ -18,6 +18,11 @@ bool stopping(const LoopSignals& s) { return s.stop && s.stop->load(); }
 
 }  // namespace
 
+bool faster_than_best(const Verdict& v, double best_us, double keep_threshold) {
+  if (v.paired.pairs > 0) return v.paired.clears(keep_threshold);
+  return v.timing && v.timing->median_us <= best_us * (1 - keep_threshold);
+}
+
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit) {
   std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " + row.description + "\n\n";
   m += format_numbers("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + format_numbers(", %.1f%% of peak", row.pct_peak * 100);
@@ -211,6 +216,7 @@ Result<bool> RunLoop::experiment(size_t index) {
   req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;
   req.baseline_us = baseline ? k.entry->baseline_us : std::optional<double>(k.baseline_us);
   req.time_starter = false;
+  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
   req.warmup = cfg_.harness.warmup;
   req.repetitions = cfg_.harness.repetitions;
   auto verdict = evaluator_.evaluate(req);
@@ -224,10 +230,13 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
   const double latency = v.timing ? v.timing->median_us : 0;
-  const bool keep = v.passed() && (baseline || latency <= k.best_us * (1 - cfg_.convergence.keep_threshold));
+  const bool keep = v.passed() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
 
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
                 v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
+  row.paired_best_us = v.paired.best_us;
+  row.paired_ratio = v.paired.ratio;
+  row.paired_noise = v.paired.noise;
   if (!v.passed()) row.description += " -- " + v.message;
   row.seconds = clock_.now_s() - t0;
   if (keep) {
@@ -243,7 +252,9 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (v.passed())
     spdlog::info("experiment {} {}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
                  proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
-                 keep ? "kept" : "reverted", keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
+                 keep ? "kept" : "reverted",
+                 v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
+                 : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
   else
     spdlog::info("experiment {} {}: {}: {} -> reverted: {}", n, k.tag, proposal.description, row.correctness, v.message);
   if (notifier_)

@@ -81,6 +81,11 @@ class RunLoop {
   double peak_ = 0;
 };
 
+/// The keep rule for a candidate that passed: when the harness timed it beside the best, the
+/// paired ratio must clear the threshold by more than its noise; an evaluator that times alone
+/// (a scripted one) is judged on its median against the recorded best.
+bool faster_than_best(const Verdict& v, double best_us, double keep_threshold);
+
 /// The commit message of a kept experiment, metrics as trailers.
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit);
 /// The row a kept experiment's commit describes (to replace one lost in a crash).

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/cupti_timer.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ak {
 namespace {
@@ -17,24 +14,7 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
 }
 
-struct Event {
-  const CudaDriver& d;
-  CUevent e = nullptr;
-  explicit Event(const CudaDriver& drv) : d(drv) { d.cuEventCreate(&e, CU_EVENT_DEFAULT); }
-  ~Event() {
-    if (e) d.cuEventDestroy(e);
-  }
-};
-
 }  // namespace
-
-Timing choose_samples(const std::vector<double>& cupti_us, const std::vector<double>& event_us) {
-  if (cupti_us.size() == event_us.size()) return summarize(cupti_us, event_us);
-  Timing t = summarize(event_us, event_us);
-  t.source = "CUDA events: CUPTI handed back " + std::to_string(cupti_us.size()) + " of " +
-             std::to_string(event_us.size()) + " kernel records";
-  return t;
-}
 
 BenchmarkPlan fit_plan(const BenchmarkPlan& plan, double first_launch_ms) {
   BenchmarkPlan p = plan;
@@ -60,60 +40,22 @@ Timing summarize(std::vector<double> cupti_us, std::vector<double> event_us) {
   return t;
 }
 
-Result<Timing> time_kernel(GpuContext& gpu, const std::string& kernel_name,
-                           const std::function<CUresult()>& launch, const BenchmarkPlan& plan,
-                           bool& sticky) {
-  const CudaDriver& d = gpu.driver();
-  sticky = false;
-  auto fail = [&](CUresult r, const std::string& when) -> Result<Timing> {
-    sticky = cu_error_is_sticky(r);
-    return error(when + ": " + cu_error_text(r));
-  };
-  // Writing a buffer twice the size of L2 before each launch evicts the previous launch's data.
-  auto flush = gpu.alloc(std::max<size_t>(gpu.info().l2_bytes * 2, 64 << 20));
-  if (!flush) return flush.error();
-  // The first warm-up launch, timed, sizes the rest: a slow kernel (a reference attention takes
-  // a tenth of a second) gets fewer launches so one timing stays within seconds, never below 10.
-  Event w0(d), w1(d);
-  d.cuEventRecord(w0.e, nullptr);
-  if (CUresult r = launch(); r != CUDA_SUCCESS) return fail(r, "warm-up launch failed");
-  d.cuEventRecord(w1.e, nullptr);
-  if (CUresult r = d.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-  float first_ms = 0;
-  d.cuEventElapsedTime(&first_ms, w0.e, w1.e);
-  const BenchmarkPlan sized = fit_plan(plan, first_ms);
-  for (int i = 1; i < sized.warmup; ++i)
-    if (CUresult r = launch(); r != CUDA_SUCCESS) return fail(r, "warm-up launch failed");
-  if (CUresult r = d.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-
-  if (auto s = CuptiKernelTimer::start(); !s) return s.error();
-  std::vector<Event> starts, ends;
-  starts.reserve(sized.repetitions);
-  ends.reserve(sized.repetitions);
-  for (int i = 0; i < sized.repetitions; ++i) {
-    starts.emplace_back(d);
-    ends.emplace_back(d);
-    d.cuMemsetD8Async(flush->ptr(), (unsigned char)(i & 0xff), flush->bytes(), nullptr);
-    d.cuEventRecord(starts.back().e, nullptr);
-    if (CUresult r = launch(); r != CUDA_SUCCESS) {
-      (void)CuptiKernelTimer::stop(kernel_name, 0);
-      return fail(r, "timed launch failed");
-    }
-    d.cuEventRecord(ends.back().e, nullptr);
-  }
-  CUresult r = d.cuCtxSynchronize();
-  auto cupti = CuptiKernelTimer::stop(kernel_name, size_t(sized.repetitions));
-  if (r != CUDA_SUCCESS) return fail(r, "timed launches failed");
-  if (!cupti) return cupti.error();
-  std::vector<double> events;
-  for (int i = 0; i < sized.repetitions; ++i) {
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
-    events.push_back(double(ms) * 1000.0);
-  }
-  Timing t = choose_samples(*cupti, events);
-  if (t.source != "CUPTI") spdlog::warn("timing {}: {}", kernel_name, t.source);
-  return t;
+PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b) {
+  PairedTiming p;
+  std::vector<double> ratios, best;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (b[i] > 0) ratios.push_back(a[i] / b[i]), best.push_back(b[i]);
+  if (ratios.empty()) return p;
+  std::sort(ratios.begin(), ratios.end());
+  std::sort(best.begin(), best.end());
+  const double n = double(ratios.size()), half = 0.98 * std::sqrt(n);  // 1.96 / 2 standard deviations
+  const size_t lo = size_t(std::max(0.0, std::floor((n - 1) / 2 - half)));
+  const size_t hi = size_t(std::min(n - 1, std::ceil((n - 1) / 2 + half)));
+  p.pairs = int(ratios.size());
+  p.ratio = percentile(ratios, 0.5);
+  p.best_us = percentile(best, 0.5);
+  p.noise = std::max(p.ratio - ratios[lo], ratios[hi] - p.ratio);
+  return p;
 }
 
 }  // namespace ak

@@ -1,6 +1,6 @@
 #pragma once
-/// Timing one kernel at one shape: warm-up, then repetitions with the L2 flushed before each,
-/// durations from CUPTI, cross-checked with CUDA events. Also statistics on samples.
+/// Statistics of timed launches: medians and spreads, the paired comparison of two kernels, and
+/// how many launches a kernel gets. The launches themselves: judged_timing.hpp.
 #include <functional>
 #include <vector>
 
@@ -11,10 +11,6 @@ namespace ak {
 
 /// Median, percentiles and extremes of a set of durations (microseconds).
 Timing summarize(std::vector<double> cupti_us, std::vector<double> event_us);
-
-/// The timing of a run: CUPTI's durations when it handed back one per launch; else the CUDA
-/// events around each launch (launch overhead included), with `source` saying why.
-Timing choose_samples(const std::vector<double>& cupti_us, const std::vector<double>& event_us);
 
 struct BenchmarkPlan {
   int warmup = 10;
@@ -27,10 +23,9 @@ inline constexpr int kMinRepetitions = 10;
 /// The plan cut to the budgets, given how long the first warm-up launch took.
 BenchmarkPlan fit_plan(const BenchmarkPlan& plan, double first_launch_ms);
 
-/// Times `launch` (which enqueues one launch of the kernel named `kernel_name`). An Error
-/// carries a CUDA failure; `sticky` is set when the context is gone.
-Result<Timing> time_kernel(GpuContext& gpu, const std::string& kernel_name,
-                           const std::function<CUresult()>& launch, const BenchmarkPlan& plan,
-                           bool& sticky);
+/// Pairs the launches of a candidate (a) and the best (b), timed alternately on the same inputs:
+/// the median of a_i / b_i, and the half-width of its 95% interval from the order statistics
+/// (distribution-free: a GPU's durations are not normal).
+PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace ak

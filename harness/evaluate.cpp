@@ -4,6 +4,8 @@
 
 #include "harness/benchmark.hpp"
 #include "harness/cublas_gemm.hpp"
+#include "harness/candidate_compile.hpp"
+#include "harness/judged_timing.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/roofline.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -17,15 +19,14 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 CompileRequest compile_request(const KernelSpec& spec, const std::string& source, const std::string& arch,
                                bool reference) {
-  CompileRequest c;
-  c.source = source;
-  c.filename = spec.type + (reference ? "_reference.cu" : ".cu");
-  c.arch = arch;
-  if (reference) c.name_expressions = reference_expressions(spec);
-  else
-    for (DType d : spec.dtypes) c.name_expressions.push_back(entry_expression(spec, d));
+  if (!reference) return candidate_request(spec, source, spec.type + ".cu", arch);
+  CompileRequest c{source, spec.type + "_reference.cu", reference_expressions(spec), arch};
   return c;
 }
+
+/// Seeds of the harness's own choices (inputs, checked launches): from the verdict's seed, so a
+/// run can be repeated, yet not from anything the candidate sees.
+uint64_t timing_seed(uint64_t seed) { return seed * 0x2545f4914f6cdd1dull + 0x7a11; }
 
 Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
   v.total_seconds = since(t0);
@@ -37,7 +38,7 @@ Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
 void to_json(nlohmann::json& j, const EvalRequest& r) {
   j = {{"kernel_type", r.kernel_type}, {"source", r.source}, {"dtype", r.dtype}, {"shape", r.shape},
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
-       {"repetitions", r.repetitions}};
+       {"repetitions", r.repetitions}, {"best_source", r.best_source}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
 }
 
@@ -48,6 +49,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   r.shape = j.value("shape", Shape{});
   r.arch = j.value("arch", "");
   r.seed = j.value("seed", uint64_t(0));
+  r.best_source = j.value("best_source", "");
   r.time_starter = j.value("time_starter", true);
   r.warmup = j.value("warmup", 10);
   r.repetitions = j.value("repetitions", 100);
@@ -59,6 +61,9 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
   if (!gpu) return gpu.error();
   std::unique_ptr<Harness> h(new Harness());
   h->gpu_ = std::move(*gpu);
+  auto inputs = DeviceInputs::open(*h->gpu_);
+  if (!inputs) return inputs.error();
+  h->inputs_ = std::move(*inputs);
   auto peaks = device_peaks(*h->gpu_);
   if (!peaks) return peaks.error();
   h->peaks_ = *peaks;
@@ -80,11 +85,23 @@ Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
 
 Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                                 const EvalRequest& req, bool& sticky) {
-  auto set = make_run_set(*gpu_, spec, shape, d, Recipe::Normal, req.seed ^ 0xb0b0);
-  if (!set) return set.error();
-  const RunBuffers b = set->view();
-  BenchmarkPlan plan{req.warmup, req.repetitions};
-  return time_kernel(*gpu_, k.lowered_name(d), [&] { return k.launch(spec, d, shape, b); }, plan, sticky);
+  JudgedTimingPlan plan{{req.warmup, req.repetitions}, 0, timing_seed(req.seed) ^ 0xb0b0};
+  TimedKernel timed{k.lowered_name(d), [&](const RunBuffers& b) { return k.launch(spec, d, shape, b); }};
+  auto t = judged_timing(*gpu_, *inputs_, spec, shape, d, {timed}, nullptr, plan, sticky);
+  if (!t) return t.error();
+  return t->timings.at(0);
+}
+
+Result<const LaunchableKernel*> Harness::best_kernel(const KernelSpec& spec, const std::string& source,
+                                                     const std::string& arch) {
+  if (auto it = best_.find(spec.type); it != best_.end() && it->second.first == source) return &it->second.second;
+  best_.erase(spec.type);  // one per type: the best changes only when a candidate is kept
+  auto compiled = compile_candidate(spec, source, spec.type + "_best.cu", arch);
+  if (!compiled) return compiled.error();
+  if (!compiled->ok) return error("the current best does not compile any more: " + compiled->message);
+  auto k = LaunchableKernel::candidate(*gpu_, spec, compiled->output);
+  if (!k) return error("the current best cannot be loaded: " + k.error().message);
+  return &best_.emplace(spec.type, std::make_pair(source, std::move(*k))).first->second.second;
 }
 
 Result<double> Harness::cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
@@ -140,23 +157,18 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     v.stages.push_back({"compile", false, since(tc), msg});
     return finish(v, t0);
   };
-  if (auto problems = contract_violations(req.source, *spec); !problems.empty()) {
-    std::string all;
-    for (auto& p : problems) all += (all.empty() ? "" : "; ") + p;
-    return fail_compile("the file breaks the kernel contract: " + all, "");
-  }
-  auto compiled = nvrtc_compile(compile_request(*spec, req.source, v.arch, false));
+  auto compiled = compile_candidate(*spec, req.source, spec->type + ".cu", v.arch);
   if (!compiled) return fail_compile(compiled.error().message, "");
-  if (!compiled->ok) return fail_compile("NVRTC could not compile the file (see the compile log)", compiled->log);
+  if (!compiled->ok) return fail_compile(compiled->message, compiled->output.log);
   for (size_t i = 0; i < spec->dtypes.size(); ++i)
     if (spec->dtypes[i] == *dtype) {
-      const FunctionInfo& f = compiled->functions[i];
+      const FunctionInfo& f = compiled->output.functions[i];
       v.registers = f.registers;
       v.spill_bytes = f.spill_stores + f.spill_loads;
       v.static_smem_bytes = f.static_smem_bytes;
     }
-  auto cand = LaunchableKernel::candidate(*gpu_, *spec, *compiled);
-  if (!cand) return fail_compile("the compiled module cannot be used: " + cand.error().message, compiled->log);
+  auto cand = LaunchableKernel::candidate(*gpu_, *spec, compiled->output);
+  if (!cand) return fail_compile("the compiled module cannot be used: " + cand.error().message, compiled->output.log);
   if (v.registers < 0) {  // NVRTC's log carried no ptxas statistics: ask the driver
     FunctionInfo f = cand->attributes(*dtype);
     v.registers = f.registers;
@@ -177,7 +189,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   CaseRunner runner(*gpu_, *spec, *cand, (*ref)->validate);
   if (!run_five_stages(runner, *spec, v.seed, v, on_stage)) return finish(v, t0);
 
-  // Benchmark: check at the timed shape, time, judge the timing, check again.
+  // Benchmark: the judged timing at the timed shape, beside the current best when there is one.
   if (on_stage) on_stage("benchmark");
   auto tb = std::chrono::steady_clock::now();
   auto bench_fail = [&](const StageFailure& f) {
@@ -185,17 +197,30 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     v.stages.push_back({"benchmark", false, since(tb), f.message});
     return finish(v, t0);
   };
-  if (auto f = runner.run({shape, *dtype, Recipe::Normal, v.seed + 77})) return bench_fail(*f);
+  std::vector<TimedKernel> timed{{cand->lowered_name(*dtype), [&](const RunBuffers& b) { return cand->launch(*spec, *dtype, shape, b); }}};
+  if (!req.best_source.empty()) {
+    auto best = best_kernel(*spec, req.best_source, v.arch);
+    if (!best) {
+      v.message = "benchmark: " + best.error().message;
+      return finish(v, t0);
+    }
+    const LaunchableKernel* b = *best;
+    timed.push_back({b->lowered_name(*dtype), [=, &shape](const RunBuffers& bufs) { return b->launch(*spec, *dtype, shape, bufs); }});
+  }
   bool sticky = false;
-  auto timing = time_at(*spec, *cand, *dtype, shape, req, sticky);
-  if (!timing) {
+  JudgedTimingPlan plan{{req.warmup, req.repetitions}, kCheckedLaunches, timing_seed(v.seed)};
+  auto judged = judged_timing(*gpu_, *inputs_, *spec, shape, *dtype, timed, &(*ref)->validate, plan, sticky);
+  if (!judged || judged->failure) {
     StageFailure f;
-    f.correctness = sticky ? Correctness::Crash : Correctness::Fail;
-    f.message = timing.error().message;
-    f.at = {shape, *dtype};
+    if (judged) f = *judged->failure;
+    else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message;
+    f.at = {shape, *dtype, Recipe::Normal, v.seed};
     f.context_lost = sticky;
     return bench_fail(f);
   }
+  const Result<Timing> timing = judged->timings.at(0);
+  v.paired = judged->paired;
+  v.peak_vram_mb = double(std::max(runner.peak_bytes(), judged->bytes)) / (1 << 20);
   v.timing = *timing;
   if (timing->source != "CUPTI") v.notes.push_back("timed with " + timing->source);
   Roofline roof = roofline(*spec, shape, *dtype, timing->median_us, peaks_);
@@ -213,12 +238,6 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     v.stages.push_back({"benchmark", false, since(tb), v.message});
     return finish(v, t0);
   }
-  if (auto f = runner.run({shape, *dtype, Recipe::Normal, v.seed + 78})) {
-    StageFailure g = *f;
-    g.message = "after timing: " + g.message + " (the kernel behaves differently once warmed up)";
-    return bench_fail(g);
-  }
-  v.peak_vram_mb = double(runner.peak_bytes()) / (1 << 20);
   // The baseline and the starter: a failure here is the harness's, not the candidate's; the
   // verdict says so, and a broken context still sends the worker away.
   // A sampled reference computes only some rows: the cuBLAS types are not timed against it.
@@ -237,7 +256,9 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.baseline_source = req.baseline_us ? "config" : measured <= 0 ? "unavailable" : cublas ? "cuBLAS" : "reference kernel";
   v.speedup = v.baseline_us > 0 ? v.baseline_us / timing->median_us : 0;
   v.stages.push_back({"benchmark", true, since(tb),
-                      std::to_string(timing->samples) + " timed launches, L2 flushed before each"});
+                      std::to_string(timing->samples) + " timed launches on fresh inputs, L2 flushed before each, " +
+                          std::to_string(plan.checked_launches) + " of them checked" +
+                          (v.paired.pairs ? ", paired with the current best" : "")});
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";
   return finish(v, t0);

@@ -1,19 +1,24 @@
 #pragma once
 /// The whole evaluation of one candidate inside the worker: contract check, NVRTC compile, the
-/// five stages, a check at the benchmark shape, timing, roofline, and the same check again after
-/// timing. The daemon never calls this directly: it goes through an Evaluator.
+/// five stages, then the judged timing at the benchmark shape (paired with the current best when
+/// one is given) and the roofline. The daemon never calls this directly: it goes through an
+/// Evaluator.
 #include <map>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/device_inputs.hpp"
 #include "harness/device_peaks.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/stages.hpp"
 #include "harness/verdict.hpp"
 
 namespace ak {
+
+/// How many of a candidate's timed launches are checked against the reference.
+inline constexpr int kCheckedLaunches = 4;
 
 /// One candidate to judge.
 struct EvalRequest {
@@ -25,6 +30,9 @@ struct EvalRequest {
   uint64_t seed = 0;                   ///< 0: drawn from the clock (and recorded in the verdict)
   std::optional<double> baseline_us;   ///< the user's time today; else the reference kernel's
   bool time_starter = true;            ///< also time the type's starter (cached per shape)
+  /// The current best file: timed beside the candidate, launch for launch, for the keep decision
+  /// (Verdict::paired). Empty: the candidate is timed alone.
+  std::string best_source;
   int warmup = 10, repetitions = 100;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
@@ -42,16 +50,20 @@ class Harness {
     LaunchableKernel validate, baseline;
   };
   Result<Reference*> reference(const KernelSpec& spec);
-  /// Times a loaded kernel at a shape on fresh normal inputs.
+  /// Times a trusted kernel (reference, starter) at a shape; its outputs are not checked.
   Result<Timing> time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                          const EvalRequest& req, bool& sticky);
+  /// The current best of a request, compiled and loaded once per source.
+  Result<const LaunchableKernel*> best_kernel(const KernelSpec& spec, const std::string& source, const std::string& arch);
   /// The median time of the reference (what == "reference") or of the starter, once per
   /// shape and dtype. `sticky` is set when timing them broke the context.
   Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
                              const EvalRequest& req, bool& sticky);
 
   std::unique_ptr<GpuContext> gpu_;
+  std::unique_ptr<DeviceInputs> inputs_;
   DevicePeaks peaks_;
+  std::map<std::string, std::pair<std::string, LaunchableKernel>> best_;   ///< per type: source, kernel
   std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
 };

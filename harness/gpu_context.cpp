@@ -2,6 +2,8 @@
 
 #include "harness/nvrtc_compile.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace ak {
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
@@ -34,6 +36,14 @@ Result<CUfunction> LoadedModule::function(const std::string& lowered_name) const
   return f;
 }
 
+Result<CUdeviceptr> LoadedModule::address_of(const std::string& symbol) const {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  if (auto s = cu_check(d_->cuModuleGetGlobal(&p, &bytes, m_, symbol.c_str()), "finding " + symbol + " in the module"); !s)
+    return s.error();
+  return p;
+}
+
 Result<std::optional<int>> LoadedModule::read_int(const std::string& symbol) const {
   CUdeviceptr p = 0;
   size_t bytes = 0;
@@ -64,6 +74,10 @@ Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
   if (auto s = cu_check(d.cuDevicePrimaryCtxRetain(&g->ctx_, g->dev_), "creating a CUDA context"); !s)
     return s.error();
   if (auto s = cu_check(d.cuCtxSetCurrent(g->ctx_), "making the CUDA context current"); !s) return s.error();
+  // No device heap: a candidate's malloc() gets nothing, so it cannot keep memory across launches
+  // (module_state.hpp refuses the call before anything runs; this is the second line).
+  if (auto s = cu_check(d.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 0), "setting the device heap to 0 bytes"); !s)
+    spdlog::warn("{}: a candidate's device malloc would get the default heap", s.error().message);
   GpuInfo& i = g->info_;
   i.index = index;
   char name[256] = {};

@@ -47,6 +47,8 @@ class LoadedModule {
   LoadedModule& operator=(LoadedModule&& o) noexcept;
   ~LoadedModule();
   Result<CUfunction> function(const std::string& lowered_name) const;
+  /// The device address of a module variable.
+  Result<CUdeviceptr> address_of(const std::string& symbol) const;
   /// Reads an exported `__constant__ int`; nullopt when the module does not define it.
   Result<std::optional<int>> read_int(const std::string& symbol) const;
 

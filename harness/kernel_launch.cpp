@@ -1,5 +1,7 @@
 #include "harness/kernel_launch.hpp"
 
+#include "harness/module_state.hpp"
+
 
 #include <functional>
 #include <tuple>
@@ -60,6 +62,7 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
                  std::to_string(g.tile_n) + ") gives no blocks for " + shape_str(spec.smoke_shape) +
                  ": a " + spec.type + " file must export the constants its grid is computed from "
                  "(kernels_cuda/" + spec.type + "/README.md)");
+  if (auto s = k.hold_initialized_memory(compiled.cubin); !s) return s.error();
   auto smem = k.module_.read_int(kSmemBytesSymbol);
   if (!smem) return smem.error();
   k.smem_bytes_ = smem->value_or(0);
@@ -81,6 +84,16 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
   k.geometry_.block_threads = spec.reference_threads;
   k.is_reference_ = true;
   return k;
+}
+
+Status LaunchableKernel::hold_initialized_memory(const std::vector<char>& cubin) {
+  InitializedMemory m = initialized_memory(cubin);
+  if (m.anchor.empty()) return ok();
+  auto at = module_.address_of(m.anchor);
+  if (!at) return at.error();
+  initial_at_ = *at - m.anchor_offset;
+  initial_image_ = std::move(m.image);
+  return ok();
 }
 
 FunctionInfo LaunchableKernel::attributes(DType d) const {
@@ -130,6 +143,9 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
     grid = spec.rows(shape) * per_row;
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
+  if (!initial_image_.empty())
+    if (CUresult r = d_->cuMemcpyHtoDAsync(initial_at_, initial_image_.data(), initial_image_.size(), s); r != CUDA_SUCCESS)
+      return r;
   return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
                             unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
 }

@@ -25,7 +25,9 @@ class LaunchableKernel {
   /// shared memory bytes. The cubin's own account, where NVRTC's log has none.
   FunctionInfo attributes(DType d) const;
 
-  /// Enqueues one launch; the CUresult is returned as is so the caller can tell sticky errors.
+  /// Enqueues one launch, after writing the module's initialised memory back to its image (a
+  /// candidate's launch starts from what the file says, never from what a launch left there).
+  /// The CUresult is returned as is so the caller can tell sticky errors.
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;
 
   int block_threads() const { return geometry_.block_threads; }
@@ -34,12 +36,15 @@ class LaunchableKernel {
   const std::string& lowered_name(DType d) const { return names_.at(d); }
 
  private:
+  Status hold_initialized_memory(const std::vector<char>& cubin);
   const CudaDriver* d_ = nullptr;
   LoadedModule module_;
   std::map<DType, CUfunction> functions_;
   std::map<DType, std::string> names_;
   LaunchGeometry geometry_;
   int smem_bytes_ = 0;
+  std::vector<char> initial_image_;   ///< the module's .nv.global.init as compiled
+  CUdeviceptr initial_at_ = 0;
   bool is_reference_ = false;
 };
 

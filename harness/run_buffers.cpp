@@ -17,8 +17,7 @@ float fill_scale(const ArgSpec& a, const Shape& shape) {
   return a.fill == Fill::FanIn ? float(1.0 / std::sqrt(double(shape.at(size_t(a.dim))))) : 1.0f;
 }
 
-Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape& shape, DType d, Recipe recipe,
-                            uint64_t seed) {
+Result<RunSet> allocate_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape& shape, DType d) {
   RunSet r;
   for (const ArgSpec& a : spec.args) {
     if (!a.is_buffer()) continue;
@@ -28,12 +27,7 @@ Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape
                            ": " + buf.error().message);
     r.bytes += bytes;
     switch (a.kind) {
-      case ArgSpec::Input: {
-        r.host_inputs.push_back(make_input(d, a.numel(shape), spec.cols(shape), a.fill, recipe, ++seed, fill_scale(a, shape)));
-        if (auto s = gpu.upload(*buf, r.host_inputs.back().data(), bytes); !s) return s.error();
-        r.inputs.push_back(std::move(*buf));
-        break;
-      }
+      case ArgSpec::Input: r.inputs.push_back(std::move(*buf)); break;
       case ArgSpec::Output: r.outputs.push_back(std::move(*buf)); break;
       case ArgSpec::Scratch: r.scratch.push_back(std::move(*buf)); break;
       case ArgSpec::Counters: r.counters.push_back(std::move(*buf)); break;
@@ -42,6 +36,31 @@ Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape
   }
   if (auto s = zero_counters(gpu, r); !s) return s.error();
   return r;
+}
+
+Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape& shape, DType d, Recipe recipe,
+                            uint64_t seed) {
+  auto r = allocate_run_set(gpu, spec, shape, d);
+  if (!r) return r.error();
+  size_t k = 0;
+  for (const ArgSpec& a : spec.args) {
+    if (a.kind != ArgSpec::Input) continue;
+    DeviceBuffer& buf = r->inputs[k++];
+    r->host_inputs.push_back(make_input(d, a.numel(shape), spec.cols(shape), a.fill, recipe, ++seed, fill_scale(a, shape)));
+    if (auto s = gpu.upload(buf, r->host_inputs.back().data(), buf.bytes()); !s) return s.error();
+  }
+  return r;
+}
+
+Status poison_writable(GpuContext& gpu, const RunSet& r) {
+  const CudaDriver& d = gpu.driver();
+  for (auto* group : {&r.outputs, &r.scratch})
+    for (auto& b : *group)
+      if (auto s = cu_check(d.cuMemsetD8Async(b.ptr(), kPoisonByte, b.bytes(), nullptr), "poisoning the outputs"); !s)
+        return s;
+  for (auto& c : r.counters)
+    if (auto s = cu_check(d.cuMemsetD8Async(c.ptr(), 0, c.bytes(), nullptr), "zeroing the counters"); !s) return s;
+  return ok();
 }
 
 Status zero_counters(GpuContext& gpu, const RunSet& r) {

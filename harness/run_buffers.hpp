@@ -27,12 +27,20 @@ struct RunSet {
   RunBuffers view() const;
 };
 
+/// Allocates every buffer argument of `spec` at `shape` in dtype d, the inputs left undrawn
+/// (DeviceInputs draws them on the GPU) and host_inputs empty; counters zeroed.
+Result<RunSet> allocate_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape& shape, DType d);
+
 /// Allocates and fills every buffer argument of `spec` at `shape` in dtype d.
 Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape& shape, DType d, Recipe recipe,
                             uint64_t seed);
 
 /// The scale of a Fill::FanIn input: 1/sqrt(shape[a.dim]); 1 for other fills.
 float fill_scale(const ArgSpec& a, const Shape& shape);
+
+/// Before every launch, enqueued on the default stream: outputs and scratch poisoned (NaN), so
+/// nothing an earlier launch wrote can be reused, and counters zeroed as the contract says.
+Status poison_writable(GpuContext& gpu, const RunSet& r);
 
 /// Sets the counters to zero (before a run, so one bad candidate cannot poison the next run).
 Status zero_counters(GpuContext& gpu, const RunSet& r);

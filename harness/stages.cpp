@@ -1,5 +1,7 @@
 #include "harness/stages.hpp"
 
+#include "harness/reference_outputs.hpp"
+
 #include <chrono>
 #include <cstring>
 
@@ -54,45 +56,14 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   if (!set) return failure(Correctness::Fail, set.error().message, c);
   peak_bytes_ = std::max(peak_bytes_, set->bytes);
   const RunBuffers cand_bufs = set->view();
-  RunBuffers ref_bufs = cand_bufs;
-
-  // Sampled validation: the reference computes only some rows of the output, compacted.
-  std::vector<int32_t> rows;
-  int64_t row_length = 0;
-  DeviceBuffer d_rows;
-  if (spec_.validation_rows > 0) {
-    row_length = spec_.output_row_length(c.shape);
-    rows = pick_sample_rows(output_rows(spec_, c.shape), spec_.validation_rows, c.seed);
-    auto buf = gpu_.alloc(rows.size() * sizeof(int32_t));
-    if (!buf) return failure(Correctness::Fail, buf.error().message, c);
-    d_rows = std::move(*buf);
-    if (auto s = gpu_.upload(d_rows, rows.data(), d_rows.bytes()); !s) return failure(Correctness::Fail, s.error().message, c);
-    ref_bufs.sample_rows = &d_rows;
-    ref_bufs.sample_count = int64_t(rows.size());
-  }
-  std::vector<DeviceBuffer> d_expected;
-  ref_bufs.outputs.clear();
-  for (auto& o : set->outputs) {
-    const size_t n = rows.empty() ? o.bytes() / dtype_size(c.dtype) : rows.size() * size_t(row_length);
-    auto e = gpu_.alloc(n * sizeof(float));
-    if (!e) return failure(Correctness::Fail, e.error().message, c);
-    d_expected.push_back(std::move(*e));
-  }
-  for (auto& e : d_expected) ref_bufs.outputs.push_back(&e);
-
-  CUresult r = ref_.launch(spec_, c.dtype, c.shape, ref_bufs);
-  if (r == CUDA_SUCCESS) r = d.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
-  std::vector<std::vector<float>> expected;
-  for (auto& e : d_expected) {
-    expected.emplace_back(e.bytes() / sizeof(float));
-    if (auto s = gpu_.download(expected.back().data(), e, e.bytes()); !s) return failure(Correctness::Fail, s.error().message, c);
-  }
-  if (auto s = zero_counters(gpu_, *set); !s) return failure(Correctness::Fail, s.error().message, c);
+  CUresult r = CUDA_SUCCESS;
+  auto expected = reference_outputs(gpu_, spec_, ref_, cand_bufs, c.shape, c.dtype, c.seed, r);
+  if (!expected && r != CUDA_SUCCESS) return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
+  if (!expected) return failure(Correctness::Fail, expected.error().message, c);
 
   std::vector<std::vector<char>> first;
   for (int rep = 0; rep < repeats; ++rep) {
-    for (auto& o : set->outputs) d.cuMemsetD8(o.ptr(), kPoisonByte, o.bytes());
+    if (auto s = poison_writable(gpu_, *set); !s) return failure(Correctness::Fail, s.error().message, c);
     r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
     r = d.cuCtxSynchronize();
@@ -103,13 +74,9 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
       std::vector<char> got(set->outputs[i].bytes());
       if (auto s = gpu_.download(got.data(), set->outputs[i], got.size()); !s) return failure(Correctness::Fail, s.error().message, c);
       if (rep == 0) {
-        Comparison cmp = rows.empty() ? compare_output(got.data(), c.dtype, expected[i].data(), int64_t(expected[i].size()),
-                                                       spec_.tolerance(c.dtype))
-                                      : compare_rows(got.data(), c.dtype, expected[i].data(), rows, row_length,
-                                                     spec_.tolerance(c.dtype));
+        Comparison cmp = expected->compare(i, got.data(), c.dtype, spec_.tolerance(c.dtype));
         if (!cmp.pass()) {
-          std::string sampled = rows.empty() ? "" : " (" + std::to_string(rows.size()) + " sampled rows checked)";
-          StageFailure f = failure(Correctness::Fail, "wrong output on " + where(c) + ": " + cmp.describe() + sampled, c);
+          StageFailure f = failure(Correctness::Fail, "wrong output on " + where(c) + ": " + cmp.describe() + expected->sampled_note(), c);
           f.comparison = cmp;
           return f;
         }

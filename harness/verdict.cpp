@@ -72,6 +72,9 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"peak_vram_mb", v.peak_vram_mb},
                      {"context_lost", v.context_lost},
                      {"notes", v.notes}};
+  if (v.paired.pairs > 0)
+    j["paired"] = {{"pairs", v.paired.pairs}, {"best_us", v.paired.best_us}, {"ratio", v.paired.ratio},
+                   {"noise", v.paired.noise}};
   auto& stages = j["stages"] = nlohmann::json::array();
   for (auto& s : v.stages)
     stages.push_back({{"name", s.name}, {"passed", s.passed}, {"seconds", s.seconds}, {"detail", s.detail}});
@@ -97,6 +100,10 @@ void from_json(const nlohmann::json& j, Verdict& v) {
   AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);
   AK_GET(reference_us); AK_GET(starter_us); AK_GET(cublas_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
 #undef AK_GET
+  if (j.contains("paired")) {
+    const auto& p = j["paired"];
+    v.paired = PairedTiming{p.value("pairs", 0), p.value("best_us", 0.0), p.value("ratio", 0.0), p.value("noise", 0.0)};
+  }
   if (j.contains("notes")) v.notes = j["notes"].get<std::vector<std::string>>();
   if (j.contains("stages"))
     for (auto& s : j["stages"])

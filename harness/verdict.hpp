@@ -30,6 +30,17 @@ struct Timing {
   double spread() const { return median_us > 0 ? (p90_us - p10_us) / median_us : 0; }
 };
 
+/// The candidate timed beside the current best, launch for launch on the same inputs: the
+/// ratio of each pair cancels whatever the GPU did in that moment (clocks, a neighbour).
+struct PairedTiming {
+  int pairs = 0;               ///< 0: no best was given, nothing paired
+  double best_us = 0;          ///< the best's median in these very launches
+  double ratio = 0;            ///< median over pairs of candidate / best
+  double noise = 0;            ///< half-width of the 95% interval of that median
+  /// Faster than the best by more than `threshold` beyond the noise: worth keeping.
+  bool clears(double threshold) const { return pairs > 0 && ratio < 1 - threshold - noise; }
+};
+
 struct Verdict {
   Correctness correctness = Correctness::Fail;
   std::string message;          ///< one line a person (or an LLM) can act on
@@ -61,6 +72,7 @@ struct Verdict {
   double cublas_us = 0;         ///< the cuBLAS GEMMs of the shape (types whose baseline is cuBLAS)
   double speedup = 0;           ///< baseline_us / median_us
   double peak_vram_mb = 0;
+  PairedTiming paired;          ///< against the current best, when the request gave one
 
   std::vector<std::string> notes;   ///< what went wrong around the candidate (baseline timing)
   bool context_lost = false;    ///< the worker's CUDA context is unusable: it must be replaced

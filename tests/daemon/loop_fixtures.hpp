@@ -14,13 +14,22 @@
 namespace ak::test {
 
 /// Judges a source by its first line: "// us=<latency>" passes with that latency, "// FAIL"
-/// fails the shape sweep, anything else (the starters) passes at `starter_us`.
+/// fails the shape sweep, anything else (the starters) passes at `starter_us`. With
+/// `pair_noise` >= 0 it also times the request's best beside the candidate, as the real harness
+/// does: the ratio is the latencies' unless the line says " ratio=<r>" (a slow moment of the GPU
+/// that moved the medians, not the pair).
 class ScriptedEvaluator : public Evaluator {
  public:
   double starter_us = 100, reference_us = 150, peak_gbps = 3000;
+  double pair_noise = -1;
   int calls = 0;
+  std::vector<std::string> best_sources;   ///< what each request gave as the current best
+  static double latency_of(const std::string& source, double otherwise) {
+    return source.rfind("// us=", 0) == 0 ? std::stod(source.substr(6)) : otherwise;
+  }
   Result<Verdict> evaluate(const EvalRequest& req) override {
     ++calls;
+    best_sources.push_back(req.best_source);
     Verdict v;
     v.kernel_type = req.kernel_type;
     v.dtype = req.dtype;
@@ -37,8 +46,13 @@ class ScriptedEvaluator : public Evaluator {
       v.message = "shape sweep: wrong output on 100x3000 fp16";
       return v;
     }
-    double us = starter_us;
-    if (req.source.rfind("// us=", 0) == 0) us = std::stod(req.source.substr(6));
+    const double us = latency_of(req.source, starter_us);
+    if (pair_noise >= 0 && !req.best_source.empty()) {
+      const double best = latency_of(req.best_source, starter_us);
+      const std::string line = req.source.substr(0, req.source.find('\n'));
+      const size_t r = line.find(" ratio=");
+      v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), pair_noise};
+    }
     v.correctness = Correctness::Pass;
     v.timing = Timing{100, us, us, us, us, us, us + 3};
     const double bytes = find_spec(req.kernel_type)->bytes(req.shape, DType::F16);

@@ -20,13 +20,39 @@ TEST_CASE("a row survives the trip through the table, tabs in descriptions made 
   CHECK(back->description == "tier 1: AK_THREADS 256 -> 512 ");
 }
 
-TEST_CASE("the table starts with DESIGN.md's header", "[results]") {
+TEST_CASE("the table starts with DESIGN.md's header and the paired timing's columns", "[results]") {
   test::TempDir d;
   std::string path = (d.path / "results.tsv").string();
   REQUIRE(open_results(path).ok());
   CHECK(test::read_file(path) ==
         "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\n");
+        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\n");
+}
+
+TEST_CASE("a table of an older autokernel gains the paired columns and keeps its rows", "[results]") {
+  test::TempDir d;
+  std::string path = d.write("results.tsv",
+                             "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
+                             "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\n"
+                             "1\trms\trmsnorm\t2400.00\t109.000\t0.8300\t1.0000\tPASS\t256.0\tyes\tabc\t0\t3.10\tbaseline\n");
+  auto rows = open_results(path);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK((*rows)[0].latency_us == 109.0);
+  ResultRow r = (*rows)[0];
+  r.experiment = 2;
+  r.paired_best_us = 109.5;
+  r.paired_ratio = 0.98;
+  r.paired_noise = 0.002;
+  REQUIRE(append_result(path, r).ok());
+  auto again = read_results(path);
+  REQUIRE(again.ok());
+  REQUIRE(again->size() == 2);
+  CHECK((*again)[0].paired_ratio == 0);
+  CHECK((*again)[1].paired_best_us == Approx(109.5));
+  CHECK((*again)[1].paired_ratio == Approx(0.98));
+  CHECK((*again)[1].paired_noise == Approx(0.002));
+  CHECK(test::read_file(path).rfind(results_header() + "\n", 0) == 0);
 }
 
 TEST_CASE("a row cut short by a crash is dropped and the file repaired", "[results]") {

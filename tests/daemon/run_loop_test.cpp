@@ -66,6 +66,42 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
     CHECK(std::filesystem::exists(loop.directory().path(loop.directory().experiment_file(n, "rmsnorm"))));
 }
 
+TEST_CASE("with paired timings a candidate is kept only when its ratio to the best clears the threshold beyond the noise", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.004;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(98.8, "1.2% faster by the medians, inside threshold plus noise");
+  pr.queue.push_back({"// us=103 ratio=0.97\nslow moment\n", "3% faster beside the best, in a slow moment", 10, 0});
+  pr.add(95, "faster again");
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 3\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(ev.best_sources[0].empty());                       // the starter is timed alone
+  CHECK(ev.best_sources[1] == rmsnorm_spec().starter_source());
+  CHECK_FALSE(rows[1].kept);                               // 0.988 is not under 0.99 - 0.004
+  CHECK(rows[1].paired_ratio == Approx(0.988));
+  CHECK(rows[1].paired_noise == Approx(0.004));
+  CHECK(rows[1].paired_best_us == Approx(100));
+  CHECK(rows[2].kept);                                     // its median is slower, its pairs are not
+  CHECK(rows[2].paired_ratio == Approx(0.97));
+  CHECK(ev.best_sources[3] == "// us=103 ratio=0.97\nslow moment\n");
+  CHECK(rows[3].kept);                                     // 95 / 103
+}
+
+TEST_CASE("the keep rule: paired when the harness paired, else the median against the best", "[loop]") {
+  Verdict v;
+  v.correctness = Correctness::Pass;
+  v.timing = Timing{100, 98.0};
+  CHECK(faster_than_best(v, 100, 0.01));
+  v.paired = {100, 100, 0.98, 0.02};
+  CHECK_FALSE(faster_than_best(v, 100, 0.01));
+  v.paired.noise = 0.001;
+  CHECK(faster_than_best(v, 100, 0.01));
+}
+
 TEST_CASE("the proposer sees the current best file and the kernel's history", "[loop]") {
   TempDir dir;
   ScriptedEvaluator ev;

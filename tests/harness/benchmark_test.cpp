@@ -38,14 +38,33 @@ TEST_CASE("a slow kernel gets fewer launches, never fewer than ten timed", "[ben
   CHECK(fit_plan({3, 5}, 5000.0).repetitions == 5);  // never more than asked
 }
 
-TEST_CASE("CUPTI's durations are used when it hands back every launch, else the events, saying so", "[benchmark]") {
-  std::vector<double> events{12, 11, 13};
-  Timing full = choose_samples({10, 9, 11}, events);
-  CHECK(full.source == "CUPTI");
-  CHECK(full.median_us == 10);
-  CHECK(full.event_median_us == 12);
-  Timing short_of = choose_samples({}, events);
-  CHECK(short_of.median_us == 12);
-  CHECK(short_of.samples == 3);
-  CHECK(short_of.source == "CUDA events: CUPTI handed back 0 of 3 kernel records");
+TEST_CASE("paired timings: the median ratio of candidate to best and the noise of that median", "[benchmark]") {
+  // The GPU slows down in the middle: both kernels of a pair see it, the ratio does not.
+  std::vector<double> best, cand;
+  for (int i = 0; i < 100; ++i) {
+    double moment = (i > 40 && i < 60) ? 1.3 : 1.0;
+    best.push_back(100.0 * moment * (1 + 0.002 * (i % 5)));
+    cand.push_back(97.0 * moment * (1 + 0.002 * ((i + 2) % 5)));
+  }
+  PairedTiming p = pair_up(cand, best);
+  CHECK(p.pairs == 100);
+  CHECK(p.ratio == Approx(0.97).epsilon(0.01));
+  CHECK(p.noise > 0);
+  CHECK(p.noise < 0.01);
+  CHECK(p.best_us == Approx(100.4).epsilon(0.01));
+  CHECK(p.clears(0.01));          // 3% faster, well beyond 1% and the noise
+  CHECK_FALSE(p.clears(0.03));    // not 3% beyond the noise
+}
+
+TEST_CASE("a paired ratio within the noise is not a gain, and no pairs never clear", "[benchmark]") {
+  std::vector<double> best, cand;
+  for (int i = 0; i < 100; ++i) {
+    best.push_back(100.0 + (i * 37 % 11));
+    cand.push_back(98.8 + (i * 53 % 11));   // 1.2% faster on average, but the pairs scatter by 10%
+  }
+  PairedTiming p = pair_up(cand, best);
+  CHECK(p.noise > 0.01);
+  CHECK_FALSE(p.clears(0.01));
+  CHECK_FALSE(PairedTiming{}.clears(0.01));
+  CHECK(pair_up({}, {}).pairs == 0);
 }

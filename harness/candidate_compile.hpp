@@ -1,0 +1,27 @@
+#pragma once
+/// The compile step of a candidate, the same for the harness and `autokernel compile`: the
+/// kernel-file contract checked on the text (the friendly first line), NVRTC in the compile
+/// sandbox (the real line: compile_sandbox.hpp), the compile log cleaned of anything but the
+/// candidate's own text, and the module refused if it keeps state between launches.
+#include <string>
+
+#include "harness/nvrtc_compile.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+struct CandidateCompile {
+  bool ok = false;
+  std::string message;     ///< why not, as a verdict says it (empty when ok)
+  CompileOutput output;    ///< the cubin and the (cleaned) log
+};
+
+/// The compile request for a candidate of `spec`: one entry point per dtype.
+CompileRequest candidate_request(const KernelSpec& spec, const std::string& source, const std::string& filename,
+                                 const std::string& arch);
+
+/// An Error means the compiler itself could not be used; a candidate's fault is ok = false.
+Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::string& source,
+                                           const std::string& filename, const std::string& arch);
+
+}  // namespace ak

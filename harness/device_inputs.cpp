@@ -1,0 +1,90 @@
+#include "harness/device_inputs.hpp"
+
+#include "harness/nvrtc_compile.hpp"
+
+namespace ak {
+namespace {
+
+// kind: 0 normal (times scale), 1 weight in [0.5, 1.5), 2 bias in [-0.5, 0.5).
+const char* kSource = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__device__ __forceinline__ unsigned long long ak_mix(unsigned long long z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+__device__ __forceinline__ float ak_unit(unsigned long long h) { return float(h >> 40) * (1.0f / 16777216.0f); }
+template <typename T> __device__ __forceinline__ T ak_cast(float v);
+template <> __device__ __forceinline__ __half ak_cast<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 ak_cast<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float ak_cast<float>(float v) { return v; }
+
+template <typename T>
+__global__ void ak_fill(T* out, long long n, unsigned long long seed, int kind, float scale) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned long long a = ak_mix(seed ^ (unsigned long long)i * 0xd1342543de82ef95ull), b = ak_mix(a);
+    float v;
+    if (kind == 1) v = 0.5f + ak_unit(a);
+    else if (kind == 2) v = ak_unit(a) - 0.5f;
+    else v = (ak_unit(a) + ak_unit(a << 24) + ak_unit(b) + ak_unit(b << 24) - 2.0f) * 1.7320508f * scale;
+    out[i] = ak_cast<T>(v);
+  }
+}
+
+__global__ void ak_fill_index(long long* out, long long n, unsigned long long seed, int, float classes) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    out[i] = (long long)(ak_mix(seed ^ (unsigned long long)i * 0xd1342543de82ef95ull) % (unsigned long long)classes);
+}
+)";
+
+int fill_kind(Fill f) { return f == Fill::Weight ? 1 : f == Fill::Bias ? 2 : 0; }
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceInputs>> DeviceInputs::open(GpuContext& gpu) {
+  CompileRequest req{kSource, "ak_device_inputs.cu", {}, gpu.info().arch};
+  const std::vector<DType> dtypes{DType::F16, DType::BF16, DType::F32};
+  for (DType d : dtypes) req.name_expressions.push_back(std::string("ak_fill<") + dtype_cuda_type(d) + ">");
+  req.name_expressions.push_back("ak_fill_index");
+  auto compiled = nvrtc_compile(req);
+  if (!compiled) return compiled.error();
+  if (!compiled->ok) return error("the harness's input kernels do not compile (a harness bug): " + compiled->log);
+  std::unique_ptr<DeviceInputs> in(new DeviceInputs(gpu));
+  auto m = gpu.load(compiled->cubin);
+  if (!m) return m.error();
+  in->module_ = std::move(*m);
+  for (size_t i = 0; i < compiled->functions.size(); ++i) {
+    auto f = in->module_.function(compiled->functions[i].lowered_name);
+    if (!f) return f.error();
+    if (i < dtypes.size()) in->fill_[dtypes[i]] = *f;
+    else in->fill_index_ = *f;
+  }
+  return in;
+}
+
+Status DeviceInputs::launch(CUfunction f, CUdeviceptr out, int64_t n, uint64_t seed, int kind, float arg) const {
+  long long count = n;
+  unsigned long long s = seed;
+  void* params[] = {&out, &count, &s, &kind, &arg};
+  const unsigned blocks = unsigned(std::min<int64_t>(std::max<int64_t>(1, (n + 255) / 256), 8192));
+  return cu_check(gpu_.driver().cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+                  "drawing inputs on the GPU");
+}
+
+Status DeviceInputs::fill(const KernelSpec& spec, const Shape& shape, DType d, const RunSet& set, uint64_t seed) const {
+  size_t k = 0;
+  for (const ArgSpec& a : spec.args) {
+    if (a.kind != ArgSpec::Input) continue;
+    const DeviceBuffer& buf = set.inputs.at(k++);
+    const uint64_t s = seed * 0x100000001b3ull + k;
+    Status st = a.fill == Fill::ClassIndex
+                    ? launch(fill_index_, buf.ptr(), a.numel(shape), s, 0, float(spec.cols(shape)))
+                    : launch(fill_.at(d), buf.ptr(), a.numel(shape), s, fill_kind(a.fill), fill_scale(a, shape));
+    if (!st) return st;
+  }
+  return ok();
+}
+
+}  // namespace ak
