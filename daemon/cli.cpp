@@ -1,5 +1,6 @@
 #include "daemon/cli.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -32,6 +33,7 @@ const std::vector<Command>& commands() {
       {"profile", "profile a CUDA program: profile -- CMD ARGS...", profile_command},
       {"plan", "the Amdahl table of a profile and its [[kernel]] entries", plan_command},
       {"worker", "internal: the process that runs candidates for the daemon", worker_command},
+      {"compile-server", "internal: the process that compiles candidates, reading only CUDA's headers", compile_server_command},
   };
   return table;
 }
@@ -41,8 +43,10 @@ std::string main_help() {
       "usage: autokernel [--log-level LEVEL] <command> [options]\n\n"
       "autokernel makes GPU kernels faster on its own: it proposes one edit of a kernel file,\n"
       "compiles it, proves it correct, times it, and keeps it if it is faster.\n\ncommands:\n";
+  size_t width = 0;
+  for (auto& c : commands()) width = std::max(width, std::string(c.name).size() + 2);
   for (auto& c : commands())
-    h += "  " + std::string(c.name) + std::string(10 - std::string(c.name).size(), ' ') + c.summary + "\n";
+    h += "  " + std::string(c.name) + std::string(width - std::string(c.name).size(), ' ') + c.summary + "\n";
   h += "\nglobal options:\n"
        "  --log-level LEVEL   trace, debug, info (default), warn, error\n"
        "  --version           print the version\n"

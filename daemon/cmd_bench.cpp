@@ -33,6 +33,9 @@ void print_verdict(const Verdict& v, const std::string& file) {
     std::printf("  throughput  %.1f %s, %.1f%% of the measured peak %.0f %s\n", v.throughput, v.throughput_unit.c_str(),
                 v.pct_peak * 100, v.peak_used, v.throughput_unit.c_str());
   }
+  if (v.paired.pairs > 0)
+    std::printf("  beside      the other file %.2f us in the same launches: ratio %.4f +- %.4f over %d pairs\n",
+                v.paired.best_us, v.paired.ratio, v.paired.noise, v.paired.pairs);
   for (auto& n : v.notes) std::printf("  note: %s\n", n.c_str());
   if (v.passed()) {
     std::printf("  baseline    %.2f us (%s): speedup %.3fx", v.baseline_us, v.baseline_source.c_str(), v.speedup);
@@ -46,7 +49,7 @@ void print_verdict(const Verdict& v, const std::string& file) {
 
 int bench_command(const Args& args) {
   std::vector<std::string> files;
-  std::string type, shape, dtype = "fp16", device = "0", seed = "0", baseline, reps = "100", timeout = "60";
+  std::string type, shape, dtype = "fp16", device = "0", seed = "0", baseline, reps = "100", timeout = "60", beside;
   bool json = false;
   ArgParser p("autokernel bench FILE.cu... --kernel TYPE [--shape 8192x8192] [--dtype fp16] [--json]",
               "Evaluates kernel files as the loop does, in one worker process: compile, the five\n"
@@ -58,6 +61,8 @@ int bench_command(const Args& args) {
       .option("shape", "RxC", "the shape to time (default: the type's benchmark shape)", &shape)
       .option("dtype", "DTYPE", "fp16 (default), bf16 or fp32: the dtype to time", &dtype)
       .option("baseline-us", "US", "the time to beat (default: the reference kernel's)", &baseline)
+      .option("beside", "FILE.cu", "time each file beside this one, pair by pair, as the loop times a\n"
+              "candidate beside the current best ('starter': the type's starter)", &beside)
       .option("device", "N", "the GPU index (default 0)", &device)
       .option("seed", "N", "the seed of the random inputs (default: from the clock)", &seed)
       .option("repetitions", "N", "timed launches (default 100)", &reps)
@@ -76,6 +81,11 @@ int bench_command(const Args& args) {
 
   EvalRequest req;
   req.kernel_type = type;
+  if (!beside.empty()) {
+    auto best = read_kernel_file(beside, **spec);
+    if (!best) return std::fprintf(stderr, "%s\n", best.error().message.c_str()), kExitUsage;
+    req.best_source = *best;
+  }
   req.dtype = dtype;
   try {
     req.seed = std::stoull(seed);

@@ -16,6 +16,7 @@ int kernels_command(const Args& args);  ///< the kernel types and their contract
 int compile_command(const Args& args);  ///< NVRTC compile of a kernel file, no GPU needed
 int bench_command(const Args& args);    ///< one full evaluation of a kernel file
 int worker_command(const Args& args);   ///< internal: serves evaluations for the daemon
+int compile_server_command(const Args& args);  ///< internal: compiles candidates in the sandbox
 int run_command(const Args& args);      ///< the optimization loop
 int status_command(const Args& args);   ///< where a run stands
 int report_command(const Args& args);   ///< report.md and progress.svg of a run

@@ -1,5 +1,9 @@
 #include "harness/candidate_compile.hpp"
 
+#include <filesystem>
+
+#include "harness/compile_log_filter.hpp"
+#include "harness/compile_sandbox.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/module_state.hpp"
 
@@ -16,16 +20,30 @@ CompileRequest candidate_request(const KernelSpec& spec, const std::string& sour
 }
 
 Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::string& source,
-                                           const std::string& filename, const std::string& arch) {
+                                           const std::string& path, const std::string& arch) {
   CandidateCompile out;
+  // The program's name is only a name: NVRTC looks beside it for quoted includes, so it must not
+  // point into the user's folders.
+  std::string filename = std::filesystem::path(path).filename().string();
+  if (filename.empty() || filename == "." || filename == "..") filename = spec.type + ".cu";
   if (auto problems = contract_violations(source, spec); !problems.empty()) {
     for (auto& p : problems) out.message += (out.message.empty() ? "" : "; ") + p;
     out.message = "the file breaks the kernel contract: " + out.message;
     return out;
   }
-  auto compiled = nvrtc_compile(candidate_request(spec, source, filename, arch));
+  auto compiled = compile_in_sandbox(candidate_request(spec, source, filename, arch));
   if (!compiled) return compiled.error();
-  out.output = std::move(*compiled);
+  out.output = std::move(compiled->output);
+  out.output.log = keep_candidate_text(out.output.log, filename, cuda_include_dir());
+  if (!compiled->refused.empty()) {
+    std::string paths;
+    for (auto& p : compiled->refused) paths += (paths.empty() ? "" : ", ") + std::string("\"") + p + "\"";
+    out.message = "the file made the compiler ask for " + paths + ", which it may not read: only CUDA's own headers "
+                  "(under " + cuda_include_dir() + ") may be included; put everything else in the file";
+    out.output.ok = false;
+    out.output.cubin.clear();
+    return out;
+  }
   if (!out.output.ok) {
     out.message = "NVRTC could not compile the file (see the compile log)";
     return out;

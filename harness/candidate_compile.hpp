@@ -20,8 +20,10 @@ struct CandidateCompile {
 CompileRequest candidate_request(const KernelSpec& spec, const std::string& source, const std::string& filename,
                                  const std::string& arch);
 
-/// An Error means the compiler itself could not be used; a candidate's fault is ok = false.
+/// An Error means the compiler itself could not be used; a candidate's fault is ok = false. A
+/// file that made the compiler ask for anything outside CUDA's headers is refused, naming it.
+/// `path` names the file in the log (its last component only).
 Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::string& source,
-                                           const std::string& filename, const std::string& arch);
+                                           const std::string& path, const std::string& arch);
 
 }  // namespace ak

@@ -5,9 +5,11 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "harness/child_process.hpp"
 #include "harness/evaluator.hpp"
 
 namespace ak {
@@ -20,6 +22,8 @@ class WorkerEvaluator : public Evaluator {
     double stage_timeout_s = 60;        ///< per stage, compile and benchmark included
     double startup_timeout_s = 120;     ///< the first start measures the GPU's peaks
     const std::atomic<bool>* cancel = nullptr;  ///< set when the caller must stop now
+    /// The worker's whole environment ("NAME=value"); the default is minimal_environment().
+    std::optional<std::vector<std::string>> environment;
   };
   explicit WorkerEvaluator(Options o);
   ~WorkerEvaluator() override;
@@ -27,20 +31,14 @@ class WorkerEvaluator : public Evaluator {
   Result<Verdict> evaluate(const EvalRequest& req) override;
   /// Workers started so far (1 after the first request; more after crashes).
   int starts() const { return starts_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
 
  private:
   Status start();
   void stop(bool kill_now);
-  /// Reads one line within `deadline_s`; sets timed_out or eof instead when those happen.
-  std::optional<std::string> read_line(double deadline_s, bool& timed_out, bool& eof);
-  /// "killed by signal 11 (Segmentation fault)" or "exited with code 3".
-  std::string reap();
 
   Options opt_;
-  pid_t pid_ = -1;
-  int to_worker_ = -1, from_worker_ = -1;
-  std::string pending_;
+  ChildProcess child_;
   int starts_ = 0;
 };
 

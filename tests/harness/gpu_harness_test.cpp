@@ -15,45 +15,17 @@
 #include "harness/stages.hpp"
 #include "harness/worker_evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
+#include "tests/harness/gpu_judge.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
 
 namespace {
 
-WorkerEvaluator& evaluator() {
-  static WorkerEvaluator e([] {
-    WorkerEvaluator::Options o;
-    o.command = {test::autokernel_binary(), "worker"};
-    o.stage_timeout_s = 20;
-    return o;
-  }());
-  return e;
-}
-
-Verdict judge(const KernelSpec& spec, const std::string& source) {
-  EvalRequest r;
-  r.kernel_type = spec.type;
-  r.source = source;
-  r.time_starter = false;
-  r.repetitions = 30;
-  auto v = evaluator().evaluate(r);
-  REQUIRE(v.ok());
-  INFO(nlohmann::json(*v).dump(1));
-  return *v;
-}
-
-/// `text` with one piece replaced; fails the test if the piece is not there.
-std::string starter_with_text(std::string s, const std::string& from, const std::string& to) {
-  size_t at = s.find(from);
-  REQUIRE(at != std::string::npos);
-  return s.replace(at, from.size(), to);
-}
-
-/// The starter with one piece of text replaced; fails the test if the piece is not there.
-std::string starter_with(const KernelSpec& spec, const std::string& from, const std::string& to) {
-  return starter_with_text(spec.starter_source(), from, to);
-}
+using test::evaluator;
+using test::judge;
+using test::starter_with;
+using test::starter_with_text;
 
 const std::string kRmsnormStore = "yr[i] = ak_from_float<T>(ak_to_float(xr[i]) * inv * ak_to_float(weight[i]));";
 
@@ -259,32 +231,6 @@ TEST_CASE("a candidate that does not compile is COMPILE_ERROR with the log", "[g
   Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), "const float inv", "const flaot inv"));
   CHECK(v.correctness == Correctness::CompileError);
   CHECK_THAT(v.compile_log, Catch::Contains("flaot"));
-}
-
-TEST_CASE("a candidate that replays a cached answer instead of reading its inputs fails", "[gpu][bad]") {
-  if (!test::gpu_or_skip()) return;
-  std::string src = starter_with(rmsnorm_spec(), "template <typename T>\n__global__", "__device__ float g_cache[1 << 22];\n__device__ int g_filled;\ntemplate <typename T>\n__global__");
-  src = starter_with_text(src, kRmsnormStore,
-                          "{ long long k = (row * cols + i) & ((1 << 22) - 1);\n"
-                          "      if (g_filled) yr[i] = ak_from_float<T>(g_cache[k]);\n"
-                          "      else { float o = ak_to_float(xr[i]) * inv * ak_to_float(weight[i]); g_cache[k] = o; yr[i] = ak_from_float<T>(o); }\n"
-                          "      if (row == rows - 1 && i == 0) g_filled = 1; }");
-  Verdict v = judge(rmsnorm_spec(), src);
-  CHECK(v.correctness == Correctness::Fail);
-}
-
-TEST_CASE("a candidate that stops working once warmed up is caught by its timing", "[gpu][bad]") {
-  if (!test::gpu_or_skip()) return;
-  // Correct for its first launches (the five stages take 80), then does nothing: a timing too
-  // good to be true. The post-timing check would catch it too; SUSPECT comes first.
-  std::string src = starter_with(softmax_spec(), "template <typename T>\n__global__", "__device__ unsigned g_launches;\ntemplate <typename T>\n__global__");
-  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
-                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
-                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
-                          "  const int group = threadIdx.x / kRowThreads;");
-  Verdict v = judge(softmax_spec(), src);
-  CHECK(v.correctness == Correctness::Suspect);
-  CHECK_THAT(v.message, Catch::Contains("faster than the device can be"));
 }
 
 TEST_CASE("a candidate that leaves its counters set fails with the counter named", "[gpu][bad]") {

@@ -1,0 +1,147 @@
+// The cheating-kernel suite: candidates written to look fast without being fast, the way an
+// optimizer rewarded for speed finds them, each with the verdict it must get, and the honest
+// file it was made from passing at its honest speed beside it. docs/kernel-contract.md lists the
+// ways to cheat and which check stops each. Every case runs through the real worker on a GPU.
+#include <catch2/catch.hpp>
+
+#include "tests/harness/gpu_judge.hpp"
+
+using namespace ak;
+using test::judge;
+using test::starter_with;
+using test::starter_with_text;
+
+namespace {
+
+const std::string kSoftmaxActive = "const bool active = row < rows;  // no early return: every thread reaches __syncthreads";
+const std::string kEntry = "template <typename T>\n__global__";
+
+/// A cheat that computes honestly whenever its outputs are poisoned: it must pass, and timed
+/// beside the honest file on the same inputs it must show no gain worth keeping.
+void passes_at_honest_speed(const KernelSpec& spec, const std::string& cheat, const Shape& shape = {}) {
+  Verdict v = judge(spec, cheat, spec.starter_source(), shape, 50);
+  CHECK(v.correctness == Correctness::Pass);
+  REQUIRE(v.paired.pairs > 0);
+  CHECK_FALSE(v.paired.clears(0.01));
+  CHECK(v.paired.ratio > 0.97);
+  std::printf("%s cheat beside the honest file: ratio %.4f +- %.4f over %d pairs, %.2f us vs %.2f us\n",
+              spec.type.c_str(), v.paired.ratio, v.paired.noise, v.paired.pairs, v.timing->median_us, v.paired.best_us);
+}
+
+}  // namespace
+
+TEST_CASE("the honest starter timed beside itself gives a ratio of one within its noise", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  for (const KernelSpec* spec : {&softmax_spec(), &rmsnorm_spec()}) {
+    Verdict v = judge(*spec, spec->starter_source(), spec->starter_source(), {}, 100);
+    REQUIRE(v.passed());
+    CHECK(v.paired.pairs == 100);
+    CHECK(std::abs(v.paired.ratio - 1) < 0.02);
+    CHECK(v.paired.noise < 0.02);
+    CHECK_FALSE(v.paired.clears(0.01));
+    CHECK(v.paired.best_us == Approx(v.timing->median_us).epsilon(0.03));
+  }
+}
+
+TEST_CASE("a matmul that skips every other tile when it already holds a number gets no gain", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // Stale outputs: the buffers are poisoned before every launch, timed ones too, so it always computes.
+  passes_at_honest_speed(matmul_spec(), starter_with(matmul_spec(), "const int warp = threadIdx.x / 32;\n",
+                                                     "if ((blockIdx.x & 1) && m0 < M && n0 < N) {\n"
+                                                     "    const float held = ak_to_float(c[(long long)m0 * N + n0]);\n"
+                                                     "    if (held == held) return;  // not NaN: an earlier launch's answer\n"
+                                                     "  }\n  const int warp = threadIdx.x / 32;\n"));
+}
+
+TEST_CASE("a softmax that skips one row in four when its output already holds a number gets no gain", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  passes_at_honest_speed(softmax_spec(), starter_with(softmax_spec(), kSoftmaxActive,
+                                                      kSoftmaxActive + "\n  if (active && (row & 3) == 0) {\n"
+                                                      "    const float held = ak_to_float(y[row * cols]);\n"
+                                                      "    if (held == held) return;\n  }"));
+}
+
+TEST_CASE("a softmax that memoizes each row's max and sum in __device__ arrays is refused before it runs", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  std::string src = starter_with(softmax_spec(), kEntry,
+                                 "__device__ float g_max[1 << 16], g_sum[1 << 16];\n"
+                                 "__device__ unsigned long long g_tag[1 << 16];\n" + kEntry);
+  src = starter_with_text(src, "  m = row_reduce<true>(m, group);\n",
+                          "  m = row_reduce<true>(m, group);\n"
+                          "  const unsigned long long tag = (unsigned long long)xr ^ __float_as_uint(ak_to_float(xr[0])) ^\n"
+                          "      ((unsigned long long)__float_as_uint(ak_to_float(xr[cols - 1])) << 32);\n"
+                          "  if (active && g_tag[row & 0xffff] == tag) m = g_max[row & 0xffff];\n"
+                          "  else if (active && lane == 0) g_tag[row & 0xffff] = tag, g_max[row & 0xffff] = m, g_sum[row & 0xffff] = 0.f;\n");
+  Verdict v = judge(softmax_spec(), src);
+  CHECK(v.correctness == Correctness::CompileError);
+  CHECK(v.failed_stage == "compile");
+  CHECK_THAT(v.message, Catch::Contains("g_max") && Catch::Contains("g_tag") && Catch::Contains("remember answers between launches"));
+}
+
+TEST_CASE("a softmax that cuts corners only at the benchmark shape fails as wrong during timing", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), kSoftmaxActive,
+                                                 kSoftmaxActive + "\n  if (rows == 8192 && cols == 8192 && (row & 3) == 3) return;"));
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "benchmark");
+  CHECK(v.failed_shape == "8192x8192");
+  CHECK_THAT(v.message, Catch::Contains("wrong output during timing") && Catch::Contains("never written"));
+}
+
+TEST_CASE("a fused_mlp that reuses the hidden activations left in its scratch gets no gain", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // Scratch stashing: scratch is poisoned before every launch, never zeroed or left alone.
+  passes_at_honest_speed(fused_mlp_spec(),
+                         starter_with(fused_mlp_spec(), "    const T* b[2] = {w_gate, w_up};\n",
+                                      "    if (m0 < M && n0 < I) {\n"
+                                      "      const float held = ak_to_float(h[(long long)m0 * I + n0]);\n"
+                                      "      if (held == held) {  // the last launch's tile is still there\n"
+                                      "        __syncthreads();\n"
+                                      "        if (threadIdx.x == 0) atomicAdd(&ready[panel], 1u);\n"
+                                      "        return;\n      }\n    }\n"
+                                      "    const T* b[2] = {w_gate, w_up};\n"),
+                         {1024, 1024, 2816});
+}
+
+TEST_CASE("an rmsnorm that keeps a memo in device malloc memory is refused before it runs", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  Verdict v = judge(rmsnorm_spec(), starter_with(rmsnorm_spec(), "  const float inv =",
+                                                 "  if (threadIdx.x == 0) { float* memo = (float*)malloc(64); if (memo) { memo[0] = ss; free(memo); } }\n"
+                                                 "  const float inv ="));
+  CHECK(v.correctness == Correctness::CompileError);
+  CHECK_THAT(v.message, Catch::Contains("device heap (malloc)"));
+}
+
+TEST_CASE("a kernel that counts its launches in a __device__ variable to stop working once warmed up is refused", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  std::string src = starter_with(softmax_spec(), kEntry, "__device__ unsigned g_launches;\n" + kEntry);
+  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
+                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
+                          "  const int group = threadIdx.x / kRowThreads;");
+  Verdict v = judge(softmax_spec(), src);
+  CHECK(v.correctness == Correctness::CompileError);
+  CHECK_THAT(v.message, Catch::Contains("g_launches"));
+}
+
+TEST_CASE("an initialised counter is written back before every launch, so the warmed-up cheat never fires", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  std::string src = starter_with(softmax_spec(), kEntry, "__device__ unsigned g_launches = 1;\n" + kEntry);
+  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
+                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
+                          "  const int group = threadIdx.x / kRowThreads;");
+  passes_at_honest_speed(softmax_spec(), src);
+}
+
+TEST_CASE("a kernel that skips work in some moments of the GPU clock never passes", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // A timing window: it cannot know it is timed, so it guesses from the clock; checked launches
+  // and the stages see the guesses that were wrong.
+  Verdict v = judge(softmax_spec(), starter_with(softmax_spec(), kSoftmaxActive,
+                                                 kSoftmaxActive + "\n  __shared__ unsigned long long s_now;\n"
+                                                 "  if (threadIdx.x == 0) asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(s_now));\n"
+                                                 "  __syncthreads();\n"
+                                                 "  if ((s_now >> 16) & 1) return;  // the whole block, one guess"));
+  CHECK(v.correctness == Correctness::Fail);
+}
