@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,23 @@ class TableReader {
       return bad(key, *n, "\"" + *v + "\"", "one of " + list);
     }
     out = *v;
+  }
+
+  /// An array of names such as environment variables: letters, digits and '_', not starting with a digit.
+  void names(const char* key, std::vector<std::string>& out) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    const toml::array* a = n->as_array();
+    if (!a) return wrong(key, *n, "an array of names");
+    std::vector<std::string> got;
+    for (const toml::node& e : *a) {
+      auto v = e.value<std::string>();
+      const bool name = v && !v->empty() && !std::isdigit((unsigned char)(*v)[0]) &&
+                        std::all_of(v->begin(), v->end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+      if (!name) return bad(key, *n, v ? "\"" + *v + "\"" : "a non-string", "an array of variable names such as \"HTTPS_PROXY\"");
+      got.push_back(*v);
+    }
+    out = got;
   }
 
   template <typename Int>
@@ -174,6 +193,7 @@ void read_harness(const toml::table& t, const std::string& file, std::vector<std
   r.number("stage_timeout_s", h.stage_timeout_s, 1, 3600);
   r.integer("warmup", h.warmup, 0, 10000);
   r.integer("repetitions", h.repetitions, 5, 100000);
+  r.names("worker_env", h.worker_env);
   r.finish();
 }
 

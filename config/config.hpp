@@ -30,6 +30,8 @@ struct HarnessConfig {
   double stage_timeout_s = 60;     ///< watchdog limit for one stage of one candidate
   int warmup = 10;                 ///< launches before timing
   int repetitions = 100;           ///< timed launches; the median is reported
+  /// Variables the worker gets beyond the minimal environment (harness/worker_environment.hpp).
+  std::vector<std::string> worker_env;
 };
 
 struct LlmConfig {

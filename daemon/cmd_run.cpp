@@ -14,6 +14,7 @@
 #include "daemon/logging.hpp"
 #include "daemon/run_loop.hpp"
 #include "harness/cuda_driver.hpp"
+#include "harness/worker_environment.hpp"
 #include "harness/worker_evaluator.hpp"
 #include "llm/api_key.hpp"
 
@@ -65,6 +66,7 @@ int run_command(const Args& args) {
   opt.device = cfg->gpu.device;
   opt.stage_timeout_s = cfg->harness.stage_timeout_s;
   opt.cancel = &g_stop;
+  opt.environment = minimal_environment(cfg->harness.worker_env);
   WorkerEvaluator evaluator(opt);
   BuiltinTuner tuner;
   LlmClient client(cfg->llm, api_key, &g_stop, {});

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -13,11 +14,21 @@ namespace ak {
 namespace fs = std::filesystem;
 
 Status RunDirectory::create() const {
+  // The run folder holds the LLM's replies and the transcripts of every prompt: private to the
+  // user the daemon runs as. New files and folders get 0600 and 0700; older ones lose the
+  // group's and others' bits.
+  ::umask(077);
   std::error_code ec;
   for (const char* sub : {"kernels", "experiments"}) {
     fs::create_directories(fs::path(root_) / sub, ec);
     if (ec) return error("cannot create the run folder " + root_ + "/" + sub + ": " + ec.message());
   }
+  const auto shared = fs::perms::group_all | fs::perms::others_all;
+  fs::permissions(root_, shared, fs::perm_options::remove, ec);
+  if (ec) return error("cannot make the run folder " + root_ + " private: " + ec.message());
+  for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (!it->is_symlink()) fs::permissions(it->path(), shared, fs::perm_options::remove, ec);
+  if (ec) return error("cannot make the files of " + root_ + " private: " + ec.message());
   // Only the kernel files belong in the run's history.
   const std::string ignore = root_ + "/.gitignore";
   if (!fs::exists(ignore)) return write_file_atomic(ignore, "/*\n!/kernels/\n!/.gitignore\n");

@@ -20,7 +20,8 @@ class RunDirectory {
   RunDirectory& operator=(const RunDirectory&) = delete;
   ~RunDirectory();  ///< releases the lock
 
-  /// Creates the folders; an Error says what could not be created.
+  /// Creates the folders, private to this user (0700, files 0600: it holds transcripts and the
+  /// LLM's replies); an Error says what could not be created.
   Status create() const;
   /// Takes the run's lock for the life of this process; a second daemon gets an Error naming
   /// the holder's pid.

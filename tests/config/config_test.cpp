@@ -60,6 +60,14 @@ TEST_CASE("an out-of-range value names the value and the range", "[config]") {
   CHECK_THAT(e, Catch::Contains("convergence.peak_fraction = 1.5: expected greater than 0 and at most 1"));
 }
 
+TEST_CASE("worker_env takes variable names and refuses anything else", "[config]") {
+  auto c = parse_config("[harness]\nworker_env = [\"HTTPS_PROXY\", \"MY_LIB_PATH\"]\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(c.ok());
+  CHECK(c->harness.worker_env == std::vector<std::string>{"HTTPS_PROXY", "MY_LIB_PATH"});
+  std::string e = error_of("[harness]\nworker_env = [\"A=B\"]\n[[kernel]]\ntype = \"softmax\"\n");
+  CHECK_THAT(e, Catch::Contains("harness.worker_env = \"A=B\": expected an array of variable names"));
+}
+
 TEST_CASE("an unknown kernel type lists the known ones", "[config]") {
   std::string e = error_of("[[kernel]]\ntype = \"convolution\"\n");
   CHECK_THAT(e, Catch::Contains("kernel.type = \"convolution\": expected one of \"cross_entropy\", \"flash_attention\", \"fused_mlp\", \"layernorm\", \"matmul\", \"reduce\", \"rmsnorm\", \"rotary_embedding\", \"softmax\""));

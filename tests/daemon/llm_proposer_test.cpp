@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "daemon/llm_proposer.hpp"
+#include "harness/candidate_compile.hpp"
+#include "daemon/results_table.hpp"
 #include "daemon/run_loop.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "llm/prompt_template.hpp"
@@ -170,6 +172,69 @@ TEST_CASE("the loop with the LLM proposer: kept, reverted, failed proposals reco
     CHECK(read_file(entry.path().string()).find(kKey) == std::string::npos);
   CHECK(read_file(cfg.run_dir() + "/results.tsv").find(kKey) == std::string::npos);
   CHECK(read_file(cfg.run_dir() + "/state.json").find(kKey) == std::string::npos);
+}
+
+namespace {
+
+/// The harness's compile step for real (the sandbox, the log filter, the contract), without a
+/// GPU: what compiles is timed by the scripted rule (a "// us=" first line), what does not is a
+/// COMPILE_ERROR with the log the real harness would give.
+class CompilingEvaluator : public Evaluator {
+ public:
+  ScriptedEvaluator timing;
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    auto c = compile_candidate(*find_spec(req.kernel_type), req.source, req.kernel_type + ".cu", "sm_90a");
+    if (!c) return c.error();
+    if (c->ok) return timing.evaluate(req);
+    Verdict v;
+    v.correctness = Correctness::CompileError;
+    v.kernel_type = req.kernel_type;
+    v.failed_stage = "compile";
+    v.message = c->message;
+    v.compile_log = c->output.log;
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a candidate that includes the process environment sends nothing of it to the LLM", "[llm][loop][sandbox]") {
+  const std::string marker = "AKMARKERDAEMONENV31337";
+  setenv("AK_TEST_DAEMON_SECRET", marker.c_str(), 1);
+  FakeLlmServer server;
+  const std::string body = rmsnorm_spec().starter_source();
+  Scripted environ_include, line_include, plain_include, done;
+  environ_include.text = kernel_reply("read the environment", "%:include \"/proc/self/environ\"\n" + body);
+  line_include.text = kernel_reply("quote it through a #line", "#line 1 \"/proc/self/environ\"\n%:include \"environ\"\n" + body);
+  plain_include.text = kernel_reply("plainly", "#include \"/proc/self/environ\"\n" + body);
+  done.text = "nothing more";
+  for (auto* s : {&environ_include, &line_include, &plain_include, &done}) server.push(*s);
+  TempDir dir;
+  CompilingEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir, "max_experiments = 5\n[convergence]\nmax_consecutive_reverts = 4\n");
+  cfg.llm = llm_config(server);
+  LlmClient client(cfg.llm, kKey, nullptr, no_wait());
+  LlmProposer proposer(client, (std::filesystem::path(cfg.run_dir()) / "transcripts").string());
+  RunLoop loop(cfg, ev, proposer, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = read_results(cfg.run_dir() + "/results.tsv");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() >= 4);
+  for (int i = 1; i <= 3; ++i) CHECK((*rows)[size_t(i)].correctness == "COMPILE_ERROR");
+  // The prompts after those candidates did carry their compile errors, and nothing of the environment.
+  auto requests = server.received();
+  REQUIRE(requests.size() >= 3);
+  CHECK_THAT(requests[1].body, Catch::Contains("/proc/self/environ"));
+  for (auto& r : requests) {
+    CHECK(r.body.find(marker) == std::string::npos);
+    CHECK(r.body.find("AK_TEST_DAEMON_SECRET") == std::string::npos);
+  }
+  for (auto& entry : std::filesystem::recursive_directory_iterator(cfg.run_dir()))
+    if (entry.is_regular_file()) {
+      INFO(entry.path());
+      CHECK(read_file(entry.path().string()).find(marker) == std::string::npos);
+    }
 }
 
 TEST_CASE("llm check: exit 0 with the model and tokens, 1 for a refused key, 2 for a bad config", "[llm][cli]") {

@@ -102,6 +102,28 @@ TEST_CASE("the keep rule: paired when the harness paired, else the median agains
   CHECK(faster_than_best(v, 100, 0.01));
 }
 
+TEST_CASE("the run folder is private to the user the daemon runs as, an older one too", "[loop]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "t");
+  std::ofstream(dir.path / "t" / "notes.txt") << "left by an older autokernel";
+  std::filesystem::permissions(dir.path / "t", std::filesystem::perms(0755));
+  std::filesystem::permissions(dir.path / "t" / "notes.txt", std::filesystem::perms(0644));
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto mode = [](const std::string& p) { return int(std::filesystem::status(p).permissions()) & 0777; };
+  const RunDirectory& d = loop.directory();
+  CHECK(mode(d.root()) == 0700);
+  CHECK(mode(d.path("experiments")) == 0700);
+  CHECK(mode(d.results()) == 0600);
+  CHECK(mode(d.path("kernels/rmsnorm.cu")) == 0600);
+  CHECK(mode(d.path(d.experiment_file(2, "rmsnorm"))) == 0600);
+  CHECK(mode(d.path("notes.txt")) == 0600);
+}
+
 TEST_CASE("the proposer sees the current best file and the kernel's history", "[loop]") {
   TempDir dir;
   ScriptedEvaluator ev;

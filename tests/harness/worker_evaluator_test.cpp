@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "harness/worker_environment.hpp"
 #include "harness/worker_evaluator.hpp"
 #include "tests/support.hpp"
 
@@ -144,4 +145,22 @@ TEST_CASE("a worker that cannot be started is an Error naming it", "[worker]") {
   auto v = e.evaluate(request());
   REQUIRE_FALSE(v.ok());
   CHECK_THAT(v.error().message, Catch::Contains("/nonexistent/worker") && Catch::Contains("exited with code 127"));
+}
+
+TEST_CASE("the worker starts with the minimal environment, never the daemon's secrets", "[worker]") {
+  setenv("AK_TEST_KEY_OF_THE_DAEMON", "sk-do-not-pass-me", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  setenv("AK_TEST_ASKED_FOR", "yes", 1);
+  ScriptedWorker w("env > \"$(dirname \"$0\")/env.txt\"\necho '{\"event\":\"unavailable\",\"message\":\"scripted\"}'\n");
+  auto o = w.options();
+  o.environment = minimal_environment({"AK_TEST_ASKED_FOR"});
+  WorkerEvaluator e(o);
+  auto v = e.evaluate(request());
+  REQUIRE_FALSE(v.ok());
+  std::string env = test::read_file((w.dir.path / "env.txt").string());
+  CHECK_THAT(env, !Catch::Contains("sk-do-not-pass-me") && !Catch::Contains("AK_TEST_KEY_OF_THE_DAEMON"));
+  CHECK_THAT(env, Catch::Contains("CUDA_VISIBLE_DEVICES=0") && Catch::Contains("AK_TEST_ASKED_FOR=yes"));
+  // The default, without a config, is the same minimal set.
+  CHECK_THAT(test::read_file((w.dir.path / "env.txt").string()), Catch::Contains("PATH="));
+  for (const std::string& line : minimal_environment()) CHECK(line.rfind("AK_TEST_", 0) != 0);
 }
