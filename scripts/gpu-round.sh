@@ -14,6 +14,13 @@
 #   scripts/gpu-round.sh tune     on the GPU machine: the [gpu] tests, then config/tensor-cores.toml
 #                                 (the builtin tuner on matmul, flash_attention, fused_mlp for six
 #                                 minutes); writes tune-tests.log, tune.log, tune-* to $OUT
+#   scripts/gpu-round.sh bundle-before REV   on the build machine: REV built in a worktree and
+#                                 bundled into .gpu-bundle/before/, to time it beside this build
+#   scripts/gpu-round.sh integrity on the GPU machine: the starters benched by the bundled REV and
+#                                 by this build (paired with the starter: the loop's evaluation),
+#                                 10 candidates' full evaluation time, compile times of both, the
+#                                 loop against scripts/scripted-llm-server.py --cheats, the
+#                                 [sandbox] and [gpu] tests; writes integrity.tar.gz to $OUT
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -27,6 +34,18 @@ bundle() {
   rm -rf .gpu-bundle
   ../shared/tools/bundle-libs build/autokernel build/tests/autokernel_tests build/libautokernel_inject.so .gpu-bundle
   strip .gpu-bundle/autokernel .gpu-bundle/autokernel_tests .gpu-bundle/libautokernel_inject.so
+}
+
+bundle_before() {
+  set -e
+  local rev=${1:?usage: gpu-round.sh bundle-before REV} tree=/tmp/autokernel-before
+  git worktree add -f "$tree" "$rev" >/dev/null 2>&1 || (cd "$tree" && git checkout -q "$rev")
+  cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$tree/build" -j"$(nproc)" --target autokernel
+  rm -rf .gpu-bundle/before
+  ../shared/tools/bundle-libs "$tree/build/autokernel" .gpu-bundle/before
+  strip .gpu-bundle/before/autokernel
+  git -C "$tree" rev-parse --short HEAD > .gpu-bundle/before/REV
 }
 
 # What every action on the GPU machine starts from: the bundle's libraries, a cache for the
@@ -77,6 +96,60 @@ run() {
   "$ak" bench starter --kernel rmsnorm
   "$ak" bench starter --kernel softmax
   date -u
+}
+
+integrity() {
+  device_env
+  local work=/tmp/integrity before=$PWD/.gpu-bundle/before/autokernel
+  rm -rf "$work" runs/cheating-llm && mkdir -p "$work" /tmp/variants
+  exec > >(tee "$work/integrity.log") 2>&1
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$work/gpu.txt"
+  echo "before = $(cat .gpu-bundle/before/REV 2>/dev/null), after = this tree"
+  echo "== starters 5 times in one worker, before (timed alone) and after (paired with the starter)"
+  for type in rmsnorm softmax; do
+    LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench starter starter starter starter starter \
+      --kernel "$type" --json > "$work/before-$type.jsonl" || echo "before $type exit $?"
+    "$ak" bench starter starter starter starter starter --kernel "$type" --beside starter --json > "$work/after-$type.jsonl" || echo "after $type exit $?"
+  done
+  echo "== 10 candidates (knob variants), each paired with the starter as the loop pairs it with the best"
+  local files=()
+  for type in rmsnorm softmax; do
+    files=()
+    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
+      set -- $kv
+      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
+      files+=("/tmp/variants/$type-$1-$2.cu")
+    done
+    "$ak" bench "${files[@]}" --kernel "$type" --beside starter --json > "$work/candidates-after-$type.jsonl" || echo "candidates $type exit $?"
+    LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench "${files[@]}" --kernel "$type" --json \
+      > "$work/candidates-before-$type.jsonl" || echo "before candidates $type exit $?"
+  done
+  echo "== compile times, 3 each, before and after (the sandbox)"
+  for type in rmsnorm softmax layernorm reduce rotary_embedding cross_entropy matmul flash_attention fused_mlp; do
+    for i in 1 2 3; do
+      LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" compile starter --kernel "$type" --json \
+        | python3 -c "import json,sys; print('before $type', json.load(sys.stdin)['seconds'])"
+      "$ak" compile starter --kernel "$type" --json | python3 -c "import json,sys; print('after $type', json.load(sys.stdin)['seconds'])"
+    done
+  done > "$work/compile-times.txt"
+  echo "== the loop against an LLM server that answers with cheats"
+  python3 scripts/scripted-llm-server.py 8766 --cheats --marker AKGPUMARKER9981 2> "$work/cheat-server.log" &
+  local server=$!
+  sleep 1
+  AK_DAEMON_SECRET=AKGPUMARKER9981 timeout 240 "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
+  kill -INT $server; wait $server
+  "$ak" status --run runs/cheating-llm > "$work/cheat-status.txt" 2>&1
+  cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
+  (cd runs/cheating-llm && git log --format='%h %s') > "$work/cheat-gitlog.txt"
+  grep -rl AKGPUMARKER9981 runs/cheating-llm > "$work/cheat-marker-files.txt"; echo "files holding the marker: $(wc -l < "$work/cheat-marker-files.txt")"
+  cut -f1,4,5,8,10,14-17 "$work/cheat-results.tsv"; tail -1 "$work/cheat-server.log"
+  echo "== [sandbox] tests here"
+  .gpu-bundle/autokernel_tests "[sandbox]" > "$work/sandbox-tests.log" 2>&1; echo "sandbox tests exit $?"; tail -2 "$work/sandbox-tests.log"
+  echo "== [gpu] tests"
+  timeout "${GPU_TESTS_TIMEOUT:-300}" .gpu-bundle/autokernel_tests "[gpu]" -d yes > "$work/gpu-tests.log" 2>&1; echo "gpu tests exit $?"
+  grep -E "FAILED|passed|failed|cheat beside" "$work/gpu-tests.log" | tail -20
+  date -u
+  tar -czf "$out/integrity.tar.gz" -C /tmp integrity
 }
 
 library() {
@@ -190,6 +263,8 @@ case ${1:-} in
   bundle) bundle ;;
   run) run ;;
   library) library ;;
+  integrity) integrity ;;
+  bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|run|library|tune|loop|llm|profile" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile" >&2; exit 2 ;;
 esac
