@@ -25,8 +25,19 @@ Server& server() {
   return s;
 }
 
+/// The server's environment: the minimal one, with CUDA's compute cache off. NVRTC otherwise reads
+/// and writes ~/.nv/ComputeCache, which holds the JIT output of every CUDA program of this user:
+/// not ours to let a candidate's compile reach, and the guard would refuse it anyway.
+std::vector<std::string> server_environment() {
+  std::vector<std::string> env;
+  for (auto& e : minimal_environment())
+    if (e.rfind("CUDA_CACHE_", 0) != 0) env.push_back(e);
+  env.push_back("CUDA_CACHE_DISABLE=1");
+  return env;
+}
+
 Status start(Server& s) {
-  if (auto st = s.child.start(s.command, minimal_environment()); !st) return st;
+  if (auto st = s.child.start(s.command, server_environment()); !st) return st;
   bool timed_out = false, eof = false;
   auto line = s.child.read_line(60, timed_out, eof);
   nlohmann::json msg = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();

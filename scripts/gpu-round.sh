@@ -137,7 +137,7 @@ integrity() {
   local server=$!
   sleep 1
   AK_DAEMON_SECRET=AKGPUMARKER9981 timeout 240 "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
-  kill -INT $server; wait $server
+  kill $server; timeout 10 tail --pid=$server -f /dev/null
   "$ak" status --run runs/cheating-llm > "$work/cheat-status.txt" 2>&1
   cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
   (cd runs/cheating-llm && git log --format='%h %s') > "$work/cheat-gitlog.txt"

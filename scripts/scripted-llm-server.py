@@ -12,6 +12,7 @@ stderr and at exit, every request that carried TEXT (a value from the daemon's e
 """
 import json
 import re
+import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -90,6 +91,10 @@ class Handler(BaseHTTPRequestHandler):
         sys.stderr.write("scripted-llm: " + fmt % args + "\n")
 
 
+def stop(*_):
+    raise KeyboardInterrupt()
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if "--cheats" in args:
@@ -101,6 +106,7 @@ if __name__ == "__main__":
         del args[i:i + 2]
     port = int(args[0]) if args else 8765
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    signal.signal(signal.SIGTERM, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
