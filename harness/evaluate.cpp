@@ -64,6 +64,9 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
   auto inputs = DeviceInputs::open(*h->gpu_);
   if (!inputs) return inputs.error();
   h->inputs_ = std::move(*inputs);
+  auto checks = DeviceChecks::open(*h->gpu_);
+  if (!checks) return checks.error();
+  h->checks_ = std::move(*checks);
   auto peaks = device_peaks(*h->gpu_);
   if (!peaks) return peaks.error();
   h->peaks_ = *peaks;
@@ -87,7 +90,7 @@ Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& 
                                 const EvalRequest& req, bool& sticky) {
   JudgedTimingPlan plan{{req.warmup, req.repetitions}, 0, timing_seed(req.seed) ^ 0xb0b0};
   TimedKernel timed{k.lowered_name(d), [&](const RunBuffers& b) { return k.launch(spec, d, shape, b); }};
-  auto t = judged_timing(*gpu_, *inputs_, spec, shape, d, {timed}, nullptr, plan, sticky);
+  auto t = judged_timing(*gpu_, *inputs_, *checks_, spec, shape, d, {timed}, nullptr, plan, sticky);
   if (!t) return t.error();
   return t->timings.at(0);
 }
@@ -186,7 +189,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   }
 
   // The five stages.
-  CaseRunner runner(*gpu_, *spec, *cand, (*ref)->validate);
+  CaseRunner runner(*gpu_, *checks_, *spec, *cand, (*ref)->validate);
   if (!run_five_stages(runner, *spec, v.seed, v, on_stage)) return finish(v, t0);
 
   // Benchmark: the judged timing at the timed shape, beside the current best when there is one.
@@ -209,7 +212,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   }
   bool sticky = false;
   JudgedTimingPlan plan{{req.warmup, req.repetitions}, kCheckedLaunches, timing_seed(v.seed)};
-  auto judged = judged_timing(*gpu_, *inputs_, *spec, shape, *dtype, timed, &(*ref)->validate, plan, sticky);
+  auto judged = judged_timing(*gpu_, *inputs_, *checks_, *spec, shape, *dtype, timed, &(*ref)->validate, plan, sticky);
   if (!judged || judged->failure) {
     StageFailure f;
     if (judged) f = *judged->failure;

@@ -62,6 +62,7 @@ class Harness {
 
   std::unique_ptr<GpuContext> gpu_;
   std::unique_ptr<DeviceInputs> inputs_;
+  std::unique_ptr<DeviceChecks> checks_;
   DevicePeaks peaks_;
   std::map<std::string, std::pair<std::string, LaunchableKernel>> best_;   ///< per type: source, kernel
   std::map<std::string, Reference> references_;

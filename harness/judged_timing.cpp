@@ -85,7 +85,8 @@ std::string counters_in_log(GpuContext& gpu, const DeviceBuffer& log, size_t slo
 
 }  // namespace
 
-Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const KernelSpec& spec,
+Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
+                                   const KernelSpec& spec,
                                    const Shape& shape, DType d, const std::vector<TimedKernel>& kernels,
                                    const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky) {
   const CudaDriver& drv = gpu.driver();
@@ -231,25 +232,26 @@ Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, 
                               " on " + shape_str(shape) + " " + dtype_name(d);
     if (auto s = inputs.fill(spec, shape, d, *set, seed_of(c.pair)); !s) return s.error();
     CUresult ref_error = CUDA_SUCCESS;
-    auto expected = reference_outputs(gpu, spec, *reference, bufs, shape, d, seed_of(c.pair) ^ 0x5a3b1e, ref_error);
+    auto expected = reference_outputs(gpu, checks, spec, *reference, bufs, shape, d, seed_of(c.pair) ^ 0x5a3b1e, ref_error);
     if (!expected) return ref_error != CUDA_SUCCESS ? fail(ref_error, expected.error().message) : expected.error();
-    for (size_t i = 0; i < c.inputs.size(); ++i)
-      if (download_all(gpu, c.inputs[i], st) != download_all(gpu, set->inputs[i], st) && st) {
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      auto differ = checks.differing_bytes(c.inputs[i], set->inputs[i], c.inputs[i].bytes());
+      if (!differ) return differ.error();
+      if (*differ) {
         out.failure = failure("the kernel wrote into its input during " + which + ": inputs are read-only");
         return out;
       }
+    }
     for (size_t i = 0; i < c.outputs.size(); ++i) {
-      std::vector<char> got = download_all(gpu, c.outputs[i], st);
-      if (!st) return st.error();
-      Comparison cmp = expected->compare(i, got.data(), d, spec.tolerance(d));
-      if (!cmp.pass()) {
-        out.failure = failure("wrong output during timing (" + which + "): " + cmp.describe() + expected->sampled_note() +
+      auto cmp = expected->judge(i, c.outputs[i], d, spec.tolerance(d));
+      if (!cmp) return cmp.error();
+      if (!cmp->pass()) {
+        out.failure = failure("wrong output during timing (" + which + "): " + cmp->describe() + expected->sampled_note() +
                               ": the kernel behaves differently when it is timed");
-        out.failure->comparison = cmp;
+        out.failure->comparison = *cmp;
         return out;
       }
     }
-    if (!st) return st.error();
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/benchmark.hpp"
+#include "harness/device_checks.hpp"
 #include "harness/device_inputs.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/stages.hpp"
@@ -41,7 +42,8 @@ struct JudgedTiming {
 /// Times `kernels` (one, or a candidate and the best) at one shape. `reference` judges the checked
 /// launches (may be null when checked_launches is 0). An Error is a CUDA failure, with `sticky`
 /// set when the context is gone; a wrong timed output is `failure`.
-Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const KernelSpec& spec,
+Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
+                                   const KernelSpec& spec,
                                    const Shape& shape, DType d, const std::vector<TimedKernel>& kernels,
                                    const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky);
 

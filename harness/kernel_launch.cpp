@@ -87,12 +87,15 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
 }
 
 Status LaunchableKernel::hold_initialized_memory(const std::vector<char>& cubin) {
-  InitializedMemory m = initialized_memory(cubin);
-  if (m.anchor.empty()) return ok();
-  auto at = module_.address_of(m.anchor);
-  if (!at) return at.error();
-  initial_at_ = *at - m.anchor_offset;
-  initial_image_ = std::move(m.image);
+  // Variables that lie back to back on the device are written back in one copy.
+  for (auto& v : initialized_memory(cubin)) {
+    auto at = module_.address_of(v.name);
+    if (!at) return at.error();
+    if (!restores_.empty() && restores_.back().at + restores_.back().image.size() == *at)
+      restores_.back().image.insert(restores_.back().image.end(), v.image.begin(), v.image.end());
+    else
+      restores_.push_back({*at, v.image});
+  }
   return ok();
 }
 
@@ -143,9 +146,8 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
     grid = spec.rows(shape) * per_row;
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
-  if (!initial_image_.empty())
-    if (CUresult r = d_->cuMemcpyHtoDAsync(initial_at_, initial_image_.data(), initial_image_.size(), s); r != CUDA_SUCCESS)
-      return r;
+  for (const Restore& r : restores_)
+    if (CUresult e = d_->cuMemcpyHtoDAsync(r.at, r.image.data(), r.image.size(), s); e != CUDA_SUCCESS) return e;
   return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
                             unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
 }

@@ -43,8 +43,12 @@ class LaunchableKernel {
   std::map<DType, std::string> names_;
   LaunchGeometry geometry_;
   int smem_bytes_ = 0;
-  std::vector<char> initial_image_;   ///< the module's .nv.global.init as compiled
-  CUdeviceptr initial_at_ = 0;
+  /// The module's initialised variables and where they live, written back before each launch.
+  struct Restore {
+    CUdeviceptr at;
+    std::vector<char> image;
+  };
+  std::vector<Restore> restores_;
   bool is_reference_ = false;
 };
 

@@ -91,26 +91,25 @@ std::vector<ModuleState> module_state(const std::vector<char>& cubin) {
       found.push_back({s.name, "device heap (" + s.name + ")"});
     else if (type == STT_OBJECT && s.section == kZeroedMemory)
       found.push_back({s.name, "writable device memory, " + std::to_string(s.sym.st_size) + " bytes"});
+    else if (type == STT_OBJECT && s.section == kInitializedMemory && (s.name.empty() || s.name[0] == '$'))
+      found.push_back({s.name, "a string literal in device code (printf, assert): writable, and it cannot be reset"});
   }
   return found;
 }
 
-InitializedMemory initialized_memory(const std::vector<char>& cubin) {
-  InitializedMemory m;
+std::vector<InitializedVariable> initialized_memory(const std::vector<char>& cubin) {
+  std::vector<InitializedVariable> vars;
   Elf elf = read_elf(cubin);
-  if (!elf.problem.empty()) return m;
+  if (!elf.problem.empty()) return vars;
   for (auto& s : elf.symbols) {
-    // String literals ($str) have no name the driver resolves; any named variable will do.
     if (ELF64_ST_TYPE(s.sym.st_info) != STT_OBJECT || s.section != kInitializedMemory || s.name.empty() || s.name[0] == '$')
       continue;
     const Elf64_Shdr& sec = elf.sections[s.sym.st_shndx];
-    if (sec.sh_offset + sec.sh_size > cubin.size()) return m;
-    m.image.assign(cubin.begin() + long(sec.sh_offset), cubin.begin() + long(sec.sh_offset + sec.sh_size));
-    m.anchor = s.name;
-    m.anchor_offset = size_t(s.sym.st_value);
-    return m;
+    const uint64_t begin = sec.sh_offset + s.sym.st_value, end = begin + s.sym.st_size;
+    if (s.sym.st_value + s.sym.st_size > sec.sh_size || end > cubin.size()) continue;
+    vars.push_back({s.name, std::vector<char>(cubin.begin() + long(begin), cubin.begin() + long(end))});
   }
-  return m;
+  return vars;
 }
 
 std::string describe_module_state(const std::vector<ModuleState>& found) {

@@ -6,7 +6,9 @@
 ///   initialiser, function-local statics) and calls into the device heap are refused;
 /// - initialised device memory cannot be refused, since NVRTC places every namespace-scope
 ///   `const` and `constexpr` variable there, so it is written back to its initial image before
-///   every launch (InitializedMemory): whatever a launch writes there, the next one never sees.
+///   every launch (InitializedVariable): whatever a launch writes there, the next one never sees;
+/// - string literals in device code (printf, assert) live there too but have no name to find
+///   them by, so they cannot be written back: they are refused.
 #include <string>
 #include <cstddef>
 #include <vector>
@@ -22,14 +24,13 @@ struct ModuleState {
 /// Everything in `cubin` that outlives a launch; an unreadable cubin is reported as one entry.
 std::vector<ModuleState> module_state(const std::vector<char>& cubin);
 
-/// The initialised device memory of a module (.nv.global.init): its image in the cubin, and a
-/// symbol inside it by which the driver gives its address.
-struct InitializedMemory {
+/// One initialised variable of a module (.nv.global.init): its name, by which the driver gives
+/// its address, and its initial bytes from the cubin.
+struct InitializedVariable {
+  std::string name;
   std::vector<char> image;
-  std::string anchor;        ///< a variable in the section; empty when the module has none
-  size_t anchor_offset = 0;  ///< its offset in the section
 };
-InitializedMemory initialized_memory(const std::vector<char>& cubin);
+std::vector<InitializedVariable> initialized_memory(const std::vector<char>& cubin);
 
 /// The sentence a verdict carries when module_state() is not empty: names each and says why.
 std::string describe_module_state(const std::vector<ModuleState>& found);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "harness/compare.hpp"
+#include "harness/device_checks.hpp"
 #include "harness/inputs.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/verdict.hpp"
@@ -33,9 +34,9 @@ struct StageFailure {
 
 class CaseRunner {
  public:
-  CaseRunner(GpuContext& gpu, const KernelSpec& spec, const LaunchableKernel& candidate,
+  CaseRunner(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, const LaunchableKernel& candidate,
              const LaunchableKernel& reference)
-      : gpu_(gpu), spec_(spec), cand_(candidate), ref_(reference) {}
+      : gpu_(gpu), checks_(checks), spec_(spec), cand_(candidate), ref_(reference) {}
 
   /// Runs the candidate once (repeats > 1: again on the same inputs, bitwise equal each time).
   std::optional<StageFailure> run(const RunCase& c, int repeats = 1);
@@ -44,6 +45,7 @@ class CaseRunner {
 
  private:
   GpuContext& gpu_;
+  const DeviceChecks& checks_;
   const KernelSpec& spec_;
   const LaunchableKernel& cand_;
   const LaunchableKernel& ref_;

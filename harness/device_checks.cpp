@@ -1,0 +1,126 @@
+#include "harness/device_checks.hpp"
+
+#include "harness/nvrtc_compile.hpp"
+
+namespace ak {
+namespace {
+
+// The host's rule (compare.cpp): in the output dtype, |got - e| <= max(atol + rtol |e|, ulp(e)),
+// NaN only where the reference is NaN, infinities only where it is that infinity. Here the ulp
+// is the step towards zero (never more than the host's step) and the bound is cut by 0.1%, so
+// float arithmetic can only make the screen stricter.
+const char* kSource = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__device__ __forceinline__ float ak_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ak_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ak_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T ak_rn(float v);
+template <> __device__ __forceinline__ __half ak_rn<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 ak_rn<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float ak_rn<float>(float v) { return v; }
+__device__ __forceinline__ float ak_ulp(__half v) {
+  unsigned short b = __half_as_ushort(v);
+  if ((b & 0x7fff) == 0) return ak_f(__ushort_as_half(1));
+  return fabsf(ak_f(v) - ak_f(__ushort_as_half((unsigned short)(b - 1))));
+}
+__device__ __forceinline__ float ak_ulp(__nv_bfloat16 v) {
+  unsigned short b = __bfloat16_as_ushort(v);
+  if ((b & 0x7fff) == 0) return ak_f(__ushort_as_bfloat16(1));
+  return fabsf(ak_f(v) - ak_f(__ushort_as_bfloat16((unsigned short)(b - 1))));
+}
+__device__ __forceinline__ float ak_ulp(float v) {
+  unsigned b = __float_as_uint(v);
+  if ((b & 0x7fffffffu) == 0) return __uint_as_float(1u);
+  return fabsf(v - __uint_as_float(b - 1));
+}
+
+template <typename T>
+__global__ void ak_screen(const T* got, const float* expected, long long n, float atol, float rtol, const int* rows,
+                          long long row_length, unsigned long long* suspects) {
+  unsigned long long mine = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long at = rows ? (long long)rows[i / row_length] * row_length + i % row_length : i;
+    const float g = ak_f(got[at]), e32 = expected[i];
+    bool bad;
+    if (isnan(e32)) {
+      bad = !isnan(g);
+    } else {
+      const T et = ak_rn<T>(e32);
+      const float e = ak_f(et);
+      if (isinf(e)) bad = g != e;
+      else if (!isfinite(g)) bad = true;
+      else bad = fabsf(g - e) > 0.999f * fmaxf(atol + rtol * fabsf(e), ak_ulp(et));
+    }
+    mine += bad;
+  }
+  if (mine) atomicAdd(suspects, mine);
+}
+
+__global__ void ak_diff(const unsigned char* a, const unsigned char* b, long long bytes, unsigned long long* differ) {
+  unsigned long long mine = 0;
+  const long long words = bytes / 4;
+  const unsigned* wa = (const unsigned*)a;
+  const unsigned* wb = (const unsigned*)b;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x)
+    mine += __popc(wa[i] ^ wb[i]) ? 1 : 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (long long i = words * 4; i < bytes; ++i) mine += a[i] != b[i];
+  if (mine) atomicAdd(differ, mine);
+}
+)";
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
+  CompileRequest req{kSource, "ak_device_checks.cu", {}, gpu.info().arch};
+  const std::vector<DType> dtypes{DType::F16, DType::BF16, DType::F32};
+  for (DType d : dtypes) req.name_expressions.push_back(std::string("ak_screen<") + dtype_cuda_type(d) + ">");
+  req.name_expressions.push_back("ak_diff");
+  auto compiled = nvrtc_compile(req);
+  if (!compiled) return compiled.error();
+  if (!compiled->ok) return error("the harness's check kernels do not compile (a harness bug): " + compiled->log);
+  std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
+  auto m = gpu.load(compiled->cubin);
+  if (!m) return m.error();
+  c->module_ = std::move(*m);
+  for (size_t i = 0; i < compiled->functions.size(); ++i) {
+    auto f = c->module_.function(compiled->functions[i].lowered_name);
+    if (!f) return f.error();
+    if (i < dtypes.size()) c->screen_[dtypes[i]] = *f;
+    else c->diff_ = *f;
+  }
+  auto counter = gpu.alloc(sizeof(uint64_t));
+  if (!counter) return counter.error();
+  c->counter_ = std::move(*counter);
+  return c;
+}
+
+Result<uint64_t> DeviceChecks::count(CUfunction f, void** params, int64_t n) const {
+  const CudaDriver& d = gpu_.driver();
+  if (auto s = cu_check(d.cuMemsetD8(counter_.ptr(), 0, sizeof(uint64_t)), "clearing a check's counter"); !s) return s.error();
+  const unsigned blocks = unsigned(std::min<int64_t>(std::max<int64_t>(1, (n + 255) / 256), 4096));
+  if (auto s = cu_check(d.cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), "a check on the GPU"); !s)
+    return s.error();
+  uint64_t result = 0;
+  if (auto s = gpu_.download(&result, counter_, sizeof result); !s) return s.error();
+  return result;
+}
+
+Result<uint64_t> DeviceChecks::suspects(const DeviceBuffer& got, DType d, const DeviceBuffer& expected, int64_t n,
+                                        Tolerance tol, const DeviceBuffer* rows, int64_t row_length) const {
+  CUdeviceptr g = got.ptr(), e = expected.ptr(), r = rows ? rows->ptr() : 0, c = counter_.ptr();
+  long long count_n = n, len = row_length > 0 ? row_length : 1;
+  float atol = float(tol.atol), rtol = float(tol.rtol);
+  void* params[] = {&g, &e, &count_n, &atol, &rtol, &r, &len, &c};
+  return count(screen_.at(d), params, n);
+}
+
+Result<uint64_t> DeviceChecks::differing_bytes(const DeviceBuffer& a, const DeviceBuffer& b, size_t bytes) const {
+  CUdeviceptr pa = a.ptr(), pb = b.ptr(), c = counter_.ptr();
+  long long n = (long long)bytes;
+  void* params[] = {&pa, &pb, &n, &c};
+  return count(diff_, params, int64_t(bytes / 4 + 1));
+}
+
+}  // namespace ak

@@ -1,0 +1,39 @@
+#pragma once
+/// Checks run on the GPU itself, so that judging an output costs microseconds rather than a
+/// download of hundreds of megabytes and a pass over them on the host: a screen of an output
+/// against the reference, and a count of the bytes two buffers differ in. The screen is a little
+/// stricter than the host's comparison (compare.hpp), never looser: an output it passes, the
+/// host would pass; one it does not, the host judges and describes, as before.
+#include <map>
+#include <memory>
+
+#include "harness/gpu_context.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+class DeviceChecks {
+ public:
+  /// Compiles and loads the check kernels (once per worker).
+  static Result<std::unique_ptr<DeviceChecks>> open(GpuContext& gpu);
+
+  /// How many of `n` elements of `got` (dtype d) may be outside `tol` of `expected` (fp32).
+  /// With `rows` (int32, sampled validation), expected holds only those rows of `row_length`
+  /// elements, compacted, and n = rows x row_length.
+  Result<uint64_t> suspects(const DeviceBuffer& got, DType d, const DeviceBuffer& expected, int64_t n, Tolerance tol,
+                            const DeviceBuffer* rows = nullptr, int64_t row_length = 0) const;
+
+  /// Zero when the first `bytes` bytes of a and b are equal; otherwise how many 4-byte words differ.
+  Result<uint64_t> differing_bytes(const DeviceBuffer& a, const DeviceBuffer& b, size_t bytes) const;
+
+ private:
+  explicit DeviceChecks(GpuContext& gpu) : gpu_(gpu) {}
+  Result<uint64_t> count(CUfunction f, void** params, int64_t n) const;
+  GpuContext& gpu_;
+  LoadedModule module_;
+  std::map<DType, CUfunction> screen_;
+  CUfunction diff_ = nullptr;
+  DeviceBuffer counter_;
+};
+
+}  // namespace ak
