@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config git
   libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libgit2-dev catch2 libtomlplusplus-dev
+  systemd   # systemd-analyze, to check config/autokernel.service in the tests
 )
 
 if [[ $(id -u) -ne 0 ]]; then
