@@ -1,5 +1,6 @@
 #include "harness/compile_server.hpp"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,6 +40,8 @@ int run_compile_server() {
     send(out, nlohmann::json{{"event", "unavailable"}, {"message", "cannot enter " + root}}.dump() + "\n");
     return 2;
   }
+  // NVRTC looks at $PWD for the working folder: it must name the one we are in now.
+  setenv("PWD", root.c_str(), 1);
   std::string guards = "file guard on " + root;
   if (auto s = restrict_filesystem_to(root); s) guards += ", Landlock";
   else ready["landlock_unavailable"] = s.error().message;

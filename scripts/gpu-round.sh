@@ -152,6 +152,34 @@ integrity() {
   tar -czf "$out/integrity.tar.gz" -C /tmp integrity
 }
 
+# The compile stage of 10 distinct candidates in a warm worker, as the loop meets it: this build
+# (the sandbox) beside the bundled REV, with and without CUDA's compute cache.
+compile_times() {
+  device_env
+  local before=$PWD/.gpu-bundle/before/autokernel files=()
+  mkdir -p /tmp/variants
+  for type in rmsnorm softmax; do
+    files=()
+    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
+      set -- $kv
+      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
+      files+=("/tmp/variants/$type-$1-$2.cu")
+    done
+    "$ak" bench starter "${files[@]}" --kernel "$type" --json > "$out/compile-after-$type.jsonl"
+    CUDA_CACHE_DISABLE=1 LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench starter "${files[@]}" \
+      --kernel "$type" --json > "$out/compile-before-nocache-$type.jsonl"
+    rm -rf ~/.nv/ComputeCache
+    LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench starter "${files[@]}" \
+      --kernel "$type" --json > "$out/compile-before-$type.jsonl"
+  done
+  python3 - "$out" <<'PY'
+import glob, json, statistics, sys
+for f in sorted(glob.glob(sys.argv[1] + "/compile-*.jsonl")):
+    s = [st["seconds"] for l in open(f) for st in json.loads(l)["stages"] if st["name"] == "compile"][1:]
+    print(f.split("/")[-1], "compile s (10 candidates, warm worker):", [round(x, 3) for x in s], "median", round(statistics.median(s), 3))
+PY
+}
+
 library() {
   device_env
   exec > >(tee "$out/library.log") 2>&1
@@ -264,6 +292,7 @@ case ${1:-} in
   run) run ;;
   library) library ;;
   integrity) integrity ;;
+  compile-times) compile_times ;;
   bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
   *) echo "usage: scripts/gpu-round.sh bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile" >&2; exit 2 ;;
