@@ -1,6 +1,6 @@
 #include "harness/device_checks.hpp"
 
-#include "harness/nvrtc_compile.hpp"
+#include "harness/harness_module.hpp"
 
 namespace ak {
 namespace {
@@ -10,15 +10,6 @@ namespace {
 // is the step towards zero (never more than the host's step) and the bound is cut by 0.1%, so
 // float arithmetic can only make the screen stricter.
 const char* kSource = R"(
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-__device__ __forceinline__ float ak_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float ak_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float ak_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T ak_rn(float v);
-template <> __device__ __forceinline__ __half ak_rn<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 ak_rn<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ float ak_rn<float>(float v) { return v; }
 __device__ __forceinline__ float ak_ulp(__half v) {
   unsigned short b = __half_as_ushort(v);
   if ((b & 0x7fff) == 0) return ak_f(__ushort_as_half(1));
@@ -73,23 +64,16 @@ __global__ void ak_diff(const unsigned char* a, const unsigned char* b, long lon
 }  // namespace
 
 Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
-  CompileRequest req{kSource, "ak_device_checks.cu", {}, gpu.info().arch};
   const std::vector<DType> dtypes{DType::F16, DType::BF16, DType::F32};
-  for (DType d : dtypes) req.name_expressions.push_back(std::string("ak_screen<") + dtype_cuda_type(d) + ">");
-  req.name_expressions.push_back("ak_diff");
-  auto compiled = nvrtc_compile(req);
-  if (!compiled) return compiled.error();
-  if (!compiled->ok) return error("the harness's check kernels do not compile (a harness bug): " + compiled->log);
+  std::vector<std::string> names;
+  for (DType d : dtypes) names.push_back(std::string("ak_screen<") + dtype_cuda_type(d) + ">");
+  names.push_back("ak_diff");
+  auto h = load_harness_module(gpu, kSource, "ak_device_checks.cu", names);
+  if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
-  auto m = gpu.load(compiled->cubin);
-  if (!m) return m.error();
-  c->module_ = std::move(*m);
-  for (size_t i = 0; i < compiled->functions.size(); ++i) {
-    auto f = c->module_.function(compiled->functions[i].lowered_name);
-    if (!f) return f.error();
-    if (i < dtypes.size()) c->screen_[dtypes[i]] = *f;
-    else c->diff_ = *f;
-  }
+  c->module_ = std::move(h->module);
+  for (size_t i = 0; i < dtypes.size(); ++i) c->screen_[dtypes[i]] = h->functions[i];
+  c->diff_ = h->functions.back();
   auto counter = gpu.alloc(sizeof(uint64_t));
   if (!counter) return counter.error();
   c->counter_ = std::move(*counter);

@@ -1,14 +1,12 @@
 #include "harness/device_inputs.hpp"
 
-#include "harness/nvrtc_compile.hpp"
+#include "harness/harness_module.hpp"
 
 namespace ak {
 namespace {
 
 // kind: 0 normal (times scale), 1 weight in [0.5, 1.5), 2 bias in [-0.5, 0.5).
 const char* kSource = R"(
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 __device__ __forceinline__ unsigned long long ak_mix(unsigned long long z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -16,10 +14,6 @@ __device__ __forceinline__ unsigned long long ak_mix(unsigned long long z) {
   return z ^ (z >> 31);
 }
 __device__ __forceinline__ float ak_unit(unsigned long long h) { return float(h >> 40) * (1.0f / 16777216.0f); }
-template <typename T> __device__ __forceinline__ T ak_cast(float v);
-template <> __device__ __forceinline__ __half ak_cast<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 ak_cast<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ float ak_cast<float>(float v) { return v; }
 
 template <typename T>
 __global__ void ak_fill(T* out, long long n, unsigned long long seed, int kind, float scale) {
@@ -29,7 +23,7 @@ __global__ void ak_fill(T* out, long long n, unsigned long long seed, int kind, 
     if (kind == 1) v = 0.5f + ak_unit(a);
     else if (kind == 2) v = ak_unit(a) - 0.5f;
     else v = (ak_unit(a) + ak_unit(a << 24) + ak_unit(b) + ak_unit(b << 24) - 2.0f) * 1.7320508f * scale;
-    out[i] = ak_cast<T>(v);
+    out[i] = ak_rn<T>(v);
   }
 }
 
@@ -44,23 +38,16 @@ int fill_kind(Fill f) { return f == Fill::Weight ? 1 : f == Fill::Bias ? 2 : 0; 
 }  // namespace
 
 Result<std::unique_ptr<DeviceInputs>> DeviceInputs::open(GpuContext& gpu) {
-  CompileRequest req{kSource, "ak_device_inputs.cu", {}, gpu.info().arch};
   const std::vector<DType> dtypes{DType::F16, DType::BF16, DType::F32};
-  for (DType d : dtypes) req.name_expressions.push_back(std::string("ak_fill<") + dtype_cuda_type(d) + ">");
-  req.name_expressions.push_back("ak_fill_index");
-  auto compiled = nvrtc_compile(req);
-  if (!compiled) return compiled.error();
-  if (!compiled->ok) return error("the harness's input kernels do not compile (a harness bug): " + compiled->log);
+  std::vector<std::string> names;
+  for (DType d : dtypes) names.push_back(std::string("ak_fill<") + dtype_cuda_type(d) + ">");
+  names.push_back("ak_fill_index");
+  auto h = load_harness_module(gpu, kSource, "ak_device_inputs.cu", names);
+  if (!h) return h.error();
   std::unique_ptr<DeviceInputs> in(new DeviceInputs(gpu));
-  auto m = gpu.load(compiled->cubin);
-  if (!m) return m.error();
-  in->module_ = std::move(*m);
-  for (size_t i = 0; i < compiled->functions.size(); ++i) {
-    auto f = in->module_.function(compiled->functions[i].lowered_name);
-    if (!f) return f.error();
-    if (i < dtypes.size()) in->fill_[dtypes[i]] = *f;
-    else in->fill_index_ = *f;
-  }
+  in->module_ = std::move(h->module);
+  for (size_t i = 0; i < dtypes.size(); ++i) in->fill_[dtypes[i]] = h->functions[i];
+  in->fill_index_ = h->functions.back();
   return in;
 }
 

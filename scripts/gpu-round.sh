@@ -61,6 +61,19 @@ device_env() {
 # One knob line of a starter rewritten: variant TYPE KNOB VALUE > file
 variant() { sed -E "s/^#define $2 [0-9]+/#define $2 $3/" "kernels_cuda/$1/$1.cu"; }
 
+# The five knob variants of a starter the rounds time as candidates, written to /tmp/variants;
+# sets the array `files` to their paths.
+knob_variants() {
+  mkdir -p /tmp/variants
+  files=()
+  local kv
+  for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
+    set -- $kv
+    variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
+    files+=("/tmp/variants/$type-$1-$2.cu")
+  done
+}
+
 run() {
   device_env
   mkdir -p /tmp/variants
@@ -80,12 +93,7 @@ run() {
   echo "== 10 candidates (knob variants) in one worker: time of a full evaluation"
   local files=()
   for type in rmsnorm softmax; do
-    files=()
-    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
-      set -- $kv
-      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
-      files+=("/tmp/variants/$type-$1-$2.cu")
-    done
+    knob_variants
     "$ak" bench "${files[@]}" --kernel "$type" --json >> "$out/bench.jsonl"
   done
   echo "== other dtypes of the starters"
@@ -114,12 +122,7 @@ integrity() {
   echo "== 10 candidates (knob variants), each paired with the starter as the loop pairs it with the best"
   local files=()
   for type in rmsnorm softmax; do
-    files=()
-    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
-      set -- $kv
-      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
-      files+=("/tmp/variants/$type-$1-$2.cu")
-    done
+    knob_variants
     "$ak" bench "${files[@]}" --kernel "$type" --beside starter --json > "$work/candidates-after-$type.jsonl" || echo "candidates $type exit $?"
     LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench "${files[@]}" --kernel "$type" --json \
       > "$work/candidates-before-$type.jsonl" || echo "before candidates $type exit $?"
@@ -159,12 +162,7 @@ compile_times() {
   local before=$PWD/.gpu-bundle/before/autokernel files=()
   mkdir -p /tmp/variants
   for type in rmsnorm softmax; do
-    files=()
-    for kv in "AK_THREADS 128" "AK_THREADS 512" "AK_VEC 8" "AK_ROWS_PER_BLOCK 2" "AK_THREADS 1024"; do
-      set -- $kv
-      variant "$type" "$1" "$2" > "/tmp/variants/$type-$1-$2.cu"
-      files+=("/tmp/variants/$type-$1-$2.cu")
-    done
+    knob_variants
     "$ak" bench starter "${files[@]}" --kernel "$type" --json > "$out/compile-after-$type.jsonl"
     CUDA_CACHE_DISABLE=1 LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 "$before" bench starter "${files[@]}" \
       --kernel "$type" --json > "$out/compile-before-nocache-$type.jsonl"

@@ -30,6 +30,16 @@ void passes_at_honest_speed(const KernelSpec& spec, const std::string& cheat, co
               spec.type.c_str(), v.paired.ratio, v.paired.noise, v.paired.pairs, v.timing->median_us, v.paired.best_us);
 }
 
+/// A softmax that counts its launches in `counter` (declared by `declaration`) and stops working
+/// once warmed up, after 85 launches: the cheat the stages alone cannot see.
+std::string launch_counting_softmax(const std::string& declaration) {
+  std::string src = starter_with(softmax_spec(), kEntry, declaration + "\n" + kEntry);
+  return starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                           "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
+                           "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
+                           "  const int group = threadIdx.x / kRowThreads;");
+}
+
 }  // namespace
 
 TEST_CASE("the honest starter timed beside itself gives a ratio of one within its noise", "[gpu][cheat]") {
@@ -119,24 +129,14 @@ TEST_CASE("an rmsnorm that keeps a memo in device malloc memory is refused befor
 
 TEST_CASE("a kernel that counts its launches in a __device__ variable to stop working once warmed up is refused", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
-  std::string src = starter_with(softmax_spec(), kEntry, "__device__ unsigned g_launches;\n" + kEntry);
-  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
-                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
-                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
-                          "  const int group = threadIdx.x / kRowThreads;");
-  Verdict v = judge(softmax_spec(), src);
+  Verdict v = judge(softmax_spec(), launch_counting_softmax("__device__ unsigned g_launches;"));
   CHECK(v.correctness == Correctness::CompileError);
   CHECK_THAT(v.message, Catch::Contains("g_launches"));
 }
 
 TEST_CASE("an initialised counter is written back before every launch, so the warmed-up cheat never fires", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
-  std::string src = starter_with(softmax_spec(), kEntry, "__device__ unsigned g_launches = 1;\n" + kEntry);
-  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
-                          "if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&g_launches, 1u);\n"
-                          "  if (*(volatile unsigned*)&g_launches > 85) return;\n"
-                          "  const int group = threadIdx.x / kRowThreads;");
-  passes_at_honest_speed(softmax_spec(), src);
+  passes_at_honest_speed(softmax_spec(), launch_counting_softmax("__device__ unsigned g_launches = 1;"));
 }
 
 TEST_CASE("a kernel that skips work in some moments of the GPU clock never passes", "[gpu][cheat]") {
