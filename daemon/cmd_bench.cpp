@@ -61,8 +61,7 @@ int bench_command(const Args& args) {
       .option("shape", "RxC", "the shape to time (default: the type's benchmark shape)", &shape)
       .option("dtype", "DTYPE", "fp16 (default), bf16 or fp32: the dtype to time", &dtype)
       .option("baseline-us", "US", "the time to beat (default: the reference kernel's)", &baseline)
-      .option("beside", "FILE.cu", "time each file beside this one, pair by pair, as the loop times a\n"
-              "candidate beside the current best ('starter': the type's starter)", &beside)
+      .option("beside", "FILE.cu", "time each file beside this one, launch for launch (as the loop does)", &beside)
       .option("device", "N", "the GPU index (default 0)", &device)
       .option("seed", "N", "the seed of the random inputs (default: from the clock)", &seed)
       .option("repetitions", "N", "timed launches (default 100)", &reps)
