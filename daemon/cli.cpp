@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/arg_parser.hpp"
-#include "daemon/commands.hpp"
+#include "daemon/commands/commands.hpp"
 #include "daemon/logging.hpp"
 
 namespace ak {

@@ -1,0 +1,115 @@
+// autokernel llm check --config FILE and autokernel propose --config FILE --kernel TYPE: the LLM
+// side alone, no GPU needed.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "config/config.hpp"
+#include "daemon/arg_parser.hpp"
+#include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/commands/commands.hpp"
+#include "daemon/commands/kernel_file.hpp"
+#include "daemon/loop/llm_proposer.hpp"
+#include "daemon/loop/run_directory.hpp"
+#include "llm/api_key.hpp"
+
+namespace ak {
+namespace {
+
+/// The config and the key, or the exit code to leave with.
+struct LlmSetup {
+  Config cfg;
+  std::string key;
+};
+Result<LlmSetup> llm_setup(const std::string& file, bool need_remote) {
+  auto cfg = load_config(file);
+  if (!cfg) return cfg.error();
+  if (need_remote && cfg->llm.provider == ProviderKind::Builtin)
+    return error(file + ": [llm] provider is \"builtin\": there is no LLM to check (set provider = \"openai\" or \"anthropic\")");
+  auto key = load_api_key(cfg->llm);
+  if (!key) return error(file + ": " + key.error().message);
+  return LlmSetup{*cfg, *key};
+}
+
+LlmClient::Options once() {
+  LlmClient::Options o;
+  o.breaker_failures = 1 << 30;
+  return o;
+}
+
+}  // namespace
+
+int llm_command(const Args& args) {
+  std::string action, file;
+  ArgParser p("autokernel llm check --config FILE",
+              "Sends one tiny request to the configured LLM and prints the provider, model, latency and\n"
+              "tokens used. Exit 0 when it answered, 1 when the key was refused or the server is\n"
+              "unreachable, 2 for a bad config.");
+  p.positional("check", "the action (only 'check' exists)", &action).option("config", "FILE", "the TOML config", &file);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (action != "check" || file.empty())
+    return std::fprintf(stderr, "usage: autokernel llm check --config FILE\n"), kExitUsage;
+  auto setup = llm_setup(file, true);
+  if (!setup) return std::fprintf(stderr, "%s\n", setup.error().message.c_str()), kExitUsage;
+  LlmConfig cfg = setup->cfg.llm;
+  cfg.max_retries = std::min(cfg.max_retries, 1);
+  LlmClient client(cfg, setup->key, nullptr, once());
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = client.ask({"You are a health check.", "Reply with the single word: ok", 64});
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r) return std::fprintf(stderr, "autokernel llm check: %s\n", r.error().message.c_str()), kExitFailure;
+  std::printf("%s %s at %s: answered in %.2f s, %lld input + %lld output tokens: \"%s\"\n", provider_name(cfg.provider),
+              cfg.model.c_str(), build_request(cfg, "", {}).url.c_str(), s, r->input_tokens, r->output_tokens,
+              r->text.substr(0, 60).c_str());
+  return kExitOk;
+}
+
+int propose_command(const Args& args) {
+  std::string file, type, from, out;
+  bool print_prompt = false;
+  ArgParser p("autokernel propose --config FILE --kernel TYPE [--from FILE.cu] [--out FILE.cu] [--print-prompt]",
+              "Renders the prompt for a kernel (its starter, or --from), asks the configured proposer once,\n"
+              "writes the proposed file (--out, default proposed-TYPE.cu) and prints its description.\n"
+              "--print-prompt shows exactly what the model is sent. Needs no GPU.");
+  p.option("config", "FILE", "the TOML config", &file)
+      .option("kernel", "TYPE", "the kernel type", &type)
+      .option("from", "FILE.cu", "the current best file (default: the starter)", &from)
+      .option("out", "FILE.cu", "where to write the proposal", &out)
+      .flag("print-prompt", "print the system prompt and the message first", &print_prompt);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (file.empty() || type.empty()) return std::fprintf(stderr, "autokernel propose: --config and --kernel are required\n"), kExitUsage;
+  auto setup = llm_setup(file, false);
+  if (!setup) return std::fprintf(stderr, "%s\n", setup.error().message.c_str()), kExitUsage;
+  auto spec = spec_for(type);
+  if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
+  auto source = read_kernel_file(from, **spec);
+  if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+  ProposalContext ctx;
+  ctx.spec = *spec;
+  ctx.tag = type;
+  ctx.shape = (*spec)->bench_shape;
+  for (auto& k : setup->cfg.kernels)
+    if (k.type == type) ctx.shape = k.shape, ctx.dtype = k.dtype;
+  if (ctx.dtype.empty()) ctx.dtype = "fp16";
+  ctx.best_source = *source;
+  ctx.keep_threshold = setup->cfg.convergence.keep_threshold;
+  if (print_prompt) {
+    auto q = build_chat_request(ctx, setup->cfg.llm.max_output_tokens);
+    if (!q) return std::fprintf(stderr, "%s\n", q.error().message.c_str()), kExitFailure;
+    std::printf("===== system =====\n%s\n===== user =====\n%s\n===== end =====\n", q->system.c_str(), q->user.c_str());
+  }
+  BuiltinTuner tuner;
+  LlmClient client(setup->cfg.llm, setup->key, nullptr, once());
+  LlmProposer llm(client, "");
+  Proposer& proposer = setup->cfg.llm.provider == ProviderKind::Builtin ? static_cast<Proposer&>(tuner) : llm;
+  auto proposal = proposer.propose(ctx);
+  if (!proposal) return std::fprintf(stderr, "autokernel propose: %s\n", proposal.error().message.c_str()), kExitFailure;
+  if (!*proposal) return std::fprintf(stderr, "autokernel propose: the proposer has nothing to propose\n"), kExitFailure;
+  if (out.empty()) out = "proposed-" + type + ".cu";
+  if (auto s = write_file_atomic(out, (*proposal)->source); !s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), kExitFailure;
+  std::printf("%s\nwritten to %s (%lld tokens)\n", (*proposal)->description.c_str(), out.c_str(), (*proposal)->tokens);
+  return kExitOk;
+}
+
+}  // namespace ak

@@ -1,0 +1,145 @@
+// autokernel profile -- CMD ARGS... and autokernel plan profile.json: where a program's GPU time
+// goes, and which kernels are worth autokernel's effort by Amdahl's law.
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <cupti.h>
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "daemon/profile/amdahl_plan.hpp"
+#include "daemon/arg_parser.hpp"
+#include "daemon/commands/commands.hpp"
+#include "daemon/profile/profile_data.hpp"
+#include "daemon/loop/run_directory.hpp"
+#include "harness/cupti_library.hpp"
+
+namespace ak {
+namespace fs = std::filesystem;
+namespace {
+
+/// libautokernel_inject.so: $AUTOKERNEL_INJECTION, beside this binary, or in ../lib.
+std::string injection_library() {
+  if (const char* p = std::getenv("AUTOKERNEL_INJECTION")) return p;
+  fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
+  for (fs::path p : {self / "libautokernel_inject.so", self / ".." / "lib" / "libautokernel_inject.so"})
+    if (fs::exists(p)) return fs::canonical(p).string();
+  return "";
+}
+
+/// Runs the command with the injection; its output and exit status are its own.
+int run_profiled(const std::vector<std::string>& cmd, const std::string& records) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("CUDA_INJECTION64_PATH", injection_library().c_str(), 1);
+    if (std::string cupti = loaded_cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
+    setenv("AUTOKERNEL_PROFILE_OUT", records.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "autokernel profile: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+int profile_command(const Args& args) {
+  std::string out = "profile.json", warmup = "0", top = "15", from_records;
+  std::vector<std::string> cmd;
+  bool keep = false;
+  ArgParser p("autokernel profile [--out profile.json] [--warmup-s N] -- CMD ARGS...",
+              "Runs CMD with autokernel's CUPTI injection library and records every GPU kernel it runs\n"
+              "(and the NVTX ranges around them, e.g. PyTorch's emit_nvtx(record_shapes=True)). Writes\n"
+              "the kernels ranked by GPU time, each classified as one of autokernel's types or 'other',\n"
+              "to --out, and prints the top. Works on any CUDA program. CMD's output and exit code pass\n"
+              "through; a profile that cannot be made exits 1 after a successful CMD.");
+  p.option("out", "FILE", "where to write the profile (default profile.json)", &out)
+      .option("warmup-s", "N", "leave out kernels of the first N seconds (default 0)", &warmup)
+      .option("top", "N", "rows to print (default 15)", &top)
+      .flag("keep-records", "keep the raw records (OUT.records.jsonl) to rebuild the profile later", &keep)
+      .option("from-records", "FILE", "build the profile from records kept earlier instead of running CMD", &from_records)
+      .rest("CMD ARGS...", "the program to profile", &cmd);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (!from_records.empty()) {
+    auto raw = read_records(from_records);
+    Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
+    if (!profile) return std::fprintf(stderr, "autokernel profile: %s\n", profile.error().message.c_str()), kExitFailure;
+    if (auto s = write_file_atomic(out, nlohmann::json(*profile).dump(2) + "\n"); !s)
+      return std::fprintf(stderr, "autokernel profile: %s\n", s.error().message.c_str()), kExitFailure;
+    std::printf("%s: %s", out.c_str(), profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
+    return kExitOk;
+  }
+  if (cmd.empty()) return std::fprintf(stderr, "autokernel profile: give the program after --: autokernel profile -- python3 model.py\n"), kExitUsage;
+  if (injection_library().empty())
+    return std::fprintf(stderr, "autokernel profile: libautokernel_inject.so was not found beside the binary or in ../lib "
+                                "(set AUTOKERNEL_INJECTION to its path)\n"), kExitUsage;
+  const std::string records = out + ".records.jsonl";
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = run_profiled(cmd, records);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto raw = read_records(records);
+  Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
+  if (!profile) {
+    std::fprintf(stderr, "autokernel profile: %s\n", profile.error().message.c_str());
+    return rc != 0 ? rc : kExitFailure;
+  }
+  profile->command = cmd;
+  profile->wall_seconds = wall;
+  profile->exit_code = rc;
+  if (auto s = write_file_atomic(out, nlohmann::json(*profile).dump(2) + "\n"); !s) {
+    std::fprintf(stderr, "autokernel profile: %s\n", s.error().message.c_str());
+    return rc != 0 ? rc : kExitFailure;
+  }
+  // The records stay beside the profile only when asked (--keep-records): they are large.
+  if (!keep) std::remove(records.c_str());
+  std::fprintf(stderr, "\nautokernel profile: %s (%.1f s wall)\n%s", out.c_str(), wall,
+               profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
+  return rc;
+}
+
+int plan_command(const Args& args) {
+  std::string file, top = "10", target = "2.0", write;
+  ArgParser p("autokernel plan profile.json [--top N] [--target S] [--write CONFIG]",
+              "The Amdahl table of a profile: for each of the top kernels its share f of the GPU time,\n"
+              "the speedup s it could reach (--target for autokernel's types, 1 for others) and the whole\n"
+              "program's speedup 1/((1-f)+f/s); the total if all were done; and the [[kernel]] entries to\n"
+              "paste, or to append to a config with --write. A kernel whose shape is unknown is written\n"
+              "commented out, saying what to fill in.");
+  p.positional("profile.json", "a profile from autokernel profile", &file)
+      .option("top", "N", "kernels to consider (default 10)", &top)
+      .option("target", "S", "the speedup each supported kernel is assumed to reach (default 2.0)", &target)
+      .option("write", "CONFIG", "append the [[kernel]] entries to this config and check it", &write);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  auto text = read_text(file);
+  if (!text) return std::fprintf(stderr, "autokernel plan: %s\n", text.error().message.c_str()), kExitUsage;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  auto profile = j.is_discarded() ? Result<Profile>(error("not JSON")) : profile_from_json(j);
+  if (!profile) return std::fprintf(stderr, "autokernel plan: %s: %s\n", file.c_str(), profile.error().message.c_str()), kExitUsage;
+  const double s = std::atof(target.c_str());
+  if (s < 1) return std::fprintf(stderr, "autokernel plan: --target %s: expected a speedup of at least 1\n", target.c_str()), kExitUsage;
+  Plan plan = make_plan(*profile, size_t(std::max(1, std::atoi(top.c_str()))), s);
+  std::string toml = plan_toml(plan, fs::path(file).filename().string());
+  std::printf("%s\n%s", plan_table(plan).c_str(), write.empty() ? toml.c_str() : "");
+  if (!write.empty()) {
+    std::ofstream(write, std::ios::app) << "\n" << toml;
+    auto cfg = load_config(write);
+    if (!cfg) return std::fprintf(stderr, "autokernel plan: wrote %s, which does not check yet:\n%s\n", write.c_str(),
+                                  cfg.error().message.c_str()), kExitFailure;
+    std::printf("appended the [[kernel]] entries to %s; it checks: %zu kernels\n", write.c_str(), cfg->kernels.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace ak

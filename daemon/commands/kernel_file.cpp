@@ -1,0 +1,26 @@
+#include "daemon/commands/kernel_file.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+
+Result<const KernelSpec*> spec_for(const std::string& type) {
+  if (const KernelSpec* s = find_spec(type)) return s;
+  std::string known;
+  for (auto* s : all_specs()) known += (known.empty() ? "" : ", ") + s->type;
+  return error("unknown kernel type '" + type + "' (--kernel expects one of: " + known + ")");
+}
+
+Result<std::string> read_kernel_file(const std::string& path, const KernelSpec& spec) {
+  if (path.empty() || path == "starter") return spec.starter_source();
+  std::ifstream in(path);
+  if (!in) return error(path + ": cannot read the kernel file (does it exist?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace ak

@@ -1,0 +1,84 @@
+#include "daemon/loop/builtin_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "daemon/loop/knobs.hpp"
+
+namespace ak {
+
+namespace {
+
+/// Tile sizes, warp counts and pipeline stages only make sense as powers of two: a tile of 63
+/// rows is a compile error, not an experiment.
+bool is_power_of_two_knob(const std::string& knob) {
+  for (const char* w : {"TILE", "BLOCK", "WARPS", "STAGES", "UNROLL"})
+    if (knob.find(w) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+int BuiltinTuner::tier(const std::string& knob) {
+  for (const char* w : {"THREADS", "BLOCK", "ROWS", "WARPS", "TILE"})
+    if (knob.find(w) != std::string::npos) return 1;
+  for (const char* w : {"VEC", "LOAD", "CACHE", "STAGES"})
+    if (knob.find(w) != std::string::npos) return 2;
+  return 3;
+}
+
+std::vector<long long> BuiltinTuner::candidates(const std::string& knob, long long current) {
+  std::vector<long long> values;
+  if (knob.find("THREADS") != std::string::npos) values = {64, 128, 256, 512, 1024};
+  else if (knob.find("VEC") != std::string::npos) values = {1, 2, 4, 8};
+  else if (knob.find("ROWS") != std::string::npos) values = {1, 2, 4, 8};
+  else if (is_power_of_two_knob(knob)) {
+    for (long long v : {current / 2, current * 2, current / 4, current * 4})
+      if (v >= 1) values.push_back(v);
+  } else {
+    values = {current / 2, current * 2, current + 1, current - 1};
+  }
+  values.erase(std::remove_if(values.begin(), values.end(), [&](long long v) { return v == current || v < 0; }),
+               values.end());
+  // Nearest first: on a log scale for the power-of-two knobs, which is every list above.
+  std::stable_sort(values.begin(), values.end(), [&](long long a, long long b) {
+    auto dist = [&](long long v) { return std::abs(std::log2(double(std::max(v, 1LL))) - std::log2(double(std::max(current, 1LL)))); };
+    return dist(a) < dist(b);
+  });
+  return values;
+}
+
+Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx) {
+  std::set<std::string> measured;
+  for (auto& e : ctx.history) measured.insert(knob_key(read_knobs(e.source)));
+  const Knobs best = read_knobs(ctx.best_source);
+  measured.insert(knob_key(best));
+  if (best.empty())
+    return error("the builtin tuner found no knob lines (#define AK_NAME value) in the " +
+                 (ctx.spec ? ctx.spec->type : std::string("kernel")) + " file: nothing to tune");
+  std::vector<std::string> names;
+  for (auto& [name, v] : best) names.push_back(name);
+  // Within block sizing, threads per block first: it is the knob with the widest effect.
+  auto order = [](const std::string& n) { return tier(n) * 2 + (n.find("THREADS") == std::string::npos); };
+  std::stable_sort(names.begin(), names.end(), [&](auto& a, auto& b) { return order(a) < order(b); });
+  // Rank-major: every knob's nearest value first, in tier order, then every knob's next nearest,
+  // skipping what was measured: one bad knob cannot use up the reverts before the others had a
+  // chance.
+  for (size_t rank = 0; rank < 8; ++rank)
+    for (auto& name : names) {
+      auto values = candidates(name, best.at(name));
+      if (rank >= values.size()) continue;
+      Knobs next = best;
+      next[name] = values[rank];
+      if (measured.count(knob_key(next))) continue;
+      Proposal p;
+      p.source = with_knob(ctx.best_source, name, values[rank]);
+      p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) +
+                      " -> " + std::to_string(values[rank]);
+      return std::optional<Proposal>(p);
+    }
+  return std::optional<Proposal>();
+}
+
+}  // namespace ak

@@ -1,0 +1,21 @@
+#pragma once
+/// The builtin tuner: the offline proposer. It changes one knob line of the current best file
+/// per experiment, walking the playbook's tiers (block sizing, then vector width and memory
+/// access, then the rest the file exposes), and never proposes a configuration already measured.
+#include <set>
+
+#include "daemon/loop/proposer.hpp"
+
+namespace ak {
+
+class BuiltinTuner : public Proposer {
+ public:
+  Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override;
+
+  /// The values tried for a knob, nearest to `current` first.
+  static std::vector<long long> candidates(const std::string& knob, long long current);
+  /// The playbook tier of a knob: 1 block sizing, 2 memory access, 3 the rest.
+  static int tier(const std::string& knob);
+};
+
+}  // namespace ak

@@ -1,0 +1,85 @@
+#include "daemon/loop/kernel_progress.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+
+std::vector<KernelProgress> initial_progress(const Config& cfg) {
+  std::map<std::string, int> count, seen;
+  for (auto& k : cfg.kernels) count[k.type]++;
+  std::vector<KernelProgress> out;
+  for (auto& k : cfg.kernels) {
+    KernelProgress p;
+    p.entry = &k;
+    p.spec = find_spec(k.type);
+    p.tag = count[k.type] > 1 ? k.type + "-" + std::to_string(++seen[k.type]) : k.type;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
+  for (auto& k : kernels) {
+    if (k.tag != row.tag) continue;
+    k.experiments++;
+    k.seconds += row.seconds;
+    if (!k.has_baseline) {
+      k.has_baseline = true;
+      k.starter_failed = !row.kept;
+      k.starter_failure = row.description;
+      if (row.kept) {
+        k.baseline_us = row.speedup > 0 ? row.speedup * row.latency_us : row.latency_us;
+        k.best_us = row.latency_us;
+        k.best_throughput = row.throughput;
+        k.best_pct_peak = row.pct_peak;
+      }
+    } else if (row.kept) {
+      k.best_us = row.latency_us;
+      k.best_throughput = row.throughput;
+      k.best_pct_peak = row.pct_peak;
+      k.consecutive_reverts = 0;
+    } else {
+      k.consecutive_reverts++;
+    }
+    return;
+  }
+}
+
+std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c) {
+  char buf[160];
+  if (k.starter_failed) return "the starter itself fails: " + k.starter_failure;
+  if (!k.has_baseline) return std::nullopt;
+  if (k.consecutive_reverts >= c.max_consecutive_reverts)
+    return std::to_string(k.consecutive_reverts) + " reverts in a row";
+  if (k.best_pct_peak >= c.peak_fraction) {
+    std::snprintf(buf, sizeof buf, "reached %.1f%% of the measured peak (target %.0f%%)", k.best_pct_peak * 100,
+                  c.peak_fraction * 100);
+    return std::string(buf);
+  }
+  if (k.seconds >= c.max_hours_per_kernel * 3600) {
+    std::snprintf(buf, sizeof buf, "spent %.2f h on it (limit %.2f h)", k.seconds / 3600, c.max_hours_per_kernel);
+    return std::string(buf);
+  }
+  if (k.speedup() >= c.target_speedup) {
+    std::snprintf(buf, sizeof buf, "%.2fx over the baseline (target %.2fx)", k.speedup(), c.target_speedup);
+    return std::string(buf);
+  }
+  if (k.proposer_exhausted) return "the proposer has nothing left to try";
+  return std::nullopt;
+}
+
+double amdahl_speedup(const std::vector<KernelProgress>& kernels) {
+  double rest = 1.0, now = 0;
+  for (auto& k : kernels) {
+    const double f = k.entry ? k.entry->weight : 0;
+    rest -= f;
+    now += f / (k.speedup() > 0 ? k.speedup() : 1.0);
+  }
+  return 1.0 / (std::max(rest, 0.0) + now);
+}
+
+}  // namespace ak

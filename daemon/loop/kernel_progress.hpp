@@ -1,0 +1,43 @@
+#pragma once
+/// Where each kernel of a run stands, derived from the results table alone, so that a restart
+/// (or a power cut) recovers it exactly: best time, reverts in a row, time spent, baseline.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "daemon/loop/results_table.hpp"
+#include "kernels_cuda/spec.hpp"
+
+namespace ak {
+
+struct KernelProgress {
+  std::string tag;                    ///< the kernel's id in the run: file kernels/<tag>.cu
+  const KernelEntry* entry = nullptr;
+  const KernelSpec* spec = nullptr;
+  bool has_baseline = false;          ///< experiment 0 (the starter) was measured
+  bool starter_failed = false;
+  std::string starter_failure;
+  double baseline_us = 0;             ///< what speedups are measured against
+  double best_us = 0, best_throughput = 0, best_pct_peak = 0;
+  int experiments = 0;
+  int consecutive_reverts = 0;
+  double seconds = 0;
+  bool proposer_exhausted = false;    ///< in memory only: asking again is cheap and gives the same
+
+  double speedup() const { return best_us > 0 ? baseline_us / best_us : 0; }
+};
+
+/// One entry per [[kernel]], with tags: the type, or type-N when a type appears more than once.
+std::vector<KernelProgress> initial_progress(const Config& cfg);
+
+/// Folds one row into the kernel it belongs to.
+void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row);
+
+/// The first convergence rule that holds for a kernel, as a sentence; nullopt while it is open.
+std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c);
+
+/// 1 / ((1 - sum f) + sum f / s): the whole program's speedup if only these kernels changed.
+double amdahl_speedup(const std::vector<KernelProgress>& kernels);
+
+}  // namespace ak

@@ -1,0 +1,29 @@
+#pragma once
+/// The LLM as a Proposer: renders the prompts of prompts/ for the kernel at hand, asks the
+/// configured model once, saves the exchange as the experiment's transcript, and reads the
+/// answer (one description line, the whole file in a ```cuda block).
+#include <optional>
+#include <string>
+
+#include "daemon/loop/proposer.hpp"
+#include "llm/llm_client.hpp"
+
+namespace ak {
+
+/// The system prompt and the experiment's message for a proposal context.
+Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_output_tokens);
+
+class LlmProposer : public Proposer {
+ public:
+  /// `transcripts_dir` gets NNNN-<tag>.json per proposal; empty: no transcripts.
+  LlmProposer(LlmClient& client, std::string transcripts_dir);
+  Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override;
+  std::optional<std::string> must_stop() const override { return stop_reason_; }
+
+ private:
+  LlmClient& client_;
+  std::string transcripts_dir_;
+  std::optional<std::string> stop_reason_;
+};
+
+}  // namespace ak

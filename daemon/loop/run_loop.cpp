@@ -1,0 +1,371 @@
+#include "daemon/loop/run_loop.hpp"
+
+#include "common/format.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/loop/scheduler.hpp"
+
+namespace ak {
+namespace {
+
+bool stopping(const LoopSignals& s) { return s.stop && s.stop->load(); }
+
+}  // namespace
+
+bool faster_than_best(const Verdict& v, double best_us, double keep_threshold) {
+  if (v.paired.pairs > 0) return v.paired.clears(keep_threshold);
+  return v.timing && v.timing->median_us <= best_us * (1 - keep_threshold);
+}
+
+std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit) {
+  std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " + row.description + "\n\n";
+  m += format_numbers("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + format_numbers(", %.1f%% of peak", row.pct_peak * 100);
+  if (previous_best_us > 0)
+    m += format_numbers(": %+.1f%% time vs the previous best (%.2f us)", (row.latency_us / previous_best_us - 1) * 100, previous_best_us);
+  m += "\n\n";
+  m += "Autokernel-Experiment: " + std::to_string(row.experiment) + "\n";
+  m += "Autokernel-Kernel: " + row.tag + "\n";
+  m += "Autokernel-Type: " + row.kernel_type + "\n";
+  m += format_numbers("Autokernel-Latency-Us: %.3f\n", row.latency_us);
+  m += format_numbers("Autokernel-Throughput: %.2f\n", row.throughput);
+  m += format_numbers("Autokernel-Pct-Peak: %.4f\n", row.pct_peak);
+  m += format_numbers("Autokernel-Speedup: %.4f\n", row.speedup);
+  m += format_numbers("Autokernel-Peak-Vram-Mb: %.1f\n", row.peak_vram_mb);
+  m += "Autokernel-Llm-Tokens: " + std::to_string(row.llm_tokens) + "\n";
+  m += format_numbers("Autokernel-Seconds: %.2f\n", row.seconds);
+  return m;
+}
+
+Result<ResultRow> row_from_commit(const CommitInfo& c) {
+  const auto& t = c.trailers;
+  try {
+    ResultRow r;
+    r.experiment = std::stoll(t.at("Autokernel-Experiment"));
+    r.tag = t.at("Autokernel-Kernel");
+    r.kernel_type = t.at("Autokernel-Type");
+    r.latency_us = std::stod(t.at("Autokernel-Latency-Us"));
+    r.throughput = std::stod(t.at("Autokernel-Throughput"));
+    r.pct_peak = std::stod(t.at("Autokernel-Pct-Peak"));
+    r.speedup = std::stod(t.at("Autokernel-Speedup"));
+    r.peak_vram_mb = std::stod(t.at("Autokernel-Peak-Vram-Mb"));
+    r.llm_tokens = std::stoll(t.at("Autokernel-Llm-Tokens"));
+    r.seconds = std::stod(t.at("Autokernel-Seconds"));
+    r.correctness = "PASS";
+    r.kept = true;
+    r.commit = c.id;
+    std::string subject = c.message.substr(0, c.message.find('\n'));
+    std::string prefix = "experiment " + std::to_string(r.experiment) + ": " + r.tag + ": ";
+    r.description = subject.rfind(prefix, 0) == 0 ? subject.substr(prefix.size()) : subject;
+    return r;
+  } catch (const std::exception&) {
+    return error("commit " + c.id + " lacks autokernel's trailers");
+  }
+}
+
+RunLoop::RunLoop(Config cfg, Evaluator& evaluator, Proposer& proposer, Clock& clock, LoopSignals signals,
+                 ServiceNotifier* notifier)
+    : cfg_(std::move(cfg)), evaluator_(evaluator), proposer_(proposer), clock_(clock), signals_(signals),
+      notifier_(notifier), dir_(cfg_.run_dir()) {}
+
+Status RunLoop::open() {
+  if (auto s = dir_.create(); !s) return s;
+  if (auto s = dir_.lock(); !s) return s;
+  auto rows = open_results(dir_.results());
+  if (!rows) return rows.error();
+  rows_ = std::move(*rows);
+  auto git = GitHistory::open(dir_.root(), "autokernel/" + cfg_.run.name);
+  if (!git) return git.error();
+  git_ = std::move(*git);
+  if (auto s = recover_from_git(); !s) return s;
+  kernels_ = initial_progress(cfg_);
+  std::set<std::string> tags;
+  for (auto& k : kernels_) tags.insert(k.tag);
+  for (auto& r : rows_) {
+    if (!tags.count(r.tag))
+      return error(dir_.results() + " has experiments of '" + r.tag +
+                   "', which the config no longer lists: restore its [[kernel]] entry or start a new run name");
+    apply_row(kernels_, r);
+    next_experiment_ = std::max(next_experiment_, r.experiment + 1);
+  }
+  if (auto state = read_text(dir_.state()); state.ok()) {
+    auto j = nlohmann::json::parse(*state, nullptr, false);
+    if (j.is_object()) cost_usd_ = j.value("llm_cost_usd", 0.0);  // the one total rows do not carry
+  }
+  if (!rows_.empty())
+    spdlog::info("resuming run {} at experiment {} ({} experiments recorded)", cfg_.run.name, next_experiment_, rows_.size());
+  return restore_kernel_files();
+}
+
+Status RunLoop::recover_from_git() {
+  auto head = git_->head();
+  if (!head) return head.error();
+  if (!*head) return ok();
+  auto row = row_from_commit(**head);
+  if (!row) return row.error();
+  for (auto& r : rows_)
+    if (r.experiment == row->experiment) return ok();
+  // Killed between the commit and its row: the commit's trailers give the row back.
+  spdlog::warn("experiment {} was committed ({}) but its results row is missing: restoring it from the commit",
+               row->experiment, row->commit);
+  if (auto s = append_result(dir_.results(), *row); !s) return s;
+  rows_.push_back(*row);
+  return ok();
+}
+
+Status RunLoop::restore_kernel_files() {
+  // The working copy of each kernel is whatever was last kept: a file half-written by a crash,
+  // or a candidate written before its evaluation, goes back to the committed version.
+  for (auto& k : kernels_) {
+    auto committed = git_->file_at_head(dir_.kernel_file(k.tag));
+    if (!committed) return committed.error();
+    if (*committed)
+      if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), **committed); !s) return s;
+  }
+  return ok();
+}
+
+ProposalContext RunLoop::context(const KernelProgress& k) const {
+  ProposalContext ctx;
+  ctx.spec = k.spec;
+  ctx.experiment = next_experiment_;
+  ctx.tag = k.tag;
+  ctx.shape = k.entry->shape;
+  ctx.dtype = k.entry->dtype;
+  ctx.best_throughput = k.best_throughput;
+  ctx.baseline_us = k.baseline_us;
+  ctx.keep_threshold = cfg_.convergence.keep_threshold;
+  ctx.gpu = gpu_;
+  ctx.arch = arch_;
+  ctx.throughput_unit = unit_;
+  ctx.peak = peak_;
+  ctx.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
+  ctx.best_us = k.best_us;
+  ctx.pct_peak = k.best_pct_peak;
+  for (auto& r : rows_) {
+    if (r.tag != k.tag) continue;
+    PastExperiment e;
+    e.description = r.description;
+    e.source = read_text(dir_.path(dir_.experiment_file(r.experiment, r.tag))).value_or("");
+    e.correctness = r.correctness;
+    e.latency_us = r.latency_us;
+    e.kept = r.kept;
+    if (auto cut = r.description.find(" -- "); cut != std::string::npos) {
+      e.failure = r.description.substr(cut + 4);
+      e.description = r.description.substr(0, cut);
+    }
+    if (r.correctness == "COMPILE_ERROR")
+      if (auto text = read_text(dir_.path(verdict_file(r.experiment, r.tag))); text.ok()) {
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        if (j.is_object()) e.failure += "\n" + j.value("compile_log", std::string()).substr(0, 1500);
+      }
+    ctx.history.push_back(e);
+  }
+  return ctx;
+}
+
+std::string RunLoop::verdict_file(long long n, const std::string& tag) const {
+  std::string f = dir_.experiment_file(n, tag);
+  return f.substr(0, f.size() - 3) + ".verdict.json";
+}
+
+Status RunLoop::record(const ResultRow& row) {
+  if (auto s = append_result(dir_.results(), row); !s) return s;
+  at("recorded");
+  rows_.push_back(row);
+  apply_row(kernels_, row);
+  write_state("running");
+  return ok();
+}
+
+Result<bool> RunLoop::experiment(size_t index) {
+  KernelProgress& k = kernels_[index];
+  const double t0 = clock_.now_s();
+  const long long n = next_experiment_;
+  const bool baseline = !k.has_baseline;
+  Proposal proposal;
+  if (baseline) {
+    proposal.source = k.spec->starter_source();
+    proposal.description = "baseline: the starter";
+  } else {
+    auto p = proposer_.propose(context(k));
+    if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
+    if (!p) {
+      ResultRow row{n, k.tag, k.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0, clock_.now_s() - t0,
+                    "no usable proposal: " + p.error().message};
+      next_experiment_++;
+      spdlog::warn("experiment {} {}: {}", n, k.tag, row.description);
+      if (auto s = record(row); !s) return s.error();
+      return true;
+    }
+    if (!*p) return false;
+    proposal = **p;
+  }
+  if (auto s = write_file_atomic(dir_.path(dir_.experiment_file(n, k.tag)), proposal.source); !s) return s.error();
+
+  EvalRequest req;
+  req.kernel_type = k.spec->type;
+  req.source = proposal.source;
+  req.dtype = k.entry->dtype;
+  req.shape = k.entry->shape;
+  req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;
+  req.baseline_us = baseline ? k.entry->baseline_us : std::optional<double>(k.baseline_us);
+  req.time_starter = false;
+  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
+  req.warmup = cfg_.harness.warmup;
+  req.repetitions = cfg_.harness.repetitions;
+  auto verdict = evaluator_.evaluate(req);
+  if (!verdict) return verdict.error();
+  at("evaluated");
+  const Verdict& v = *verdict;
+  // The whole verdict beside the candidate: the compile log and the worst element, for the
+  // proposer's next prompt and for a person reading the run.
+  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), nlohmann::json(v).dump(2) + "\n");
+  cost_usd_ += proposal.cost_usd;
+  if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
+  if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
+  const double latency = v.timing ? v.timing->median_us : 0;
+  const bool keep = v.passed() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
+
+  ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
+                v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
+  row.paired_best_us = v.paired.best_us;
+  row.paired_ratio = v.paired.ratio;
+  row.paired_noise = v.paired.noise;
+  if (!v.passed()) row.description += " -- " + v.message;
+  row.seconds = clock_.now_s() - t0;
+  if (keep) {
+    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), proposal.source); !s) return s.error();
+    auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, baseline ? 0 : k.best_us, v.throughput_unit));
+    if (!sha) return sha.error();
+    row.commit = *sha;
+    at("committed");
+  }
+  next_experiment_++;
+  const double best_before = k.best_us;
+  if (auto s = record(row); !s) return s.error();
+  if (v.passed())
+    spdlog::info("experiment {} {}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
+                 proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
+                 keep ? "kept" : "reverted",
+                 v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
+                 : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
+  else
+    spdlog::info("experiment {} {}: {}: {} -> reverted: {}", n, k.tag, proposal.description, row.correctness, v.message);
+  if (notifier_)
+    notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
+  return true;
+}
+
+std::optional<std::string> RunLoop::budget_spent() const {
+  double seconds = 0;
+  long long tokens = 0;
+  for (auto& r : rows_) seconds += r.seconds, tokens += r.llm_tokens;
+  if (cfg_.run.max_experiments > 0 && (long long)rows_.size() >= cfg_.run.max_experiments)
+    return "the experiment budget (" + std::to_string(cfg_.run.max_experiments) + ") is spent";
+  if (cfg_.run.max_hours > 0 && seconds >= cfg_.run.max_hours * 3600)
+    return format_numbers("the time budget (%.2f h) is spent", cfg_.run.max_hours);
+  if (cfg_.llm.token_budget > 0 && tokens >= cfg_.llm.token_budget)
+    return "the token budget (" + std::to_string(cfg_.llm.token_budget) + ") is spent";
+  if (cfg_.llm.cost_budget_usd > 0 && cost_usd_ >= cfg_.llm.cost_budget_usd)
+    return format_numbers("the cost budget ($%.2f) is spent", cfg_.llm.cost_budget_usd);
+  return std::nullopt;
+}
+
+void RunLoop::reload_if_asked() {
+  if (!signals_.reload || !signals_.reload->exchange(false)) return;
+  auto fresh = load_config(cfg_.path);
+  if (!fresh) {
+    spdlog::error("SIGHUP: keeping the current settings: {}", fresh.error().message);
+    return;
+  }
+  cfg_.run.max_hours = fresh->run.max_hours;
+  cfg_.run.max_experiments = fresh->run.max_experiments;
+  cfg_.convergence = fresh->convergence;
+  cfg_.llm = fresh->llm;
+  cfg_.harness = fresh->harness;
+  if (on_reload) on_reload(cfg_);
+  spdlog::info("SIGHUP: reloaded budgets, convergence, [harness] and [llm] from {} ([[kernel]] changes need a restart)",
+               cfg_.path);
+}
+
+Result<RunOutcome> RunLoop::run() {
+  if (auto s = open(); !s) return s.error();
+  if (notifier_) notifier_->ready();
+  spdlog::info("run {} in {}: {} kernels, proposer {}", cfg_.run.name, dir_.root(), kernels_.size(),
+               provider_name(cfg_.llm.provider));
+  RunOutcome out;
+  for (;;) {
+    if (notifier_) notifier_->alive();
+    reload_if_asked();
+    if (stopping(signals_)) {
+      out = {RunOutcome::Stopped, "asked to stop", ""};
+      break;
+    }
+    if (auto why = budget_spent()) {
+      out = {RunOutcome::BudgetSpent, *why, ""};
+      break;
+    }
+    Pick pick = pick_next(kernels_, cfg_.convergence);
+    if (pick.index < 0) {
+      out = {RunOutcome::Converged, pick.reason, ""};
+      break;
+    }
+    spdlog::info("next: {}", pick.reason);
+    auto did = experiment(size_t(pick.index));
+    if (!did) {
+      if (stopping(signals_)) continue;  // the evaluation in flight was abandoned: stop cleanly
+      write_state("failed");
+      return did.error();
+    }
+    if (!*did) {
+      kernels_[pick.index].proposer_exhausted = true;
+      spdlog::info("{}: the proposer has nothing left to try; it is converged", kernels_[pick.index].tag);
+    }
+  }
+  out.summary = summary();
+  write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
+  if (notifier_) notifier_->stopping();
+  return out;
+}
+
+void RunLoop::write_state(const std::string& status) const {
+  nlohmann::json j{{"run", cfg_.run.name}, {"status", status}, {"experiments", rows_.size()},
+                   {"next_experiment", next_experiment_}, {"amdahl_speedup", amdahl_speedup(kernels_)}};
+  long long tokens = 0;
+  double seconds = 0;
+  for (auto& r : rows_) tokens += r.llm_tokens, seconds += r.seconds;
+  j["llm_tokens"] = tokens;
+  j["llm_cost_usd"] = cost_usd_;
+  j["seconds"] = seconds;
+  for (auto& k : kernels_) {
+    auto c = converged(k, cfg_.convergence);
+    j["kernels"].push_back({{"tag", k.tag}, {"type", k.spec->type}, {"shape", shape_str(k.entry->shape)},
+                            {"dtype", k.entry->dtype}, {"weight", k.entry->weight}, {"baseline_us", k.baseline_us},
+                            {"best_us", k.best_us}, {"speedup", k.speedup()}, {"pct_peak", k.best_pct_peak},
+                            {"throughput", k.best_throughput}, {"experiments", k.experiments},
+                            {"consecutive_reverts", k.consecutive_reverts}, {"seconds", k.seconds},
+                            {"converged", c ? *c : ""}});
+  }
+  if (auto s = write_file_atomic(dir_.state(), j.dump(2) + "\n"); !s) spdlog::warn("{}", s.error().message);
+}
+
+std::string RunLoop::summary() const {
+  std::string s = "kernel        baseline us   best us   speedup  pct_peak  experiments  converged\n";
+  for (auto& k : kernels_) {
+    auto c = converged(k, cfg_.convergence);
+    char line[512];
+    std::snprintf(line, sizeof line, "%-12s %11.2f %9.2f %8.3fx %8.1f%% %12d  %s\n", k.tag.c_str(), k.baseline_us, k.best_us,
+                  k.speedup(), k.best_pct_peak * 100, k.experiments, c ? c->c_str() : "no");
+    s += line;
+  }
+  s += format_numbers("whole program (Amdahl, weights as configured): %.3fx\n", amdahl_speedup(kernels_));
+  return s;
+}
+
+}  // namespace ak

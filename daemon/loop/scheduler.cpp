@@ -1,0 +1,43 @@
+#include "daemon/loop/scheduler.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ak {
+
+double expected_gain(const KernelProgress& k) {
+  const double share_now = k.entry->weight / std::max(k.speedup(), 1e-9);
+  const double headroom = std::max(0.0, 1.0 - k.best_pct_peak);
+  return share_now * headroom * std::pow(0.7, k.consecutive_reverts);
+}
+
+Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConfig& c) {
+  Pick p;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (!kernels[i].has_baseline) {
+      p.index = int(i);
+      p.reason = kernels[i].tag + ": measuring its starter first (experiment 0 of this kernel)";
+      return p;
+    }
+  double best = -1;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelProgress& k = kernels[i];
+    if (converged(k, c)) continue;
+    double g = expected_gain(k);
+    if (g > best) {
+      best = g;
+      p.index = int(i);
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "%s: largest expected gain %.4f of the program's time (share %.3f now at %.2fx, "
+                    "%.0f%% of peak, %d reverts in a row)",
+                    k.tag.c_str(), g, k.entry->weight / std::max(k.speedup(), 1e-9), k.speedup(),
+                    k.best_pct_peak * 100, k.consecutive_reverts);
+      p.reason = buf;
+    }
+  }
+  if (p.index < 0) p.reason = "every kernel has converged";
+  return p;
+}
+
+}  // namespace ak

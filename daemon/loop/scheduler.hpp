@@ -1,0 +1,23 @@
+#pragma once
+/// The Amdahl scheduler: which kernel the next experiment goes to, and why.
+#include <string>
+#include <vector>
+
+#include "daemon/loop/kernel_progress.hpp"
+
+namespace ak {
+
+struct Pick {
+  int index = -1;        ///< into the kernels; -1 when every kernel has converged
+  std::string reason;    ///< one line for the log
+};
+
+/// Kernels without a baseline come first, in config order. Then the open kernel with the largest
+/// expected end-to-end gain: its share of the program's time now (weight / speedup so far), times
+/// its distance from the roofline (1 - pct_peak), damped by 0.7 per revert in a row so that
+/// effort moves on when returns diminish.
+Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConfig& c);
+
+double expected_gain(const KernelProgress& k);
+
+}  // namespace ak

@@ -1,0 +1,134 @@
+#include "daemon/profile/amdahl_plan.hpp"
+
+#include "common/format.hpp"
+
+#include <cctype>
+#include <cstdio>
+
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+namespace {
+
+using Dims = std::vector<long long>;
+
+/// [rows, cols] over the last dimension of the first tensor.
+Dims rowwise_shape(const std::vector<Dims>& shapes) {
+  if (shapes.empty() || shapes[0].empty()) return {};
+  long long rows = 1;
+  for (size_t i = 0; i + 1 < shapes[0].size(); ++i) rows *= shapes[0][i];
+  return {rows, shapes[0].back()};
+}
+
+/// [M, N, K] from the operands of aten::mm / addmm / bmm-free matmul ([M, K], [K, N]) or of
+/// aten::linear ([..., K] input, [N, K] weight).
+Dims matmul_shape(const std::vector<Dims>& shapes) {
+  for (size_t i = 0; i + 1 < shapes.size(); ++i) {
+    const Dims &a = shapes[i], &b = shapes[i + 1];
+    if (a.size() < 2 || b.size() != 2) continue;
+    long long m = 1;
+    for (size_t d = 0; d + 1 < a.size(); ++d) m *= a[d];
+    if (a.size() == 2 && a[1] == b[0]) return {m, b[1], a[1]};
+    if (a.back() == b[1]) return {m, b[0], b[1]};
+  }
+  return {};
+}
+
+/// A shape in the terms of the type's spec, from the tensors of its NVTX range; empty when the
+/// range does not say (fused_mlp is several ops, never one range).
+Dims planned_shape(const std::string& type, const std::string& nvtx) {
+  const auto shapes = nvtx_shapes(nvtx);
+  if (type == "matmul") return matmul_shape(shapes);
+  if (type == "flash_attention") return !shapes.empty() && shapes[0].size() == 4 ? shapes[0] : Dims{};
+  if (type == "fused_mlp") return {};
+  return rowwise_shape(shapes);
+}
+
+std::string dims_text(const Dims& d, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? sep : "") + std::to_string(d[i]);
+  return s;
+}
+
+/// "ROWS, COLS": what to fill in, in the spec's own names.
+std::string shape_placeholder(const std::string& type) {
+  const KernelSpec* spec = find_spec(type);
+  std::string s;
+  for (auto& n : spec->shape_names) {
+    std::string up = n;
+    for (char& c : up) c = char(std::toupper((unsigned char)c));
+    s += (s.empty() ? "" : ", ") + up;
+  }
+  return s;
+}
+
+}  // namespace
+
+double amdahl(double f, double s) { return 1.0 / ((1.0 - f) + f / s); }
+
+Plan make_plan(const Profile& p, size_t top, double target) {
+  Plan plan;
+  plan.target = target;
+  double rest = 0;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ProfiledKernel& k = p.kernels[i];
+    const bool supported = find_spec(k.type) != nullptr;
+    if (i < top) {
+      PlanRow r;
+      r.kernel = k;
+      r.f = k.share;
+      r.supported = supported;
+      r.s = supported ? target : 1.0;
+      r.gain = amdahl(r.f, r.s);
+      if (supported) {
+        r.shape = planned_shape(k.type, k.nvtx);
+        r.shape_source = r.shape.empty() ? (k.nvtx.empty() ? "unknown: the program emitted no NVTX range around it"
+                                                            : "unknown: its NVTX range (" + k.nvtx.substr(0, 60) + ") gives no sizes")
+                                         : "from NVTX: " + k.nvtx.substr(0, 80);
+      }
+      plan.rows.push_back(r);
+    }
+    rest += (supported && i < top) ? k.share / target : k.share;
+  }
+  plan.total_gain = 1.0 / rest;
+  return plan;
+}
+
+std::string plan_table(const Plan& plan) {
+  std::string out = " rank  share (f)  type              reachable (s)  whole program 1/((1-f)+f/s)  shape\n";
+  char line[512];
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const PlanRow& r = plan.rows[i];
+    std::string shape = !r.supported ? (r.kernel.type == "other" ? "-" : "not a type of this build")
+                        : r.shape.empty() ? "unknown: fill in" : dims_text(r.shape, "x");
+    std::snprintf(line, sizeof line, "%5zu %9.1f%%  %-16s  %12.2fx  %27.3fx  %s\n", i + 1, r.f * 100, r.kernel.type.c_str(),
+                  r.s, r.gain, shape.c_str());
+    out += line;
+  }
+  out += "all of the supported kernels at " + format_numbers("%.2fx", plan.target) + ": the whole program " + format_numbers("%.3fx", plan.total_gain) + "\n";
+  return out;
+}
+
+std::string plan_toml(const Plan& plan, const std::string& profile_name) {
+  std::string out = "# [[kernel]] entries planned from " + profile_name + " (autokernel plan): the whole program could\n# reach " +
+                    format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
+  for (auto& r : plan.rows) {
+    if (!r.supported) continue;
+    const bool known = !r.shape.empty();
+    const std::string c = known ? "" : "# ";
+    out += "\n";
+    if (!known) out += "# " + r.kernel.type + ": shape " + r.shape_source + ". Fill in shape, then uncomment.\n";
+    out += c + "[[kernel]]\n";
+    out += c + "type = \"" + r.kernel.type + "\"\n";
+    out += c + (known ? "shape = [" + dims_text(r.shape, ", ") + "]    # " + r.shape_source
+                      : "shape = [" + shape_placeholder(r.kernel.type) + "]") + "\n";
+    out += c + "dtype = \"" + (r.kernel.dtype.empty() ? "fp16" : r.kernel.dtype) + "\"" +
+           (r.kernel.dtype.empty() ? "    # the kernel's name does not say: check it" : "") + "\n";
+    out += c + "weight = " + format_numbers("%.4f", r.f) + "    # " + format_numbers("%.1f%%", r.f * 100) + " of the GPU time\n";
+    out += c + "baseline_us = " + format_numbers("%.2f", r.kernel.mean_us) + "    # its mean time in the profile\n";
+    out += "# kernel: " + r.kernel.name.substr(0, 150) + "\n";
+  }
+  return out;
+}
+
+}  // namespace ak

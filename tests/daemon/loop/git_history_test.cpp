@@ -1,0 +1,52 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "daemon/loop/git_history.hpp"
+#include "daemon/loop/run_loop.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+TEST_CASE("commits land on the run's branch with their trailers, in a real repository", "[git]") {
+  test::TempDir d;
+  auto git = GitHistory::open(d.path.string(), "autokernel/night");
+  REQUIRE(git.ok());
+  CHECK_FALSE((*git)->head()->has_value());
+  std::filesystem::create_directories(d.path / "kernels");
+  std::ofstream(d.path / "kernels/rmsnorm.cu") << "v1\n";
+  auto c1 = (*git)->commit_file("kernels/rmsnorm.cu", "experiment 1: rmsnorm: first\n\nAutokernel-Experiment: 1\n");
+  REQUIRE(c1.ok());
+  std::ofstream(d.path / "kernels/rmsnorm.cu") << "v2\n";
+  auto c2 = (*git)->commit_file("kernels/rmsnorm.cu", "experiment 2: rmsnorm: second\n\nAutokernel-Experiment: 2\n");
+  REQUIRE(c2.ok());
+  auto log = (*git)->log();
+  REQUIRE(log->size() == 2);
+  CHECK(log->front().id == *c2);
+  CHECK(log->front().trailers.at("Autokernel-Experiment") == "2");
+  CHECK(**(*git)->file_at_head("kernels/rmsnorm.cu") == "v2\n");
+  CHECK_FALSE((*git)->file_at_head("kernels/softmax.cu")->has_value());
+  CHECK(test::read_file((d.path / ".git/HEAD").string()) == "ref: refs/heads/autokernel/night\n");
+}
+
+TEST_CASE("a repository on another branch is refused with the reason", "[git]") {
+  test::TempDir d;
+  REQUIRE(GitHistory::open(d.path.string(), "autokernel/a").ok());
+  auto other = GitHistory::open(d.path.string(), "autokernel/b");
+  REQUIRE_FALSE(other.ok());
+  CHECK_THAT(other.error().message, Catch::Contains("refs/heads/autokernel/a"));
+}
+
+TEST_CASE("a kept experiment's commit message carries its metrics and gives the row back", "[git]") {
+  ResultRow r{12, "softmax", "softmax", 2285.5, 117.47, 0.777, 1.92, "PASS", 256, true, "", 0, 3.75,
+              "tier 2: AK_VEC 1 -> 8"};
+  std::string m = commit_message(r, 121.01, "GB/s");
+  CHECK_THAT(m, Catch::StartsWith("experiment 12: softmax: tier 2: AK_VEC 1 -> 8\n\n117.47 us, 2285.5 GB/s, 77.7% of peak: -2.9% time"));
+  CommitInfo c{"deadbee", m, parse_trailers(m)};
+  auto back = row_from_commit(c);
+  REQUIRE(back.ok());
+  CHECK(back->experiment == 12);
+  CHECK(back->latency_us == Approx(117.47));
+  CHECK(back->description == "tier 2: AK_VEC 1 -> 8");
+  CHECK(back->commit == "deadbee");
+}

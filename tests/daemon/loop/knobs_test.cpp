@@ -1,0 +1,96 @@
+#include <catch2/catch.hpp>
+
+#include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/loop/knobs.hpp"
+
+#include <set>
+#include "kernels_cuda/registry.hpp"
+
+using namespace ak;
+
+TEST_CASE("knob lines are read and rewritten, the rest of the file untouched", "[knobs]") {
+  std::string src = "#define AK_THREADS 256   // threads\n#define OTHER 3\n  #define AK_VEC 1\nint x;";
+  auto k = read_knobs(src);
+  CHECK(k == Knobs{{"AK_THREADS", 256}, {"AK_VEC", 1}});
+  std::string out = with_knob(src, "AK_THREADS", 512);
+  CHECK(out == "#define AK_THREADS 512   // threads\n#define OTHER 3\n  #define AK_VEC 1\nint x;");
+  CHECK(with_knob(src, "AK_MISSING", 4) == src);
+  CHECK(knob_key(k) == "AK_THREADS=256 AK_VEC=1");
+}
+
+TEST_CASE("the starters expose knobs of the first two tiers", "[knobs]") {
+  for (auto* spec : all_specs()) {
+    auto k = read_knobs(spec->starter_source());
+    int tier1 = 0, tier2 = 0;
+    for (auto& [name, v] : k) {
+      tier1 += BuiltinTuner::tier(name) == 1;
+      tier2 += BuiltinTuner::tier(name) == 2;
+    }
+    INFO(spec->type);
+    CHECK(tier1 >= 1);
+    CHECK(tier2 >= 1);
+  }
+}
+
+TEST_CASE("the tuner changes one knob at a time, block sizing first, and never repeats a configuration", "[tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx;
+  ctx.spec = &rmsnorm_spec();
+  ctx.best_source = rmsnorm_spec().starter_source();
+  auto first = t.propose(ctx);
+  REQUIRE(first.ok());
+  REQUIRE(first->has_value());
+  CHECK((*first)->description == "tier 1: AK_THREADS 256 -> 128");
+  auto changed = read_knobs((*first)->source);
+  auto base = read_knobs(ctx.best_source);
+  int differences = 0;
+  for (auto& [n, v] : base) differences += changed[n] != v;
+  CHECK(differences == 1);
+
+  // Feed every proposal back as measured: the tuner walks the whole neighbourhood once, then stops.
+  std::set<std::string> seen;
+  for (int i = 0; i < 100; ++i) {
+    auto p = t.propose(ctx);
+    REQUIRE(p.ok());
+    if (!p->has_value()) break;
+    std::string key = knob_key(read_knobs((*p)->source));
+    CHECK(seen.insert(key).second);
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
+  }
+  CHECK(seen.size() == 3 + 4 + 3);   // rows 2,4,8; threads 64..1024 but 256; vec 2,4,8
+  CHECK_FALSE(t.propose(ctx)->has_value());
+}
+
+TEST_CASE("the tuner tries every knob's nearest value before any knob's second", "[tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx;
+  ctx.spec = &softmax_spec();
+  ctx.best_source = softmax_spec().starter_source();
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    auto p = t.propose(ctx);
+    REQUIRE(p.ok());
+    REQUIRE(p->has_value());
+    order.push_back((*p)->description);
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
+  }
+  CHECK(order == std::vector<std::string>{"tier 1: AK_THREADS 256 -> 128", "tier 1: AK_ROWS_PER_BLOCK 1 -> 2",
+                                          "tier 2: AK_VEC 1 -> 2", "tier 1: AK_THREADS 256 -> 512"});
+}
+
+TEST_CASE("a file without knobs is a proposal error, not a silent stop", "[tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx;
+  ctx.spec = &softmax_spec();
+  ctx.best_source = "__global__ void softmax_kernel() {}";
+  auto p = t.propose(ctx);
+  REQUIRE_FALSE(p.ok());
+  CHECK_THAT(p.error().message, Catch::Contains("no knob lines"));
+}
+
+TEST_CASE("tile, warp and stage knobs move by powers of two, never to a size a kernel cannot tile", "[tuner]") {
+  CHECK(BuiltinTuner::candidates("AK_TILE_M", 64) == std::vector<long long>{32, 128, 16, 256});
+  CHECK(BuiltinTuner::candidates("AK_WARPS_N", 2) == std::vector<long long>{1, 4, 8});
+  CHECK(BuiltinTuner::candidates("AK_BLOCK_KV", 64) == std::vector<long long>{32, 128, 16, 256});
+  CHECK(BuiltinTuner::candidates("AK_UNROLL", 4) == std::vector<long long>{2, 8, 1, 16});
+}

@@ -1,0 +1,273 @@
+// The LLM proposer end to end on the CPU: prompts rendered, a real HTTP server of the tests' own
+// answering, the loop recording what came back.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "daemon/loop/llm_proposer.hpp"
+#include "harness/candidate_compile.hpp"
+#include "daemon/loop/results_table.hpp"
+#include "daemon/loop/run_loop.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "llm/prompt_template.hpp"
+#include "tests/daemon/loop/loop_fixtures.hpp"
+#include "tests/llm/fake_llm_server.hpp"
+
+using namespace ak;
+using namespace ak::test;
+
+namespace {
+
+const std::string kKey = "sk-loop-SECRET-777";
+
+ProposalContext rmsnorm_context() {
+  ProposalContext ctx;
+  ctx.spec = &rmsnorm_spec();
+  ctx.experiment = 4;
+  ctx.tag = "rmsnorm";
+  ctx.shape = {8192, 8192};
+  ctx.dtype = "fp16";
+  ctx.best_source = rmsnorm_spec().starter_source();
+  ctx.best_us = 109.38;
+  ctx.best_throughput = 2454.4;
+  ctx.pct_peak = 0.818;
+  ctx.baseline_us = 189.23;
+  ctx.gpu = "NVIDIA H100 80GB HBM3";
+  ctx.arch = "sm_90a";
+  ctx.throughput_unit = "GB/s";
+  ctx.peak = 3001;
+  ctx.history = {{"tier 1: AK_THREADS 256 -> 128", "", "PASS", 142.0, false, ""},
+                 {"vectorize without a tail", "", "FAIL", 0, false, "edge cases: wrong output on 5x4097 fp16"}};
+  return ctx;
+}
+
+std::string kernel_reply(const std::string& description, const std::string& body) {
+  return "Description: " + description + "\n\n```cuda\n" + body + "\n```\n";
+}
+
+LlmConfig llm_config(const FakeLlmServer& s) {
+  LlmConfig c;
+  c.provider = ProviderKind::OpenAI;
+  c.model = "scripted";
+  c.base_url = s.base_url() + "/v1";
+  c.api_key_env = "AK_TEST_KEY";
+  c.max_retries = 1;
+  c.usd_per_mtok_input = 1;
+  c.usd_per_mtok_output = 2;
+  return c;
+}
+
+LlmClient::Options no_wait() {
+  LlmClient::Options o;
+  o.sleep = [](double) {};
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the message carries the GPU, the kernel, the best file, its numbers and the history", "[prompts][llm]") {
+  auto q = build_chat_request(rmsnorm_context(), 8000);
+  REQUIRE(q.ok());
+  CHECK_THAT(q->system, Catch::Contains("template <typename T> __global__ void rmsnorm_kernel(const T* __restrict__ x"));
+  CHECK_THAT(q->system, Catch::Contains("at least 1% faster"));
+  CHECK_THAT(q->user, Catch::Contains("GPU: NVIDIA H100 80GB HBM3 (sm_90a); measured peak 3001 GB/s"));
+  CHECK_THAT(q->user, Catch::Contains("109.38 us: 2454.4 GB/s, 81.8% of the measured peak"));
+  CHECK_THAT(q->user, Catch::Contains("- vectorize without a tail: FAIL, reverted: edge cases: wrong output on 5x4097 fp16"));
+  CHECK_THAT(q->user, Catch::Contains("#define AK_THREADS 256"));
+  CHECK_THAT(q->user, Catch::Contains("keep the row in registers"));   // the rmsnorm notes
+  CHECK(q->max_output_tokens == 8000);
+}
+
+TEST_CASE("every kernel type gets its notes, its instantiations and its launch geometry in the prompt", "[llm]") {
+  for (const KernelSpec* spec : all_specs()) {
+    INFO(spec->type);
+    ProposalContext ctx = rmsnorm_context();
+    ctx.spec = spec;
+    ctx.tag = spec->type;
+    ctx.shape = spec->bench_shape;
+    ctx.best_source = spec->starter_source();
+    auto q = build_chat_request(ctx, 8000);
+    REQUIRE(q.ok());
+    CHECK_FALSE(spec->launch_help.empty());
+    CHECK_THAT(q->system, Catch::Contains(spec->launch_help));
+    CHECK_THAT(q->user, Catch::Contains(*prompt_text("notes/" + spec->type + ".txt")));
+  }
+  auto mm = rmsnorm_context();
+  mm.spec = &matmul_spec();
+  auto q = build_chat_request(mm, 8000);
+  REQUIRE(q.ok());
+  CHECK_THAT(q->system, Catch::Contains("instantiates it for __half and __nv_bfloat16.") && Catch::Contains("ak_tile_n"));
+  CHECK_THAT(build_chat_request(rmsnorm_context(), 8000)->system,
+             Catch::Contains("for __half, __nv_bfloat16 and float.") && Catch::Contains("ak_rows_per_block"));
+}
+
+TEST_CASE("a usable reply becomes a proposal with its tokens, cost and a transcript without the key", "[llm]") {
+  FakeLlmServer server;
+  Scripted s;
+  s.text = kernel_reply("keep the row in registers", "// new\ntemplate <typename T> __global__ void rmsnorm_kernel() {}");
+  server.push(s);
+  TempDir dir;
+  LlmClient client(llm_config(server), kKey, nullptr, no_wait());
+  LlmProposer p(client, (dir.path / "transcripts").string());
+  auto r = p.propose(rmsnorm_context());
+  REQUIRE(r.ok());
+  REQUIRE(r->has_value());
+  CHECK((*r)->description == "keep the row in registers");
+  CHECK_THAT((*r)->source, Catch::StartsWith("// new\n"));
+  CHECK((*r)->tokens == 1300);
+  CHECK((*r)->cost_usd == Approx((1000 + 600) / 1e6));
+  std::string transcript = read_file((dir.path / "transcripts/0004-rmsnorm.json").string());
+  CHECK_THAT(transcript, Catch::Contains("keep the row in registers") && Catch::Contains("\"system\""));
+  CHECK(transcript.find(kKey) == std::string::npos);
+}
+
+TEST_CASE("replies without a code block, or cut off, are failed proposals, not crashes", "[llm]") {
+  FakeLlmServer server;
+  Scripted none;
+  none.text = "I think you should vectorize the loads.";
+  server.push(none);
+  Scripted cut;
+  cut.text = kernel_reply("x", "template <typename T> __global__ void rmsnorm_kernel() {}");
+  cut.stop = "length";
+  server.push(cut);
+  LlmClient client(llm_config(server), kKey, nullptr, no_wait());
+  LlmProposer p(client, "");
+  auto a = p.propose(rmsnorm_context());
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.error().message, Catch::Contains("no ```cuda code block"));
+  CHECK_FALSE(p.must_stop());
+  auto b = p.propose(rmsnorm_context());
+  REQUIRE_FALSE(b.ok());
+  CHECK_THAT(b.error().message, Catch::Contains("cut off at the output token limit"));
+}
+
+TEST_CASE("the loop with the LLM proposer: kept, reverted, failed proposals recorded, 401 stops the run", "[llm][loop]") {
+  FakeLlmServer server;
+  Scripted good;
+  good.text = kernel_reply("faster", "// us=90\ntemplate <typename T> __global__ void rmsnorm_kernel() {}");
+  server.push(good);
+  Scripted empty;
+  empty.text = "no code today";
+  server.push(empty);
+  server.push({401, R"({"error":{"message":"bad key sk-loop-SECRET-777"}})"});
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  cfg.llm = llm_config(server);
+  LlmClient client(cfg.llm, kKey, nullptr, no_wait());
+  LlmProposer proposer(client, (std::filesystem::path(cfg.run_dir()) / "transcripts").string());
+  RunLoop loop(cfg, ev, proposer, clock);
+  auto out = loop.run();
+  REQUIRE_FALSE(out.ok());
+  CHECK_THAT(out.error().message, Catch::Contains("the API key in $AK_TEST_KEY was refused"));
+  CHECK(out.error().message.find(kKey) == std::string::npos);
+  auto rows = read_results(cfg.run_dir() + "/results.tsv");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 3);
+  CHECK((*rows)[1].kept);
+  CHECK((*rows)[1].llm_tokens == 1300);
+  CHECK((*rows)[2].correctness == "NO_PROPOSAL");
+  for (auto& entry : std::filesystem::directory_iterator(std::filesystem::path(cfg.run_dir()) / "transcripts"))
+    CHECK(read_file(entry.path().string()).find(kKey) == std::string::npos);
+  CHECK(read_file(cfg.run_dir() + "/results.tsv").find(kKey) == std::string::npos);
+  CHECK(read_file(cfg.run_dir() + "/state.json").find(kKey) == std::string::npos);
+}
+
+namespace {
+
+/// The harness's compile step for real (the sandbox, the log filter, the contract), without a
+/// GPU: what compiles is timed by the scripted rule (a "// us=" first line), what does not is a
+/// COMPILE_ERROR with the log the real harness would give.
+class CompilingEvaluator : public Evaluator {
+ public:
+  ScriptedEvaluator timing;
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    auto c = compile_candidate(*find_spec(req.kernel_type), req.source, req.kernel_type + ".cu", "sm_90a");
+    if (!c) return c.error();
+    if (c->ok) return timing.evaluate(req);
+    Verdict v;
+    v.correctness = Correctness::CompileError;
+    v.kernel_type = req.kernel_type;
+    v.failed_stage = "compile";
+    v.message = c->message;
+    v.compile_log = c->output.log;
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a candidate that includes the process environment sends nothing of it to the LLM", "[llm][loop][sandbox]") {
+  const std::string marker = "AKMARKERDAEMONENV31337";
+  setenv("AK_TEST_DAEMON_SECRET", marker.c_str(), 1);
+  FakeLlmServer server;
+  const std::string body = rmsnorm_spec().starter_source();
+  Scripted environ_include, line_include, plain_include, done;
+  environ_include.text = kernel_reply("read the environment", "%:include \"/proc/self/environ\"\n" + body);
+  line_include.text = kernel_reply("quote it through a #line", "#line 1 \"/proc/self/environ\"\n%:include \"environ\"\n" + body);
+  plain_include.text = kernel_reply("plainly", "#include \"/proc/self/environ\"\n" + body);
+  done.text = "nothing more";
+  for (auto* s : {&environ_include, &line_include, &plain_include, &done}) server.push(*s);
+  TempDir dir;
+  CompilingEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir, "max_experiments = 5\n[convergence]\nmax_consecutive_reverts = 4\n");
+  cfg.llm = llm_config(server);
+  LlmClient client(cfg.llm, kKey, nullptr, no_wait());
+  LlmProposer proposer(client, (std::filesystem::path(cfg.run_dir()) / "transcripts").string());
+  RunLoop loop(cfg, ev, proposer, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = read_results(cfg.run_dir() + "/results.tsv");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() >= 4);
+  for (int i = 1; i <= 3; ++i) CHECK((*rows)[size_t(i)].correctness == "COMPILE_ERROR");
+  // The prompts after those candidates did carry their compile errors, and nothing of the environment.
+  auto requests = server.received();
+  REQUIRE(requests.size() >= 3);
+  CHECK_THAT(requests[1].body, Catch::Contains("/proc/self/environ"));
+  for (auto& r : requests) {
+    CHECK(r.body.find(marker) == std::string::npos);
+    CHECK(r.body.find("AK_TEST_DAEMON_SECRET") == std::string::npos);
+  }
+  for (auto& entry : std::filesystem::recursive_directory_iterator(cfg.run_dir()))
+    if (entry.is_regular_file()) {
+      INFO(entry.path());
+      CHECK(read_file(entry.path().string()).find(marker) == std::string::npos);
+    }
+}
+
+TEST_CASE("llm check: exit 0 with the model and tokens, 1 for a refused key, 2 for a bad config", "[llm][cli]") {
+  FakeLlmServer server;
+  TempDir dir;
+  std::string cfg = dir.write("llm.toml", "[llm]\nprovider = \"anthropic\"\nmodel = \"scripted\"\nbase_url = \"" +
+                                              server.base_url() + "\"\napi_key_env = \"AK_CLI_KEY\"\nmax_retries = 0\n"
+                                              "[[kernel]]\ntype = \"rmsnorm\"\n");
+  auto ok = run_autokernel("llm check --config " + cfg, "AK_CLI_KEY=" + kKey);
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("anthropic scripted at " + server.base_url() + "/v1/messages") &&
+                         Catch::Contains("1200 input + 340 output tokens"));
+  server.push({401, R"({"error":{"message":"invalid key"}})"});
+  auto refused = run_autokernel("llm check --config " + cfg, "AK_CLI_KEY=" + kKey);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.out, Catch::Contains("the API key in $AK_CLI_KEY was refused"));
+  CHECK(refused.out.find(kKey) == std::string::npos);
+  auto no_key = run_autokernel("llm check --config " + cfg, "env -u AK_CLI_KEY");
+  CHECK(no_key.exit_code == 2);
+  CHECK_THAT(no_key.out, Catch::Contains("$AK_CLI_KEY is not set"));
+}
+
+TEST_CASE("propose --print-prompt shows the prompt and writes the proposal", "[llm][cli]") {
+  FakeLlmServer server;
+  Scripted s;
+  s.text = kernel_reply("one pass", "template <typename T> __global__ void softmax_kernel() {}");
+  server.push(s);
+  TempDir dir;
+  std::string cfg = dir.write("llm.toml", "[llm]\nprovider = \"openai\"\nmodel = \"scripted\"\nbase_url = \"" +
+                                              server.base_url() + "/v1\"\n[[kernel]]\ntype = \"softmax\"\n");
+  std::string out = (dir.path / "p.cu").string();
+  auto r = run_autokernel("propose --config " + cfg + " --kernel softmax --print-prompt --out " + out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("===== system =====") && Catch::Contains("Online softmax") && Catch::Contains("one pass"));
+  CHECK(read_file(out) == "template <typename T> __global__ void softmax_kernel() {}\n");
+}

@@ -1,0 +1,99 @@
+#pragma once
+// Scripted parts for driving the loop on the CPU: an evaluator that times sources from a table,
+// a proposer that replays a list, a clock moved by hand.
+#include <deque>
+#include <map>
+
+#include "daemon/loop/clock.hpp"
+#include "daemon/loop/proposer.hpp"
+#include "config/config.hpp"
+#include "harness/evaluator.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "tests/support.hpp"
+
+namespace ak::test {
+
+/// Judges a source by its first line: "// us=<latency>" passes with that latency, "// FAIL"
+/// fails the shape sweep, anything else (the starters) passes at `starter_us`. With
+/// `pair_noise` >= 0 it also times the request's best beside the candidate, as the real harness
+/// does: the ratio is the latencies' unless the line says " ratio=<r>" (a slow moment of the GPU
+/// that moved the medians, not the pair).
+class ScriptedEvaluator : public Evaluator {
+ public:
+  double starter_us = 100, reference_us = 150, peak_gbps = 3000;
+  double pair_noise = -1;
+  int calls = 0;
+  std::vector<std::string> best_sources;   ///< what each request gave as the current best
+  static double latency_of(const std::string& source, double otherwise) {
+    return source.rfind("// us=", 0) == 0 ? std::stod(source.substr(6)) : otherwise;
+  }
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    ++calls;
+    best_sources.push_back(req.best_source);
+    Verdict v;
+    v.kernel_type = req.kernel_type;
+    v.dtype = req.dtype;
+    if (req.source.rfind("// COMPILE", 0) == 0) {
+      v.correctness = Correctness::CompileError;
+      v.failed_stage = "compile";
+      v.message = "compile: NVRTC could not compile the file (see the compile log)";
+      v.compile_log = "rmsnorm.cu(3): error: identifier \"flaot\" is undefined";
+      return v;
+    }
+    if (req.source.rfind("// FAIL", 0) == 0) {
+      v.correctness = Correctness::Fail;
+      v.failed_stage = "shape sweep";
+      v.message = "shape sweep: wrong output on 100x3000 fp16";
+      return v;
+    }
+    const double us = latency_of(req.source, starter_us);
+    if (pair_noise >= 0 && !req.best_source.empty()) {
+      const double best = latency_of(req.best_source, starter_us);
+      const std::string line = req.source.substr(0, req.source.find('\n'));
+      const size_t r = line.find(" ratio=");
+      v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), pair_noise};
+    }
+    v.correctness = Correctness::Pass;
+    v.timing = Timing{100, us, us, us, us, us, us + 3};
+    const double bytes = find_spec(req.kernel_type)->bytes(req.shape, DType::F16);
+    v.throughput = bytes / (us * 1e-6) / 1e9;
+    v.throughput_unit = "GB/s";
+    v.pct_peak = v.throughput / peak_gbps;
+    v.baseline_us = req.baseline_us.value_or(reference_us);
+    v.speedup = v.baseline_us / us;
+    v.peak_vram_mb = 256;
+    return v;
+  }
+};
+
+class ScriptedProposer : public Proposer {
+ public:
+  std::deque<Proposal> queue;
+  std::vector<ProposalContext> seen;
+  void add(double us, const std::string& what) { queue.push_back({"// us=" + std::to_string(us) + "\n" + what + "\n", what, 10, 0}); }
+  void add_failing(const std::string& what) { queue.push_back({"// FAIL\n", what, 10, 0}); }
+  Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override {
+    seen.push_back(ctx);
+    if (queue.empty()) return std::optional<Proposal>();
+    Proposal p = queue.front();
+    queue.pop_front();
+    return std::optional<Proposal>(p);
+  }
+};
+
+class ManualClock : public Clock {
+ public:
+  double t = 1000;
+  double step = 10;   ///< every reading advances time by this much
+  double now_s() override { return t += step; }
+};
+
+inline Config loop_config(const TempDir& dir, const std::string& extra = "", const std::string& kernels = "") {
+  std::string text = "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() + "\"\n" + extra +
+                     (kernels.empty() ? "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.5\n" : kernels);
+  auto c = parse_config(text, (dir.path / "run.toml").string());
+  REQUIRE(c.ok());
+  return *c;
+}
+
+}  // namespace ak::test

@@ -1,0 +1,80 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/loop/results_table.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+TEST_CASE("a row survives the trip through the table, tabs in descriptions made spaces", "[results]") {
+  ResultRow r{7, "rmsnorm", "rmsnorm", 2451.1, 109.52, 0.8337, 1.7343, "PASS", 256, true, "abc1234", 1200, 3.83,
+              "tier 1:\tAK_THREADS 256 -> 512\n"};
+  auto back = parse_row(format_row(r));
+  REQUIRE(back.ok());
+  CHECK(back->experiment == 7);
+  CHECK(back->latency_us == Approx(109.52));
+  CHECK(back->kept);
+  CHECK(back->commit == "abc1234");
+  CHECK(back->description == "tier 1: AK_THREADS 256 -> 512 ");
+}
+
+TEST_CASE("the table starts with DESIGN.md's header and the paired timing's columns", "[results]") {
+  test::TempDir d;
+  std::string path = (d.path / "results.tsv").string();
+  REQUIRE(open_results(path).ok());
+  CHECK(test::read_file(path) ==
+        "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
+        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\n");
+}
+
+TEST_CASE("a table of an older autokernel gains the paired columns and keeps its rows", "[results]") {
+  test::TempDir d;
+  std::string path = d.write("results.tsv",
+                             "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
+                             "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\n"
+                             "1\trms\trmsnorm\t2400.00\t109.000\t0.8300\t1.0000\tPASS\t256.0\tyes\tabc\t0\t3.10\tbaseline\n");
+  auto rows = open_results(path);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK((*rows)[0].latency_us == 109.0);
+  ResultRow r = (*rows)[0];
+  r.experiment = 2;
+  r.paired_best_us = 109.5;
+  r.paired_ratio = 0.98;
+  r.paired_noise = 0.002;
+  REQUIRE(append_result(path, r).ok());
+  auto again = read_results(path);
+  REQUIRE(again.ok());
+  REQUIRE(again->size() == 2);
+  CHECK((*again)[0].paired_ratio == 0);
+  CHECK((*again)[1].paired_best_us == Approx(109.5));
+  CHECK((*again)[1].paired_ratio == Approx(0.98));
+  CHECK((*again)[1].paired_noise == Approx(0.002));
+  CHECK(test::read_file(path).rfind(results_header() + "\n", 0) == 0);
+}
+
+TEST_CASE("a row cut short by a crash is dropped and the file repaired", "[results]") {
+  test::TempDir d;
+  std::string path = (d.path / "results.tsv").string();
+  REQUIRE(open_results(path).ok());
+  ResultRow r{1, "softmax", "softmax", 2000, 121, 0.75, 1.8, "PASS", 256, true, "", 0, 4, "baseline: the starter"};
+  REQUIRE(append_result(path, r).ok());
+  std::ofstream(path, std::ios::app) << "2\tsoftmax\tsoft";
+  auto rows = open_results(path);
+  REQUIRE(rows.ok());
+  CHECK(rows->size() == 1);
+  CHECK(test::read_file(path).back() == '\n');
+  r.experiment = 2;
+  REQUIRE(append_result(path, r).ok());
+  CHECK(open_results(path)->size() == 2);
+}
+
+TEST_CASE("a file that is not a results table is refused", "[results]") {
+  test::TempDir d;
+  std::string path = d.write("results.tsv", "name,score\nx,1\n");
+  auto rows = open_results(path);
+  REQUIRE_FALSE(rows.ok());
+  CHECK_THAT(rows.error().message, Catch::Contains("not autokernel's results header"));
+}

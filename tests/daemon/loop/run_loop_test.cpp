@@ -1,0 +1,419 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/loop/git_history.hpp"
+#include "daemon/loop/results_table.hpp"
+#include "daemon/loop/run_loop.hpp"
+#include "tests/daemon/loop/loop_fixtures.hpp"
+
+using namespace ak;
+using namespace ak::test;
+
+namespace {
+
+struct CrashHere {};
+
+std::vector<ResultRow> rows_of(const RunLoop& loop) {
+  auto r = open_results(loop.directory().results());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("the starter is measured first, a faster candidate is kept and committed, a slower one reverted", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster by ten");
+  pr.add(89.5, "faster by less than 1%");
+  pr.add_failing("wrong answer");
+  pr.add(80, "faster again");
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 3\n"), ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0].description == "baseline: the starter");
+  CHECK(rows[0].kept);
+  CHECK(rows[0].speedup == Approx(1.5));            // against the reference kernel, 150 us
+  CHECK(rows[1].kept);
+  CHECK(rows[1].latency_us == Approx(90));
+  CHECK_FALSE(rows[2].kept);                         // under the 1% keep threshold
+  CHECK_FALSE(rows[3].kept);
+  CHECK(rows[3].correctness == "FAIL");
+  CHECK_THAT(rows[3].description, Catch::Contains("wrong output on 100x3000"));
+  CHECK(rows[4].kept);
+  CHECK(rows[4].speedup == Approx(150.0 / 80));      // the same baseline throughout
+  // The kept file is what the run folder holds now, and the history has one commit per keep.
+  CHECK(read_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=80.000000\nfaster again\n");
+  auto git = GitHistory::open(loop.directory().root(), "autokernel/t");
+  REQUIRE(git.ok());
+  auto log = (*git)->log();
+  REQUIRE(log.ok());
+  REQUIRE(log->size() == 3);
+  CHECK_THAT(log->front().message, Catch::StartsWith("experiment 5: rmsnorm: faster again"));
+  CHECK_THAT(log->front().message, Catch::Contains("-11.1% time vs the previous best (90.00 us)"));
+  CHECK(log->front().trailers.at("Autokernel-Latency-Us") == "80.000");
+  CHECK(rows[4].commit == log->front().id);
+  // Every candidate is kept on disk, kept or not.
+  for (int n = 1; n <= 5; ++n)
+    CHECK(std::filesystem::exists(loop.directory().path(loop.directory().experiment_file(n, "rmsnorm"))));
+}
+
+TEST_CASE("with paired timings a candidate is kept only when its ratio to the best clears the threshold beyond the noise", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.004;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(98.8, "1.2% faster by the medians, inside threshold plus noise");
+  pr.queue.push_back({"// us=103 ratio=0.97\nslow moment\n", "3% faster beside the best, in a slow moment", 10, 0});
+  pr.add(95, "faster again");
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 3\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(ev.best_sources[0].empty());                       // the starter is timed alone
+  CHECK(ev.best_sources[1] == rmsnorm_spec().starter_source());
+  CHECK_FALSE(rows[1].kept);                               // 0.988 is not under 0.99 - 0.004
+  CHECK(rows[1].paired_ratio == Approx(0.988));
+  CHECK(rows[1].paired_noise == Approx(0.004));
+  CHECK(rows[1].paired_best_us == Approx(100));
+  CHECK(rows[2].kept);                                     // its median is slower, its pairs are not
+  CHECK(rows[2].paired_ratio == Approx(0.97));
+  CHECK(ev.best_sources[3] == "// us=103 ratio=0.97\nslow moment\n");
+  CHECK(rows[3].kept);                                     // 95 / 103
+}
+
+TEST_CASE("the keep rule: paired when the harness paired, else the median against the best", "[loop]") {
+  Verdict v;
+  v.correctness = Correctness::Pass;
+  v.timing = Timing{100, 98.0};
+  CHECK(faster_than_best(v, 100, 0.01));
+  v.paired = {100, 100, 0.98, 0.02};
+  CHECK_FALSE(faster_than_best(v, 100, 0.01));
+  v.paired.noise = 0.001;
+  CHECK(faster_than_best(v, 100, 0.01));
+}
+
+TEST_CASE("the run folder is private to the user the daemon runs as, an older one too", "[loop]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "t");
+  std::ofstream(dir.path / "t" / "notes.txt") << "left by an older autokernel";
+  std::filesystem::permissions(dir.path / "t", std::filesystem::perms(0755));
+  std::filesystem::permissions(dir.path / "t" / "notes.txt", std::filesystem::perms(0644));
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto mode = [](const std::string& p) { return int(std::filesystem::status(p).permissions()) & 0777; };
+  const RunDirectory& d = loop.directory();
+  CHECK(mode(d.root()) == 0700);
+  CHECK(mode(d.path("experiments")) == 0700);
+  CHECK(mode(d.results()) == 0600);
+  CHECK(mode(d.path("kernels/rmsnorm.cu")) == 0600);
+  CHECK(mode(d.path(d.experiment_file(2, "rmsnorm"))) == 0600);
+  CHECK(mode(d.path("notes.txt")) == 0600);
+}
+
+TEST_CASE("the proposer sees the current best file and the kernel's history", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "one");
+  pr.add(95, "two");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  REQUIRE(pr.seen.size() == 3);
+  CHECK(pr.seen[0].best_source == rmsnorm_spec().starter_source());
+  CHECK(pr.seen[0].history.size() == 1);
+  CHECK(pr.seen[2].best_source == "// us=90.000000\none\n");
+  CHECK(pr.seen[2].history.back().description == "two");
+  CHECK_FALSE(pr.seen[2].history.back().kept);
+}
+
+TEST_CASE("the proposer is shown a failed experiment's compile log", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// COMPILE\n", "a typo", 0, 0});
+  pr.add(95, "after the typo");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  REQUIRE(pr.seen.size() >= 2);
+  const PastExperiment& failed = pr.seen[1].history.back();
+  CHECK(failed.correctness == "COMPILE_ERROR");
+  CHECK(failed.description == "a typo");
+  CHECK_THAT(failed.failure, Catch::Contains("identifier \"flaot\" is undefined"));
+  CHECK(std::filesystem::exists(loop.directory().path("experiments/0002-rmsnorm.verdict.json")));
+}
+
+TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  SECTION("reverts in a row") {
+    TempDir dir;
+    ScriptedProposer pr;
+    for (int i = 0; i < 10; ++i) pr.add(120, "slower");
+    RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 3\n"), ev, pr, clock);
+    auto out = loop.run();
+    REQUIRE(out.ok());
+    CHECK(rows_of(loop).size() == 4);
+    CHECK(*converged(loop.kernels()[0], ConvergenceConfig{3}) == "3 reverts in a row");
+  }
+  SECTION("fraction of peak") {
+    TempDir dir;
+    ScriptedProposer pr;
+    ev.peak_gbps = 10;  // every timing is over it: the starter alone reaches the target
+    RunLoop loop(loop_config(dir, "[convergence]\npeak_fraction = 0.9\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    CHECK(rows_of(loop).size() == 1);
+    CHECK(pr.seen.empty());
+  }
+  SECTION("speedup over the baseline") {
+    TempDir dir;
+    ScriptedProposer pr;
+    pr.add(70, "big step");
+    pr.add(60, "never asked for");
+    RunLoop loop(loop_config(dir, "[convergence]\ntarget_speedup = 2.0\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    CHECK(rows_of(loop).size() == 2);  // 150 / 70 > 2
+    CHECK(pr.queue.size() == 1);
+  }
+  SECTION("hours on the kernel") {
+    TempDir dir;
+    ScriptedProposer pr;
+    for (int i = 0; i < 10; ++i) pr.add(100 - i * 5, "faster");
+    clock.step = 600;  // every experiment takes 20 minutes of the clock
+    RunLoop loop(loop_config(dir, "[convergence]\nmax_hours_per_kernel = 1.0\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    CHECK(rows_of(loop).size() == 6);  // 10 minutes each: the sixth reaches the hour
+  }
+  SECTION("a proposer with nothing left") {
+    TempDir dir;
+    ScriptedProposer pr;
+    pr.add(90, "only idea");
+    RunLoop loop(loop_config(dir), ev, pr, clock);
+    auto out = loop.run();
+    REQUIRE(out.ok());
+    CHECK(out->kind == RunOutcome::Converged);
+    CHECK(rows_of(loop).size() == 2);
+  }
+}
+
+TEST_CASE("run budgets end the run", "[loop][budget]") {
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  TempDir dir;
+  ScriptedProposer pr;
+  for (int i = 0; i < 20; ++i) pr.add(100 - i, "step");
+  auto cfg = loop_config(dir);
+  cfg.run.max_experiments = 4;
+  RunLoop bounded(cfg, ev, pr, clock);
+  auto out = bounded.run();
+  REQUIRE(out.ok());
+  CHECK(out->kind == RunOutcome::BudgetSpent);
+  CHECK_THAT(out->why, Catch::Contains("experiment budget (4)"));
+  CHECK(rows_of(bounded).size() == 4);
+}
+
+TEST_CASE("the token and cost budgets end the run cleanly", "[loop][budget]") {
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  TempDir dir;
+  ScriptedProposer pr;
+  for (int i = 0; i < 20; ++i) pr.queue.push_back({"// us=" + std::to_string(99 - i) + "\n", "step", 10, 0.25});
+  auto cfg = loop_config(dir);
+  cfg.llm.token_budget = 30;
+  RunLoop loop(cfg, ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(out->kind == RunOutcome::BudgetSpent);
+  CHECK_THAT(out->why, Catch::Contains("token budget (30)"));
+  CHECK(rows_of(loop).size() == 4);   // the starter, then three proposals of 10 tokens
+  TempDir dir2;
+  ScriptedProposer pr2 = pr;
+  auto cfg2 = loop_config(dir2);
+  cfg2.llm.cost_budget_usd = 0.5;
+  RunLoop loop2(cfg2, ev, pr2, clock);
+  auto out2 = loop2.run();
+  REQUIRE(out2.ok());
+  CHECK_THAT(out2->why, Catch::Contains("cost budget ($0.50)"));
+  CHECK(rows_of(loop2).size() == 3);
+  CHECK_THAT(read_text(loop2.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.5"));
+}
+
+TEST_CASE("the scheduler measures every starter, then goes where the Amdahl gain is largest", "[loop][scheduler]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 0; i < 3; ++i) pr.add(100 - 10 * (i + 1), "step");
+  auto cfg = loop_config(dir, "", "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.1\n"
+                                  "[[kernel]]\ntype = \"softmax\"\nshape = [1024, 1024]\nweight = 0.6\n");
+  cfg.run.max_experiments = 4;
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].tag == "rmsnorm");   // starters first, in config order
+  CHECK(rows[1].tag == "softmax");
+  CHECK(rows[2].tag == "softmax");   // six times the weight
+  CHECK(rows[3].tag == "softmax");
+}
+
+TEST_CASE("a restart resumes where the run stopped, without duplicating rows", "[loop][resume]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir, "[convergence]\nmax_consecutive_reverts = 2\n");
+  {
+    ScriptedProposer pr;
+    pr.add(90, "first");
+    cfg.run.max_experiments = 2;
+    RunLoop loop(cfg, ev, pr, clock);
+    REQUIRE(loop.run().ok());
+  }
+  ScriptedProposer pr;
+  pr.add(80, "second");
+  cfg.run.max_experiments = 0;
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 3);   // starter, first, second; then the proposer has nothing left
+  CHECK(rows[2].experiment == 3);
+  CHECK(rows[2].description == "second");
+  CHECK(loop.kernels()[0].best_us == Approx(80));
+}
+
+namespace {
+
+/// Runs a loop that "dies" at `point` during its experiment `n`, then a fresh loop on the same
+/// folder; returns the rows after the second.
+std::vector<ResultRow> crash_then_resume(const std::string& point, long long n, bool tear_row = false) {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  {
+    ScriptedProposer pr;
+    pr.add(90, "first");
+    pr.add(80, "second");
+    RunLoop loop(cfg, ev, pr, clock);
+    long long at_experiment = 0;
+    loop.crash_point = [&](const std::string& p) {
+      if (p == "evaluated") ++at_experiment;
+      if (p == point && at_experiment == n) throw CrashHere{};
+    };
+    REQUIRE_THROWS_AS(loop.run(), CrashHere);
+  }
+  if (tear_row) {  // a row cut off mid-write by the power going out
+    std::ofstream(cfg.run_dir() + "/results.tsv", std::ios::app) << "3\trmsnorm\trmsnorm\t12";
+  }
+  ScriptedProposer pr;
+  pr.add(80, "second");
+  pr.add(70, "third");
+  RunLoop loop(cfg, ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  auto rows = rows_of(loop);
+  for (size_t i = 0; i < rows.size(); ++i) REQUIRE(rows[i].experiment == (long long)i + 1);  // no gap, no duplicate
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("killed between evaluation and commit: the experiment is run again under the same number", "[loop][resume]") {
+  auto rows = crash_then_resume("evaluated", 3);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[2].description == "second");
+  CHECK(rows[2].kept);
+  CHECK(rows[3].description == "third");
+}
+
+TEST_CASE("killed between commit and row: the row is rebuilt from the commit", "[loop][resume]") {
+  auto rows = crash_then_resume("committed", 3);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[2].description == "second");
+  CHECK(rows[2].kept);
+  CHECK(rows[2].latency_us == Approx(80));
+  CHECK_FALSE(rows[2].commit.empty());
+  CHECK(rows[3].description == "second");   // proposed again, now no faster than the best: reverted
+  CHECK_FALSE(rows[3].kept);
+  CHECK(rows[4].description == "third");
+}
+
+TEST_CASE("killed mid-row: the torn row is dropped and the commit restores it", "[loop][resume]") {
+  auto rows = crash_then_resume("committed", 3, true);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[2].latency_us == Approx(80));
+  CHECK(rows[2].kept);
+}
+
+TEST_CASE("a second daemon on the same run folder is refused, naming the first", "[loop]") {
+  TempDir dir;
+  auto cfg = loop_config(dir);
+  RunDirectory first(cfg.run_dir());
+  REQUIRE(first.create().ok());
+  REQUIRE(first.lock().ok());
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  // flock is per open file: a second RunDirectory in this process conflicts like another daemon.
+  RunLoop loop(cfg, ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE_FALSE(out.ok());
+  CHECK_THAT(out.error().message, Catch::Contains("another autokernel (pid " + std::to_string(getpid()) + ")"));
+}
+
+TEST_CASE("SIGHUP reloads the budgets from the config file between experiments", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 0; i < 10; ++i) pr.add(99 - i, "step");
+  auto cfg = loop_config(dir);
+  const std::string file = dir.write("run.toml", "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() +
+                                                     "\"\nmax_experiments = 3\n[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\n");
+  std::atomic<bool> reload{false};
+  RunLoop loop(cfg, ev, pr, clock, LoopSignals{nullptr, &reload});
+  bool reloaded = false;
+  loop.on_reload = [&](const Config&) { reloaded = true; };
+  loop.crash_point = [&](const std::string& p) {
+    if (p == "recorded") reload = true;   // as if SIGHUP arrived during the first experiment
+  };
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(reloaded);
+  CHECK(out->kind == RunOutcome::BudgetSpent);
+  CHECK(rows_of(loop).size() == 3);
+  (void)file;
+}
+
+TEST_CASE("a stop request ends the run before the next experiment, with the state written", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 0; i < 5; ++i) pr.add(90 - i, "step");
+  std::atomic<bool> stop{false};
+  RunLoop loop(loop_config(dir), ev, pr, clock, LoopSignals{&stop, nullptr});
+  loop.crash_point = [&](const std::string& p) {
+    if (p == "recorded") stop = true;
+  };
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(out->kind == RunOutcome::Stopped);
+  CHECK(rows_of(loop).size() == 1);
+  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"status\": \"stopped\""));
+}

@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+
+#include "daemon/loop/scheduler.hpp"
+#include "kernels_cuda/registry.hpp"
+
+using namespace ak;
+
+namespace {
+KernelProgress kernel(const KernelEntry& e, double speedup, double pct, int reverts) {
+  KernelProgress k;
+  k.tag = e.type;
+  k.entry = &e;
+  k.spec = find_spec(e.type);
+  k.has_baseline = true;
+  k.baseline_us = 100 * speedup;
+  k.best_us = 100;
+  k.best_pct_peak = pct;
+  k.consecutive_reverts = reverts;
+  return k;
+}
+}  // namespace
+
+TEST_CASE("the kernel with the largest expected end-to-end gain goes next", "[scheduler]") {
+  KernelEntry big{"softmax", {8192, 8192}, "fp16", 0.6}, small{"rmsnorm", {8192, 8192}, "fp16", 0.1};
+  ConvergenceConfig c;
+  std::vector<KernelProgress> ks{kernel(small, 1.0, 0.5, 0), kernel(big, 1.0, 0.5, 0)};
+  CHECK(pick_next(ks, c).index == 1);
+  // Close to its roofline, the big one has less left to give than the small one far from it.
+  ks[1].best_pct_peak = 0.95;
+  CHECK(pick_next(ks, c).index == 0);
+  CHECK_THAT(pick_next(ks, c).reason, Catch::Contains("rmsnorm: largest expected gain"));
+}
+
+TEST_CASE("reverts in a row move the effort elsewhere", "[scheduler]") {
+  KernelEntry a{"softmax", {8192, 8192}, "fp16", 0.3}, b{"rmsnorm", {8192, 8192}, "fp16", 0.2};
+  ConvergenceConfig c;
+  std::vector<KernelProgress> ks{kernel(a, 1.0, 0.5, 0), kernel(b, 1.0, 0.5, 0)};
+  CHECK(pick_next(ks, c).index == 0);
+  ks[0].consecutive_reverts = 2;   // 0.3 * 0.49 < 0.2
+  CHECK(pick_next(ks, c).index == 1);
+}
+
+TEST_CASE("kernels without a baseline come first, and converged ones never", "[scheduler]") {
+  KernelEntry a{"softmax", {8192, 8192}, "fp16", 0.3}, b{"rmsnorm", {8192, 8192}, "fp16", 0.2};
+  ConvergenceConfig c;
+  std::vector<KernelProgress> ks{kernel(a, 1.0, 0.5, 0), kernel(b, 1.0, 0.5, 0)};
+  ks[1].has_baseline = false;
+  CHECK(pick_next(ks, c).index == 1);
+  ks[1].has_baseline = true;
+  ks[0].consecutive_reverts = 5;
+  ks[1].best_pct_peak = 0.95;
+  auto p = pick_next(ks, c);
+  CHECK(p.index == -1);
+  CHECK(p.reason == "every kernel has converged");
+}
+
+TEST_CASE("the Amdahl estimate of the whole program", "[scheduler]") {
+  KernelEntry a{"softmax", {8192, 8192}, "fp16", 0.5}, b{"rmsnorm", {8192, 8192}, "fp16", 0.25};
+  std::vector<KernelProgress> ks{kernel(a, 2.0, 0.5, 0), kernel(b, 1.0, 0.5, 0)};
+  // 0.25 untouched + 0.5 / 2 + 0.25 / 1 = 0.75
+  CHECK(amdahl_speedup(ks) == Approx(1 / 0.75));
+}

@@ -1,0 +1,193 @@
+// Profiles and plans on recorded activity data (tests/data/profile_records.jsonl: the kernel names
+// PyTorch 2.11 runs on an H100; ten steps of a GEMM, a softmax, a layer norm, a GELU and attention
+// after one second of warm-up).
+#include <catch2/catch.hpp>
+
+#include "config/config.hpp"
+#include "daemon/profile/amdahl_plan.hpp"
+#include "daemon/profile/kernel_classifier.hpp"
+#include "daemon/profile/profile_data.hpp"
+#include "kernels_cuda/spec.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+namespace {
+Profile recorded(double warmup = 0.5) {
+  auto records = read_records(AK_SOURCE_DIR "/tests/data/profile_records.jsonl");
+  REQUIRE(records.ok());
+  auto p = build_profile(*records, warmup);
+  REQUIRE(p.ok());
+  return *p;
+}
+const ProfiledKernel& of_type(const Profile& p, const std::string& type) {
+  for (auto& k : p.kernels)
+    if (k.type == type) return k;
+  FAIL("no kernel of type " << type);
+  return p.kernels.front();
+}
+}  // namespace
+
+TEST_CASE("kernel names are classified as autokernel's types, and memory- or compute-bound", "[profile]") {
+  CHECK(classify_kernel("nvjet_sm90_hsh_128x256_64x4_1x2_h_bz_coopA_NNN").type == "matmul");
+  CHECK(classify_kernel("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64").type == "matmul");
+  auto attn = classify_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7");
+  CHECK(attn.type == "flash_attention");
+  CHECK(attn.bound == "compute");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half>(...)").type == "softmax");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(...)").type == "layernorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, false>(int)").type == "layernorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, true>(int)").type == "rmsnorm");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)").type == "cross_entropy");
+  CHECK(classify_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>>>>").type == "reduce");
+  CHECK(classify_kernel("void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>").type == "cross_entropy");
+  auto gelu = classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(...)");
+  CHECK(gelu.type == "other");
+  CHECK(gelu.bound == "memory");
+  CHECK(dtype_hint("cunn_SoftMaxForward<8, c10::Half, float, c10::Half>") == "fp16");
+  CHECK(dtype_hint("layer_norm_kernel<c10::BFloat16, float>") == "bf16");
+  CHECK(demangle("_Z14softmax_kernelI6__halfEvPKT_PS1_ii") == "void softmax_kernel<__half>(__half const*, __half*, int, int)");
+  CHECK(demangle("nvjet_sm90_hsh") == "nvjet_sm90_hsh");
+}
+
+TEST_CASE("a profile groups kernels by name, ranks them by GPU time and leaves out the warm-up", "[profile]") {
+  Profile p = recorded();
+  CHECK(p.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(p.kernels_seen == 51);
+  CHECK(p.kernels_dropped_in_warmup == 1);
+  REQUIRE(p.kernels.size() == 5);
+  CHECK(p.kernels[0].type == "matmul");            // 10 x 400 us
+  CHECK(p.kernels[0].calls == 10);
+  CHECK(p.kernels[0].mean_us == Approx(400));
+  CHECK(p.kernels[1].type == "flash_attention");   // 10 x 250 us
+  double shares = 0;
+  for (auto& k : p.kernels) shares += k.share;
+  CHECK(shares == Approx(1.0));
+  CHECK(of_type(p, "softmax").share == Approx(120.0 / 870));
+  CHECK(of_type(p, "softmax").name == "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half>(c10::Half*, c10::Half const*, int)");
+  // Without the warm-up cut the one slow first GEMM dominates.
+  CHECK(recorded(0).kernels[0].calls == 11);
+}
+
+TEST_CASE("each kernel carries the NVTX range it ran in, and its shape can be read from it", "[profile]") {
+  Profile p = recorded();
+  CHECK_THAT(of_type(p, "softmax").nvtx, Catch::StartsWith("aten::_softmax"));
+  CHECK(of_type(p, "flash_attention").nvtx.empty());
+  CHECK(nvtx_first_shape("aten::_softmax, seq = 2, sizes = [[64, 12, 128, 128], [], []]") ==
+        std::vector<long long>{64, 12, 128, 128});
+  CHECK(nvtx_first_shape("aten::relu").empty());
+  CHECK(nvtx_shapes("aten::addmm, seq = 3, sizes = [[3072], [8192, 768], [768, 3072], [], []]") ==
+        std::vector<std::vector<long long>>{{3072}, {8192, 768}, {768, 3072}, {}, {}});
+}
+
+TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile][plan]") {
+  CHECK(amdahl(0.5, 2.0) == Approx(1 / 0.75));
+  CHECK(amdahl(0.2, 1.0) == Approx(1.0));
+  Profile p = recorded();
+  Plan plan = make_plan(p, 10, 2.0);
+  REQUIRE(plan.rows.size() == 5);
+  const PlanRow& softmax = plan.rows[2];
+  CHECK(softmax.kernel.type == "softmax");
+  CHECK(softmax.supported);
+  CHECK(softmax.s == 2.0);
+  CHECK(softmax.gain == Approx(amdahl(120.0 / 870, 2.0)));
+  CHECK(softmax.shape == std::vector<long long>{64 * 12 * 128, 128});
+  // The GEMM's shape in matmul's terms [M, N, K], from aten::mm's operands [M, K] and [K, N].
+  CHECK(plan.rows[0].kernel.type == "matmul");
+  CHECK(plan.rows[0].shape == std::vector<long long>{8192, 3072, 768});
+  // Every type but the GELU (an "other") is a type of this build: they halve, the GELU stays.
+  double f_other = 0;
+  for (auto& r : plan.rows)
+    if (!r.supported) f_other += r.f;
+  CHECK(f_other > 0);
+  CHECK(plan.total_gain == Approx(1 / (f_other + (1 - f_other) / 2)));
+  CHECK_THAT(plan_table(plan), Catch::Contains("softmax") && Catch::Contains("98304x128"));
+}
+
+TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes are left to fill in", "[profile][plan]") {
+  Profile p = recorded();
+  // Make the layer norm a kernel of this build without a shape: rmsnorm, no NVTX.
+  ProfiledKernel rms = p.kernels.back();
+  rms.type = "rmsnorm";
+  rms.nvtx.clear();
+  p.kernels.push_back(rms);
+  Plan plan = make_plan(p, 10, 2.0);
+  std::string toml = plan_toml(plan, "profile.json");
+  CHECK_THAT(toml, Catch::Contains("type = \"softmax\"\nshape = [98304, 128]"));
+  CHECK_THAT(toml, Catch::Contains("dtype = \"fp16\""));
+  CHECK_THAT(toml, Catch::Contains("baseline_us = 120.00"));
+  CHECK_THAT(toml, Catch::Contains("# rmsnorm: shape unknown: the program emitted no NVTX range around it. Fill in shape, then uncomment."));
+  CHECK_THAT(toml, Catch::Contains("# shape = [ROWS, COLS]"));
+  auto cfg = parse_config("[run]\nname = \"planned\"\n" + toml, "planned.toml");
+  REQUIRE(cfg.ok());
+  // matmul, softmax and layernorm; the attention (no NVTX range) and the rmsnorm stay commented out.
+  REQUIRE(cfg->kernels.size() == 3);
+  CHECK(cfg->kernels[0].type == "matmul");
+  CHECK(cfg->kernels[0].shape == Shape{8192, 3072, 768});
+  CHECK(cfg->kernels[1].weight == Approx(120.0 / 870).epsilon(1e-3));
+  CHECK(*cfg->kernels[1].baseline_us == Approx(120));
+  CHECK(cfg->kernels[2].type == "layernorm");
+  CHECK(cfg->kernels[2].shape == Shape{8192, 768});
+  CHECK_THAT(toml, Catch::Contains("# shape = [B, H, S, D]"));
+}
+
+TEST_CASE("profile.json survives the round trip, and another file is refused", "[profile]") {
+  Profile p = recorded();
+  p.command = {"python3", "model.py"};
+  auto back = profile_from_json(nlohmann::json::parse(nlohmann::json(p).dump()));
+  REQUIRE(back.ok());
+  CHECK(back->kernels.size() == 5);
+  CHECK(back->kernels[2].nvtx == p.kernels[2].nvtx);
+  CHECK(back->command == p.command);
+  CHECK_THAT(profile_from_json(nlohmann::json{{"kernels", 1}}).error().message, Catch::Contains("not an autokernel profile"));
+}
+
+TEST_CASE("plan on the command line prints the table and the entries, and --write appends them to a config", "[profile][cli]") {
+  test::TempDir d;
+  std::string prof = d.write("profile.json", nlohmann::json(recorded()).dump());
+  auto r = test::run_autokernel("plan " + prof + " --top 5");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("whole program") && Catch::Contains("[[kernel]]"));
+  std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
+  auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
+  CHECK(w.exit_code == 0);
+  CHECK_THAT(w.out, Catch::Contains("it checks: 3 kernels"));
+  CHECK(test::run_autokernel("plan /nonexistent.json").exit_code == 2);
+}
+
+TEST_CASE("profile passes the program's exit code through and says when it ran no kernel", "[profile][cli]") {
+  test::TempDir d;
+  auto r = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- sh -c 'echo from-the-program; exit 3'");
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.out, Catch::Contains("from-the-program") && Catch::Contains("no activity records"));
+  auto ok = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- true");
+  CHECK(ok.exit_code == 1);
+  CHECK(test::run_autokernel("profile").exit_code == 2);
+}
+
+TEST_CASE("real records of one llama_block step on the H100: ranked, classified, shapes from NVTX", "[profile][plan]") {
+  // tests/data/llama_block_step.records.jsonl: the last forward step of examples/models/llama_block.py
+  // as libautokernel_inject.so recorded it on the H100 (kernels, launch calls, PyTorch's NVTX ranges).
+  auto records = read_records(AK_SOURCE_DIR "/tests/data/llama_block_step.records.jsonl");
+  REQUIRE(records.ok());
+  auto p = build_profile(*records, 0);
+  REQUIRE(p.ok());
+  CHECK(p->gpu == "NVIDIA H100 80GB HBM3");
+  REQUIRE(p->kernels.size() == 11);
+  CHECK(p->kernels[0].type == "matmul");
+  CHECK(p->kernels[0].share == Approx(0.413).margin(0.005));
+  CHECK_THAT(p->kernels[0].nvtx, Catch::StartsWith("aten::mm"));
+  const ProfiledKernel& rms = of_type(*p, "rmsnorm");
+  CHECK(rms.calls == 16);   // two per block, eight blocks
+  CHECK_THAT(rms.nvtx, Catch::StartsWith("aten::_fused_rms_norm"));
+  Plan plan = make_plan(*p, 12, 2.0);
+  std::string toml = plan_toml(plan, "llama.json");
+  CHECK_THAT(toml, Catch::Contains("type = \"rmsnorm\"\nshape = [8192, 2048]"));
+  auto cfg = parse_config("[run]\nname = \"llama\"\n" + toml, "llama.toml");
+  REQUIRE(cfg.ok());
+  CHECK(cfg->kernels.at(0).type == "matmul");
+  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048, 5632});  // aten::mm [8192, 5632] x [5632, 2048]
+  bool rms_planned = false;
+  for (auto& k : cfg->kernels) rms_planned |= k.type == "rmsnorm" && k.shape == Shape{8192, 2048};
+  CHECK(rms_planned);
+}

@@ -1,0 +1,50 @@
+#include <catch2/catch.hpp>
+
+#include "daemon/loop/run_loop.hpp"
+#include "daemon/report/run_report.hpp"
+#include "tests/daemon/loop/loop_fixtures.hpp"
+
+using namespace ak;
+using namespace ak::test;
+
+namespace {
+/// A finished run of three experiments on rmsnorm: starter 100 us, 90 kept, 95 reverted.
+std::string finished_run(const TempDir& dir) {
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  pr.add(95, "slower");
+  auto cfg = loop_config(dir);
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  return cfg.run_dir();
+}
+}  // namespace
+
+TEST_CASE("status reads a run folder: per kernel best, speedup and convergence, and the last step", "[report]") {
+  TempDir dir;
+  std::string run = finished_run(dir);
+  auto r = run_autokernel("status --run " + run);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("run t (converged): 3 experiments"));
+  CHECK_THAT(r.out, Catch::Matches("(.|\\n)*rmsnorm +150\\.00 +90\\.00 +1\\.667x(.|\\n)*"));
+  CHECK_THAT(r.out, Catch::Contains("the proposer has nothing left to try"));
+  CHECK_THAT(r.out, Catch::Contains("last: experiment 3 rmsnorm: slower: PASS 95.00 us, reverted"));
+  CHECK(run_autokernel("status --run " + dir.path.string() + "/nothing").exit_code == 2);
+}
+
+TEST_CASE("report writes a Markdown summary and an SVG with the kept steps filled", "[report]") {
+  TempDir dir;
+  std::string run = finished_run(dir);
+  auto r = run_autokernel("report --run " + run);
+  CHECK(r.exit_code == 0);
+  std::string md = read_file(run + "/report.md"), svg = read_file(run + "/progress.svg");
+  CHECK_THAT(md, Catch::Contains("| 2 | rmsnorm | 90.00 |"));
+  CHECK_THAT(md, Catch::Contains("- PASS: 3"));
+  CHECK_THAT(md, Catch::Contains("![throughput over experiments](progress.svg)"));
+  CHECK_THAT(svg, Catch::StartsWith("<svg"));
+  size_t filled = 0;
+  for (size_t at = 0; (at = svg.find("r=\"5\"", at)) != std::string::npos; ++at) ++filled;
+  CHECK(filled == 2);   // the starter and experiment 2
+}
