@@ -168,6 +168,7 @@ void read_run(const toml::table& t, const std::string& file, std::vector<std::st
   r.string("workdir", run.workdir);
   r.number("max_hours", run.max_hours, 0, 24 * 365);
   r.integer("max_experiments", run.max_experiments, 0, 100000000);
+  r.string("git_remote", run.git_remote);
   r.finish();
   bool name_ok = !run.name.empty();
   for (char c : run.name) name_ok = name_ok && (std::isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.');

@@ -19,6 +19,7 @@ struct RunConfig {
   std::string workdir = "runs";    ///< resolved against the config file's folder
   double max_hours = 0;            ///< 0: no wall-time budget for the whole run
   int64_t max_experiments = 0;     ///< 0: no limit
+  std::string git_remote;          ///< where kept commits are pushed (the run's branch); empty: nowhere
 };
 
 struct GpuConfig {

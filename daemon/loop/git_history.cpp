@@ -132,4 +132,24 @@ Result<std::optional<std::string>> GitHistory::file_at_head(const std::string& r
       std::string(static_cast<const char*>(git_blob_rawcontent(blob.p)), size_t(git_blob_rawsize(blob.p))));
 }
 
+Status GitHistory::push(const std::string& remote_url) {
+  git_reference* head = nullptr;
+  if (git_reference_lookup(&head, repo_, "HEAD") != 0) return error(git_failure("reading HEAD"));
+  const std::string branch = git_reference_symbolic_target(head) ? git_reference_symbolic_target(head) : "";
+  git_reference_free(head);
+  git_oid id;
+  if (git_reference_name_to_id(&id, repo_, "HEAD") != 0) return ok();  // nothing committed yet
+  Owned<git_remote, git_remote_free> remote;
+  if (git_remote_create_anonymous(&remote.p, repo_, remote_url.c_str()) != 0)
+    return error(git_failure("[run] git_remote = \"" + remote_url + "\" is not a remote git can use"));
+  std::string spec = branch + ":" + branch;
+  char* specs[] = {spec.data()};
+  git_strarray refspecs{specs, 1};
+  git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+  if (git_remote_push(remote.p, &refspecs, &opts) != 0)
+    return error(git_failure("pushing " + branch + " to " + remote_url +
+                             " (is it reachable, and is the branch there only this run's?)"));
+  return ok();
+}
+
 }  // namespace ak

@@ -38,6 +38,9 @@ class GitHistory {
   Result<std::vector<CommitInfo>> log(size_t limit = 1000);
   /// The file's content in the last commit; nullopt when it was never committed.
   Result<std::optional<std::string>> file_at_head(const std::string& relpath);
+  /// Pushes the checked-out branch to the same branch of `remote` (a URL or a path, as git takes
+  /// it), fast-forward only: several daemons share a remote, each on its own branch.
+  Status push(const std::string& remote);
 
  private:
   GitHistory() = default;

@@ -245,6 +245,7 @@ Result<bool> RunLoop::experiment(size_t index) {
     if (!sha) return sha.error();
     row.commit = *sha;
     at("committed");
+    push_history();
   }
   next_experiment_++;
   const double best_before = k.best_us;
@@ -260,6 +261,15 @@ Result<bool> RunLoop::experiment(size_t index) {
   if (notifier_)
     notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
   return true;
+}
+
+void RunLoop::push_history() {
+  if (cfg_.run.git_remote.empty()) return;
+  // A remote that is down costs nothing kept: the branch is pushed whole at the next keep.
+  if (auto s = git_->push(cfg_.run.git_remote); !s)
+    spdlog::warn("{}; the commits stay in {} and go with the next push", s.error().message, dir_.root());
+  else
+    spdlog::debug("pushed {} to {}", "autokernel/" + cfg_.run.name, cfg_.run.git_remote);
 }
 
 std::optional<std::string> RunLoop::budget_spent() const {
@@ -328,6 +338,7 @@ Result<RunOutcome> RunLoop::run() {
       spdlog::info("{}: the proposer has nothing left to try; it is converged", kernels_[pick.index].tag);
     }
   }
+  push_history();  // what a failed push at a keep left behind
   out.summary = summary();
   write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
   if (notifier_) notifier_->stopping();

@@ -56,6 +56,8 @@ class RunLoop {
   Result<bool> experiment(size_t k);
   ProposalContext context(const KernelProgress& k) const;
   Status record(const ResultRow& row);
+  /// Pushes the run's branch to [run] git_remote, when set; a failure is logged, not fatal.
+  void push_history();
   std::string verdict_file(long long n, const std::string& tag) const;   ///< experiments/NNNN-<tag>.verdict.json
   std::optional<std::string> budget_spent() const;
   void reload_if_asked();

@@ -50,3 +50,46 @@ TEST_CASE("a kept experiment's commit message carries its metrics and gives the 
   CHECK(back->description == "tier 2: AK_VEC 1 -> 8");
   CHECK(back->commit == "deadbee");
 }
+
+namespace {
+
+/// The branch's commit in a bare repository, by the git command line (an independent reader).
+std::string remote_branch(const std::filesystem::path& bare, const std::string& branch) {
+  FILE* p = popen(("git --git-dir=" + bare.string() + " log --format=%s " + branch + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the run's branch is pushed to a bare repository, and again after more commits", "[git]") {
+  test::TempDir d;
+  const auto bare = d.path / "shared.git";
+  REQUIRE(std::system(("git init -q --bare " + bare.string()).c_str()) == 0);
+  auto git = GitHistory::open((d.path / "run").string(), "autokernel/box1");
+  REQUIRE(git.ok());
+  CHECK((*git)->push(bare.string()).ok());   // nothing committed yet: nothing to push
+  std::filesystem::create_directories(d.path / "run/kernels");
+  std::ofstream(d.path / "run/kernels/softmax.cu") << "v1\n";
+  REQUIRE((*git)->commit_file("kernels/softmax.cu", "experiment 1: softmax: first").ok());
+  REQUIRE((*git)->push(bare.string()).ok());
+  CHECK(remote_branch(bare, "autokernel/box1") == "experiment 1: softmax: first\n");
+  std::ofstream(d.path / "run/kernels/softmax.cu") << "v2\n";
+  REQUIRE((*git)->commit_file("kernels/softmax.cu", "experiment 4: softmax: faster").ok());
+  REQUIRE((*git)->push(bare.string()).ok());
+  CHECK(remote_branch(bare, "autokernel/box1") == "experiment 4: softmax: faster\nexperiment 1: softmax: first\n");
+}
+
+TEST_CASE("a remote that cannot be reached is an error naming it", "[git]") {
+  test::TempDir d;
+  auto git = GitHistory::open(d.path.string(), "autokernel/box2");
+  REQUIRE(git.ok());
+  std::ofstream(d.path / "f.cu") << "v1\n";
+  REQUIRE((*git)->commit_file("f.cu", "experiment 1: f: first").ok());
+  auto s = (*git)->push((d.path / "no-such-remote.git").string());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error().message, Catch::Contains("no-such-remote.git"));
+}

@@ -102,6 +102,26 @@ TEST_CASE("the keep rule: paired when the harness paired, else the median agains
   CHECK(faster_than_best(v, 100, 0.01));
 }
 
+TEST_CASE("with [run] git_remote every kept step reaches the remote's copy of the run's branch", "[loop][git]") {
+  TempDir dir;
+  const auto bare = dir.path / "shared.git";
+  REQUIRE(std::system(("git init -q --bare " + bare.string()).c_str()) == 0);
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  pr.add(95, "slower");
+  pr.add(80, "faster again");
+  RunLoop loop(loop_config(dir, "git_remote = \"" + bare.string() + "\"\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  FILE* p = popen(("git --git-dir=" + bare.string() + " log --format=%s autokernel/t").c_str(), "r");
+  std::string log;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) log.append(buf, n);
+  pclose(p);
+  CHECK(log == "experiment 4: rmsnorm: faster again\nexperiment 2: rmsnorm: faster\nexperiment 1: rmsnorm: baseline: the starter\n");
+}
+
 TEST_CASE("the run folder is private to the user the daemon runs as, an older one too", "[loop]") {
   TempDir dir;
   std::filesystem::create_directories(dir.path / "t");
