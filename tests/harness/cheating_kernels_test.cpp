@@ -150,3 +150,14 @@ TEST_CASE("a kernel that skips work in some moments of the GPU clock never passe
                                                  "  if ((s_now >> 16) & 1) return;  // the whole block, one guess"));
   CHECK(v.correctness == Correctness::Fail);
 }
+
+TEST_CASE("a current best that today's rules refuse leaves the candidate timed alone, saying so", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // A best kept by an older autokernel, with memory of its own: not loaded, not paired.
+  const std::string old_best = launch_counting_softmax("__device__ unsigned g_launches;");
+  Verdict v = judge(softmax_spec(), softmax_spec().starter_source(), old_best);
+  CHECK(v.correctness == Correctness::Pass);
+  CHECK(v.paired.pairs == 0);
+  REQUIRE_FALSE(v.notes.empty());
+  CHECK_THAT(v.notes.back(), Catch::Contains("not paired with the current best") && Catch::Contains("g_launches"));
+}
