@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "kernels_cuda/registry.hpp"
@@ -22,6 +23,12 @@ std::vector<KernelProgress> initial_progress(const Config& cfg) {
   return out;
 }
 
+namespace {
+constexpr const char* kAgainst = "; speedups against ";
+}
+
+std::string baseline_description(const std::string& source) { return std::string("baseline: the starter") + kAgainst + source; }
+
 void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
   for (auto& k : kernels) {
     if (k.tag != row.tag) continue;
@@ -31,6 +38,9 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
       k.has_baseline = true;
       k.starter_failed = !row.kept;
       k.starter_failure = row.description;
+      const size_t at = row.description.find(kAgainst);
+      k.baseline_source = at == std::string::npos ? "the harness's measurement" : row.description.substr(at + std::strlen(kAgainst));
+      if (const size_t cut = k.baseline_source.find(" -- "); cut != std::string::npos) k.baseline_source.resize(cut);
       if (row.kept) {
         k.baseline_us = row.speedup > 0 ? row.speedup * row.latency_us : row.latency_us;
         k.best_us = row.latency_us;

@@ -19,6 +19,8 @@ struct KernelProgress {
   bool starter_failed = false;
   std::string starter_failure;
   double baseline_us = 0;             ///< what speedups are measured against
+  /// What that is: "baseline_us in the config", "cuBLAS", "the starter" (the first row says).
+  std::string baseline_source;
   double best_us = 0, best_throughput = 0, best_pct_peak = 0;
   int experiments = 0;
   int consecutive_reverts = 0;
@@ -30,6 +32,9 @@ struct KernelProgress {
 
 /// One entry per [[kernel]], with tags: the type, or type-N when a type appears more than once.
 std::vector<KernelProgress> initial_progress(const Config& cfg);
+
+/// The first row of a kernel: the starter, and what its speedups are measured against.
+std::string baseline_description(const std::string& source);
 
 /// Folds one row into the kernel it belongs to.
 void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row);

@@ -33,8 +33,10 @@ std::string status_text(const RunSnapshot& s) {
                     format_numbers("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
                     format_numbers(" LLM tokens ($%.2f)\n", st.value("llm_cost_usd", 0.0));
   out += "kernel        baseline us    best us   speedup  pct_peak  experiments  converged\n";
+  std::string against;
   if (st.contains("kernels"))
     for (auto& k : st["kernels"]) {
+      against += (against.empty() ? "" : "; ") + k.value("tag", std::string("?")) + ": " + k.value("baseline", std::string("?"));
       char line[512];
       std::string conv = k.value("converged", "");
       std::snprintf(line, sizeof line, "%-12s %12.2f %10.2f %8.3fx %8.1f%% %12d  %s\n", k.value("tag", "?").c_str(),
@@ -44,6 +46,7 @@ std::string status_text(const RunSnapshot& s) {
                                  : conv.c_str());
       out += line;
     }
+  if (!against.empty()) out += "speedups are against: " + against + "\n";
   out += format_numbers("whole program (Amdahl, weights as configured): %.3fx\n", st.value("amdahl_speedup", 1.0));
   if (!s.rows.empty()) {
     const ResultRow& r = s.rows.back();
@@ -58,10 +61,11 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
   md += "Status: " + s.state.value("status", std::string("unknown")) + ", " + std::to_string(s.rows.size()) +
         " experiments. Whole-program speedup (Amdahl, configured weights): " +
         format_numbers("%.3fx", s.state.value("amdahl_speedup", 1.0)) + ".\n\n";
-  md += "| kernel | baseline µs | best µs | speedup | pct_peak | experiments | converged |\n|---|---|---|---|---|---|---|\n";
+  md += "| kernel | baseline µs | baseline is | best µs | speedup | pct_peak | experiments | converged |\n|---|---|---|---|---|---|---|---|\n";
   if (s.state.contains("kernels"))
     for (auto& k : s.state["kernels"])
       md += "| " + k.value("tag", std::string("?")) + " | " + format_numbers("%.2f", k.value("baseline_us", 0.0)) + " | " +
+            k.value("baseline", std::string("?")) + " | " +
             format_numbers("%.2f", k.value("best_us", 0.0)) + " | " + format_numbers("%.3fx", k.value("speedup", 0.0)) + " | " +
             format_numbers("%.1f%%", k.value("pct_peak", 0.0) * 100) + " | " + std::to_string(k.value("experiments", 0)) + " | " +
             k.value("converged", std::string("no")) + " |\n";

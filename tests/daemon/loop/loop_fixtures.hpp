@@ -22,6 +22,7 @@ class ScriptedEvaluator : public Evaluator {
  public:
   double starter_us = 100, reference_us = 150, peak_gbps = 3000;
   double pair_noise = -1;
+  std::string baseline_source = "reference kernel";   ///< what the harness measured as the baseline
   int calls = 0;
   std::vector<std::string> best_sources;   ///< what each request gave as the current best
   static double latency_of(const std::string& source, double otherwise) {
@@ -60,6 +61,7 @@ class ScriptedEvaluator : public Evaluator {
     v.throughput_unit = "GB/s";
     v.pct_peak = v.throughput / peak_gbps;
     v.baseline_us = req.baseline_us.value_or(reference_us);
+    v.baseline_source = req.baseline_us ? "config" : baseline_source;
     v.speedup = v.baseline_us / us;
     v.peak_vram_mb = 256;
     return v;

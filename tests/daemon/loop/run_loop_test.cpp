@@ -39,9 +39,9 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
   REQUIRE(out.ok());
   auto rows = rows_of(loop);
   REQUIRE(rows.size() == 5);
-  CHECK(rows[0].description == "baseline: the starter");
+  CHECK(rows[0].description == "baseline: the starter; speedups against the starter");
   CHECK(rows[0].kept);
-  CHECK(rows[0].speedup == Approx(1.5));            // against the reference kernel, 150 us
+  CHECK(rows[0].speedup == Approx(1.0));            // no baseline_us: the starter, not the 150 us reference kernel
   CHECK(rows[1].kept);
   CHECK(rows[1].latency_us == Approx(90));
   CHECK_FALSE(rows[2].kept);                         // under the 1% keep threshold
@@ -49,7 +49,7 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
   CHECK(rows[3].correctness == "FAIL");
   CHECK_THAT(rows[3].description, Catch::Contains("wrong output on 100x3000"));
   CHECK(rows[4].kept);
-  CHECK(rows[4].speedup == Approx(150.0 / 80));      // the same baseline throughout
+  CHECK(rows[4].speedup == Approx(100.0 / 80));      // the same baseline throughout
   // The kept file is what the run folder holds now, and the history has one commit per keep.
   CHECK(read_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=80.000000\nfaster again\n");
   auto git = GitHistory::open(loop.directory().root(), "autokernel/t");
@@ -64,6 +64,34 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
   // Every candidate is kept on disk, kept or not.
   for (int n = 1; n <= 5; ++n)
     CHECK(std::filesystem::exists(loop.directory().path(loop.directory().experiment_file(n, "rmsnorm"))));
+}
+
+TEST_CASE("the baseline is the config's baseline_us, else cuBLAS for a GEMM, else the starter, and the rows say which", "[loop]") {
+  {
+    TempDir dir;
+    ScriptedEvaluator ev;
+    ScriptedProposer pr;
+    ManualClock clock;
+    pr.add(50, "twice as fast");
+    RunLoop loop(loop_config(dir, "", "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nbaseline_us = 150\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    auto rows = rows_of(loop);
+    CHECK(rows[0].description == "baseline: the starter; speedups against baseline_us in the config");
+    CHECK(rows[0].speedup == Approx(1.5));
+    CHECK(rows[1].speedup == Approx(3.0));
+    CHECK(loop.kernels()[0].baseline_source == "baseline_us in the config");
+  }
+  {
+    TempDir dir;
+    ScriptedEvaluator ev;
+    ev.baseline_source = "cuBLAS";
+    ScriptedProposer pr;
+    ManualClock clock;
+    RunLoop loop(loop_config(dir), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    CHECK(rows_of(loop)[0].description == "baseline: the starter; speedups against cuBLAS");
+    CHECK(rows_of(loop)[0].speedup == Approx(1.5));
+  }
 }
 
 TEST_CASE("with paired timings a candidate is kept only when its ratio to the best clears the threshold beyond the noise", "[loop]") {
@@ -119,7 +147,7 @@ TEST_CASE("with [run] git_remote every kept step reaches the remote's copy of th
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) log.append(buf, n);
   pclose(p);
-  CHECK(log == "experiment 4: rmsnorm: faster again\nexperiment 2: rmsnorm: faster\nexperiment 1: rmsnorm: baseline: the starter\n");
+  CHECK(log == "experiment 4: rmsnorm: faster again\nexperiment 2: rmsnorm: faster\nexperiment 1: rmsnorm: baseline: the starter; speedups against the starter\n");
 }
 
 TEST_CASE("the run folder is private to the user the daemon runs as, an older one too", "[loop]") {
@@ -203,11 +231,11 @@ TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
   SECTION("speedup over the baseline") {
     TempDir dir;
     ScriptedProposer pr;
-    pr.add(70, "big step");
-    pr.add(60, "never asked for");
+    pr.add(45, "big step");
+    pr.add(40, "never asked for");
     RunLoop loop(loop_config(dir, "[convergence]\ntarget_speedup = 2.0\n"), ev, pr, clock);
     REQUIRE(loop.run().ok());
-    CHECK(rows_of(loop).size() == 2);  // 150 / 70 > 2
+    CHECK(rows_of(loop).size() == 2);  // 100 / 45 > 2
     CHECK(pr.queue.size() == 1);
   }
   SECTION("hours on the kernel") {
