@@ -48,9 +48,9 @@ inline std::string autokernel_binary() {
   return AK_BINARY;
 }
 
-/// Runs the autokernel binary with a shell argument string; captures its output.
-inline RunOutput run_autokernel(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + autokernel_binary() + " " + args + " 2>&1";
+/// Runs a shell command; captures its stdout and stderr.
+inline RunOutput run_shell(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   RunOutput r;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -59,6 +59,11 @@ inline RunOutput run_autokernel(const std::string& args, const std::string& env 
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Runs the autokernel binary with a shell argument string; captures its output.
+inline RunOutput run_autokernel(const std::string& args, const std::string& env = "") {
+  return run_shell(env + " " + autokernel_binary() + " " + args);
 }
 
 inline std::string read_file(const std::string& path) {

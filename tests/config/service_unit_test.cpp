@@ -23,16 +23,6 @@ bool have_systemd_analyze() {
   return false;
 }
 
-test::RunOutput shell(const std::string& cmd) {
-  test::RunOutput r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("the service unit runs the daemon as its own user with the hardening the GPU allows", "[service]") {
@@ -48,10 +38,10 @@ TEST_CASE("systemd-analyze verifies the service unit and rates its exposure as l
   if (!have_systemd_analyze()) return;
   test::TempDir dir;
   const std::string path = unit_for_this_build(dir);
-  auto verify = shell("systemd-analyze verify --man=no " + path);
+  auto verify = test::run_shell("systemd-analyze verify --man=no " + path);
   INFO(verify.out);
   CHECK(verify.exit_code == 0);
-  auto security = shell("systemd-analyze security --offline=true " + path);
+  auto security = test::run_shell("systemd-analyze security --offline=true " + path);
   INFO(security.out);
   std::smatch m;
   const bool rated = std::regex_search(security.out, m, std::regex(R"(Overall exposure level for autokernel\.service: ([0-9.]+))"));

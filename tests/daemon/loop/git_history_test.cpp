@@ -53,14 +53,9 @@ TEST_CASE("a kept experiment's commit message carries its metrics and gives the 
 
 namespace {
 
-/// The branch's commit in a bare repository, by the git command line (an independent reader).
+/// The subjects on a branch of a bare repository, by the git command line (an independent reader).
 std::string remote_branch(const std::filesystem::path& bare, const std::string& branch) {
-  FILE* p = popen(("git --git-dir=" + bare.string() + " log --format=%s " + branch + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  pclose(p);
-  return out;
+  return test::run_shell("git --git-dir=" + bare.string() + " log --format=%s " + branch).out;
 }
 
 }  // namespace

@@ -142,11 +142,7 @@ TEST_CASE("with [run] git_remote every kept step reaches the remote's copy of th
   pr.add(80, "faster again");
   RunLoop loop(loop_config(dir, "git_remote = \"" + bare.string() + "\"\n"), ev, pr, clock);
   REQUIRE(loop.run().ok());
-  FILE* p = popen(("git --git-dir=" + bare.string() + " log --format=%s autokernel/t").c_str(), "r");
-  std::string log;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) log.append(buf, n);
-  pclose(p);
+  const std::string log = run_shell("git --git-dir=" + bare.string() + " log --format=%s autokernel/t").out;
   CHECK(log == "experiment 4: rmsnorm: faster again\nexperiment 2: rmsnorm: faster\nexperiment 1: rmsnorm: baseline: the starter; speedups against the starter\n");
 }
 
