@@ -12,13 +12,13 @@ namespace {
 const char* kSource = R"(
 __device__ __forceinline__ float ak_ulp(__half v) {
   unsigned short b = __half_as_ushort(v);
-  if ((b & 0x7fff) == 0) return ak_f(__ushort_as_half(1));
-  return fabsf(ak_f(v) - ak_f(__ushort_as_half((unsigned short)(b - 1))));
+  if ((b & 0x7fff) == 0) return ref_f(__ushort_as_half(1));
+  return fabsf(ref_f(v) - ref_f(__ushort_as_half((unsigned short)(b - 1))));
 }
 __device__ __forceinline__ float ak_ulp(__nv_bfloat16 v) {
   unsigned short b = __bfloat16_as_ushort(v);
-  if ((b & 0x7fff) == 0) return ak_f(__ushort_as_bfloat16(1));
-  return fabsf(ak_f(v) - ak_f(__ushort_as_bfloat16((unsigned short)(b - 1))));
+  if ((b & 0x7fff) == 0) return ref_f(__ushort_as_bfloat16(1));
+  return fabsf(ref_f(v) - ref_f(__ushort_as_bfloat16((unsigned short)(b - 1))));
 }
 __device__ __forceinline__ float ak_ulp(float v) {
   unsigned b = __float_as_uint(v);
@@ -32,13 +32,13 @@ __global__ void ak_screen(const T* got, const float* expected, long long n, floa
   unsigned long long mine = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const long long at = rows ? (long long)rows[i / row_length] * row_length + i % row_length : i;
-    const float g = ak_f(got[at]), e32 = expected[i];
+    const float g = ref_f(got[at]), e32 = expected[i];
     bool bad;
     if (isnan(e32)) {
       bad = !isnan(g);
     } else {
-      const T et = ak_rn<T>(e32);
-      const float e = ak_f(et);
+      const T et = ref_out<T>(e32);
+      const float e = ref_f(et);
       if (isinf(e)) bad = g != e;
       else if (!isfinite(g)) bad = true;
       else bad = fabsf(g - e) > 0.999f * fmaxf(atol + rtol * fabsf(e), ak_ulp(et));

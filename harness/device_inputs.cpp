@@ -23,7 +23,7 @@ __global__ void ak_fill(T* out, long long n, unsigned long long seed, int kind, 
     if (kind == 1) v = 0.5f + ak_unit(a);
     else if (kind == 2) v = ak_unit(a) - 0.5f;
     else v = (ak_unit(a) + ak_unit(a << 24) + ak_unit(b) + ak_unit(b << 24) - 2.0f) * 1.7320508f * scale;
-    out[i] = ak_rn<T>(v);
+    out[i] = ref_out<T>(v);
   }
 }
 

@@ -13,11 +13,9 @@ struct HarnessModule {
   std::vector<CUfunction> functions;   ///< one per name expression, in order
 };
 
-/// Compiles `source` for the GPU and looks up each of `name_expressions`; an Error is a harness bug.
+/// Compiles `source` for the GPU, after the references' prelude (its dtype conversions ref_f and
+/// ref_out), and looks up each of `name_expressions`; an Error is a harness bug.
 Result<HarnessModule> load_harness_module(GpuContext& gpu, const std::string& source, const std::string& filename,
                                           const std::vector<std::string>& name_expressions);
-
-/// Conversions between the three dtypes and float that the harness's kernels share.
-const std::string& harness_kernel_prelude();
 
 }  // namespace ak

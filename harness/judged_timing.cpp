@@ -62,25 +62,17 @@ Status copy_aside(GpuContext& gpu, const std::vector<DeviceBuffer>& from, const 
   return ok();
 }
 
-std::vector<char> download_all(GpuContext& gpu, const DeviceBuffer& b, Status& st) {
-  std::vector<char> bytes(b.bytes());
-  if (st) st = gpu.download(bytes.data(), b, bytes.size());
-  return bytes;
-}
-
-/// The first launch's counters left set, if any: "counter 3 is 1 after timed launch 17".
-std::string counters_in_log(GpuContext& gpu, const DeviceBuffer& log, size_t slot_bytes, const std::vector<int>& slots_to_check,
-                            const std::vector<std::string>& slot_names, Status& st) {
-  std::vector<char> all = download_all(gpu, log, st);
-  if (!st) return "";
-  for (int slot : slots_to_check) {
-    const auto* v = reinterpret_cast<const uint32_t*>(all.data() + size_t(slot) * slot_bytes);
-    for (size_t i = 0; i < slot_bytes / sizeof(uint32_t); ++i)
-      if (v[i] != 0)
-        return "counter " + std::to_string(i) + " is " + std::to_string(v[i]) + " after " + slot_names[size_t(slot)] +
-               ": the kernel must set its counters back to zero for the next launch";
-  }
-  return "";
+/// The first kernel's counters left set, if any: "counter 3 is 1 after timed launch 17".
+Result<std::string> counters_in_log(GpuContext& gpu, const DeviceBuffer& log, size_t slot_bytes,
+                                    const std::vector<int>& slots_to_check, const std::vector<std::string>& slot_names) {
+  std::vector<uint32_t> all(log.bytes() / sizeof(uint32_t));
+  if (auto s = gpu.download(all.data(), log, log.bytes()); !s) return s.error();
+  const size_t per_slot = slot_bytes / sizeof(uint32_t);
+  for (int slot : slots_to_check)
+    if (std::string left = first_counter_set(all.data() + size_t(slot) * per_slot, per_slot, slot_names[size_t(slot)]);
+        !left.empty())
+      return left;
+  return std::string();
 }
 
 }  // namespace
@@ -220,13 +212,14 @@ Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, 
     f.at = at;
     return f;
   };
-  Status st = ok();
-  if (counter_bytes > 0)
-    if (std::string left = counters_in_log(gpu, counter_log, counter_bytes, first_kernel_slots, slot_names, st); !left.empty()) {
-      out.failure = failure(left + " (on " + shape_str(shape) + " " + dtype_name(d) + ")");
+  if (counter_bytes > 0) {
+    auto left = counters_in_log(gpu, counter_log, counter_bytes, first_kernel_slots, slot_names);
+    if (!left) return left.error();
+    if (!left->empty()) {
+      out.failure = failure(*left + " (on " + shape_str(shape) + " " + dtype_name(d) + ")");
       return out;
     }
-  if (!st) return st.error();
+  }
   for (const CheckedLaunch& c : checked) {
     const std::string which = "timed launch " + std::to_string(c.pair - warm + 1) + " of " + std::to_string(reps) +
                               " on " + shape_str(shape) + " " + dtype_name(d);

@@ -73,11 +73,16 @@ std::string counters_left_set(GpuContext& gpu, const RunSet& r) {
   for (auto& c : r.counters) {
     std::vector<uint32_t> v(c.bytes() / sizeof(uint32_t));
     if (auto s = gpu.download(v.data(), c, c.bytes()); !s) return s.error().message;
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] != 0)
-        return "counter " + std::to_string(i) + " is " + std::to_string(v[i]) +
-               " after the kernel ended: the kernel must set its counters back to zero for the next launch";
+    if (std::string left = first_counter_set(v.data(), v.size(), "the kernel ended"); !left.empty()) return left;
   }
+  return "";
+}
+
+std::string first_counter_set(const uint32_t* values, size_t n, const std::string& when) {
+  for (size_t i = 0; i < n; ++i)
+    if (values[i] != 0)
+      return "counter " + std::to_string(i) + " is " + std::to_string(values[i]) + " after " + when +
+             ": the kernel must set its counters back to zero for the next launch";
   return "";
 }
 

@@ -48,4 +48,8 @@ Status zero_counters(GpuContext& gpu, const RunSet& r);
 /// Empty when every counter is zero; otherwise which buffer and element is not.
 std::string counters_left_set(GpuContext& gpu, const RunSet& r);
 
+/// Empty when all `n` counters in `values` are zero; otherwise the first set one, and that it
+/// stood so "after `when`" (the kernel ended, timed launch 17).
+std::string first_counter_set(const uint32_t* values, size_t n, const std::string& when);
+
 }  // namespace ak
