@@ -73,6 +73,28 @@ class TableReader {
     out = got;
   }
 
+  /// "all", or a list of distinct device indices.
+  void devices(const char* key, std::vector<int>& out, bool& all) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    const char* expected = "\"all\" or a list of distinct device indices 0 - 63, e.g. [0, 1]";
+    if (auto s = n->value<std::string>()) {
+      if (*s != "all") return bad(key, *n, "\"" + *s + "\"", expected);
+      all = true;
+      return;
+    }
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) return wrong(key, *n, expected);
+    std::vector<int> got;
+    for (const toml::node& e : *a) {
+      auto v = e.value_exact<int64_t>();
+      if (!v || *v < 0 || *v > 63 || std::count(got.begin(), got.end(), int(*v)))
+        return bad(key, *n, v ? std::to_string(*v) : type_name(e), expected);
+      got.push_back(int(*v));
+    }
+    out = got;
+  }
+
   template <typename Int>
   void integer(const char* key, Int& out, int64_t lo, int64_t hi) {
     const toml::node* n = take(key);
@@ -182,6 +204,8 @@ void read_gpu(const toml::table& t, const std::string& file, std::vector<std::st
   TableReader r(t, "gpu", file, e);
   r.integer("device", gpu.device, 0, 63);
   r.string("arch", gpu.arch);
+  r.devices("devices", gpu.devices, gpu.all_devices);
+  r.string("mixed_models", gpu.mixed_models, {"refuse", "per-kernel"});
   r.finish();
   bool arch_ok = gpu.arch == "auto" || (gpu.arch.rfind("sm_", 0) == 0 && gpu.arch.size() >= 5 &&
                                         std::isdigit((unsigned char)gpu.arch[3]));
@@ -218,6 +242,7 @@ void read_llm(const toml::table& t, const std::string& file, std::vector<std::st
   r.number("cost_budget_usd", llm.cost_budget_usd, 0, 1e9);
   r.number("usd_per_mtok_input", llm.usd_per_mtok_input, 0, 1e6);
   r.number("usd_per_mtok_output", llm.usd_per_mtok_output, 0, 1e6);
+  r.integer("concurrency", llm.concurrency, 1, 64);
   r.finish();
   if (llm.provider != ProviderKind::Builtin) {
     if (llm.model.empty())

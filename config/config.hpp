@@ -25,6 +25,12 @@ struct RunConfig {
 struct GpuConfig {
   int device = 0;
   std::string arch = "auto";       ///< "auto" (read off the device) or sm_NN / sm_NNa
+  /// The GPUs the run uses, one worker each; empty: `device` alone.
+  std::vector<int> devices;
+  bool all_devices = false;        ///< devices = "all": every GPU the driver lists
+  /// GPUs of different models: "refuse" (their times cannot be compared), or "per-kernel": each
+  /// kernel stays on the model that measured its starter.
+  std::string mixed_models = "refuse";
 };
 
 struct HarnessConfig {
@@ -49,6 +55,7 @@ struct LlmConfig {
   double cost_budget_usd = 0;      ///< 0: unlimited
   double usd_per_mtok_input = 0;
   double usd_per_mtok_output = 0;
+  int concurrency = 1;             ///< proposals asked for at once (several GPUs in flight)
 };
 
 struct ConvergenceConfig {

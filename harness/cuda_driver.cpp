@@ -57,6 +57,23 @@ Result<const CudaDriver*> cuda_driver() {
   return loaded;
 }
 
+Result<std::vector<std::string>> gpu_models() {
+  auto d = cuda_driver();
+  if (!d) return d.error();
+  if (auto s = cu_check((*d)->cuInit(0), "cuInit"); !s) return s.error();
+  int count = 0;
+  if (auto s = cu_check((*d)->cuDeviceGetCount(&count), "cuDeviceGetCount"); !s) return s.error();
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev;
+    char name[256] = {0};
+    if (auto s = cu_check((*d)->cuDeviceGet(&dev, i), "cuDeviceGet(" + std::to_string(i) + ")"); !s) return s.error();
+    if (auto s = cu_check((*d)->cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName"); !s) return s.error();
+    out.push_back(name);
+  }
+  return out;
+}
+
 std::string cu_error_text(CUresult r) {
   auto d = cuda_driver();
   const char* name = nullptr;

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -30,6 +31,10 @@ struct CudaDriver {
 
 /// The driver, loaded once per process; an Error says why there is none ("no NVIDIA driver").
 Result<const CudaDriver*> cuda_driver();
+
+/// The model name of each GPU the driver lists, by index ("NVIDIA H100 80GB HBM3"); creates no
+/// context, so the daemon can choose its workers' GPUs without holding one.
+Result<std::vector<std::string>> gpu_models();
 
 /// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
 std::string cu_error_text(CUresult r);

@@ -41,50 +41,64 @@ LlmClient::LlmClient(LlmConfig cfg, std::string api_key, const std::atomic<bool>
 void LlmClient::wait(double seconds) { opt_.sleep(seconds); }
 
 double LlmClient::cost_of(const ChatReply& r) const {
-  return (double(r.input_tokens) * cfg_.usd_per_mtok_input + double(r.output_tokens) * cfg_.usd_per_mtok_output) / 1e6;
+  const LlmConfig c = config();
+  return (double(r.input_tokens) * c.usd_per_mtok_input + double(r.output_tokens) * c.usd_per_mtok_output) / 1e6;
 }
 
 Result<ChatReply> LlmClient::ask(const ChatRequest& q, nlohmann::json* transcript) {
   if (failures_in_a_row_ >= opt_.breaker_failures) {
     spdlog::warn("LLM: {} questions failed in a row; pausing {:.0f} s before asking again (the run's state is kept)",
-                 failures_in_a_row_, opt_.breaker_pause_s);
+                 failures_in_a_row_.load(), opt_.breaker_pause_s);
     wait(opt_.breaker_pause_s);
   }
   auto r = attempt_loop(q, transcript);
-  failures_in_a_row_ = r.ok() ? 0 : failures_in_a_row_ + 1;
+  if (r.ok()) failures_in_a_row_ = 0;
+  else ++failures_in_a_row_;
   if (r.ok()) {
+    const double cost = cost_of(*r);
+    std::lock_guard<std::mutex> l(mu_);
     usage_.input_tokens += r->input_tokens;
     usage_.output_tokens += r->output_tokens;
-    usage_.cost_usd += cost_of(*r);
+    usage_.cost_usd += cost;
   }
   return r;
 }
 
 Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* transcript) {
   fatal_ = false;
-  HttpRequest req = build_request(cfg_, key_, q);
+  LlmConfig cfg;
+  std::string key;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cfg = cfg_;
+    key = key_;
+  }
+  HttpRequest req = build_request(cfg, key, q);
   if (transcript) {
-    *transcript = {{"provider", provider_name(cfg_.provider)}, {"model", cfg_.model}, {"url", req.url},
+    *transcript = {{"provider", provider_name(cfg.provider)}, {"model", cfg.model}, {"url", req.url},
                    {"request", nlohmann::json::parse(req.body)}, {"attempts", nlohmann::json::array()}};
   }
   static thread_local std::mt19937 rng{std::random_device{}()};
   std::string last_problem;
-  for (int attempt = 0; attempt <= cfg_.max_retries; ++attempt) {
+  for (int attempt = 0; attempt <= cfg.max_retries; ++attempt) {
     if (cancel_ && cancel_->load()) return error("cancelled: the daemon is stopping");
-    ++usage_.requests;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++usage_.requests;
+    }
     auto resp = http_post(req, cancel_);
     nlohmann::json record{{"attempt", attempt + 1}};
     std::string retry_after;
     if (!resp) {
       if (is_cancelled(resp.error())) return resp.error();
-      last_problem = redact(resp.error().message, key_);
+      last_problem = redact(resp.error().message, key);
       record["error"] = last_problem;
     } else {
       record["status"] = resp->status;
       record["seconds"] = resp->seconds;
-      record["response"] = redact(resp->body, key_);
+      record["response"] = redact(resp->body, key);
       if (resp->status == 200) {
-        auto reply = parse_response(cfg_.provider, resp->body);
+        auto reply = parse_response(cfg.provider, resp->body);
         if (transcript) (*transcript)["attempts"].push_back(record);
         if (reply) {
           if (transcript)
@@ -92,19 +106,19 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
                                       {"cost_usd", cost_of(*reply)}};
           return reply;
         }
-        last_problem = "a malformed answer from " + req.url + ": " + redact(reply.error().message, key_);
+        last_problem = "a malformed answer from " + req.url + ": " + redact(reply.error().message, key);
         spdlog::warn("LLM attempt {}: {}", attempt + 1, last_problem);
-        if (attempt < cfg_.max_retries) wait(retry_delay(attempt, "", opt_.backoff_base_s, opt_.backoff_max_s, std::uniform_real_distribution<>(0, 1)(rng)));
+        if (attempt < cfg.max_retries) wait(retry_delay(attempt, "", opt_.backoff_base_s, opt_.backoff_max_s, std::uniform_real_distribution<>(0, 1)(rng)));
         continue;
       }
-      const std::string msg = redact(error_message_of(resp->body), key_);
+      const std::string msg = redact(error_message_of(resp->body), key);
       if (resp->status == 401 || resp->status == 403) {
         fatal_ = true;
-        last_problem = key_source(cfg_) + " was refused by " + req.url + " (HTTP " + std::to_string(resp->status) +
+        last_problem = key_source(cfg) + " was refused by " + req.url + " (HTTP " + std::to_string(resp->status) +
                        ": " + msg + "): set a valid key and restart";
       } else if (resp->status == 404) {
         fatal_ = true;
-        last_problem = req.url + " answered HTTP 404 (" + msg + "): check [llm] base_url and model = \"" + cfg_.model + "\"";
+        last_problem = req.url + " answered HTTP 404 (" + msg + "): check [llm] base_url and model = \"" + cfg.model + "\"";
       } else if (resp->status == 400) {
         fatal_ = true;
         last_problem = req.url + " refused the request (HTTP 400: " + msg + "): check [llm] model and max_output_tokens";
@@ -118,14 +132,14 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
     }
     if (transcript) (*transcript)["attempts"].push_back(record);
     if (fatal_) return error(last_problem);
-    if (attempt < cfg_.max_retries) {
+    if (attempt < cfg.max_retries) {
       double d = retry_delay(attempt, retry_after, opt_.backoff_base_s, opt_.backoff_max_s,
                              std::uniform_real_distribution<>(0, 1)(rng));
-      spdlog::warn("LLM attempt {} of {}: {}; retrying in {:.1f} s", attempt + 1, cfg_.max_retries + 1, last_problem, d);
+      spdlog::warn("LLM attempt {} of {}: {}; retrying in {:.1f} s", attempt + 1, cfg.max_retries + 1, last_problem, d);
       wait(d);
     }
   }
-  return error("the LLM did not answer after " + std::to_string(cfg_.max_retries + 1) + " attempts: " + last_problem);
+  return error("the LLM did not answer after " + std::to_string(cfg.max_retries + 1) + " attempts: " + last_problem);
 }
 
 }  // namespace ak

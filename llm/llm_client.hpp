@@ -5,6 +5,7 @@
 /// circuit breaker that pauses after repeated failures, token and cost accounting, and a
 /// transcript of every attempt without the key.
 #include <atomic>
+#include <mutex>
 #include <functional>
 #include <string>
 
@@ -39,12 +40,22 @@ class LlmClient {
 
   /// Set when the last failure can only be fixed by a person (a refused key, a wrong URL or
   /// model): the run must stop rather than retry. The message says what to fix.
+  /// With several questions at once (`[llm] concurrency`), a fatal failure of one may be
+  /// reported to the next one to fail instead: both fail on the same settings.
   bool last_failure_is_fatal() const { return fatal_; }
-  const LlmUsage& usage() const { return usage_; }
+  LlmUsage usage() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return usage_;
+  }
   double cost_of(const ChatReply& r) const;
-  const LlmConfig& config() const { return cfg_; }
-  /// New settings and key (SIGHUP); the usage so far is kept.
+  LlmConfig config() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return cfg_;
+  }
+  /// New settings and key (SIGHUP); the usage so far is kept. Questions already asked finish
+  /// with the old ones.
   void reconfigure(LlmConfig cfg, std::string api_key) {
+    std::lock_guard<std::mutex> l(mu_);
     cfg_ = std::move(cfg);
     key_ = std::move(api_key);
   }
@@ -53,13 +64,16 @@ class LlmClient {
   void wait(double seconds);
   Result<ChatReply> attempt_loop(const ChatRequest& q, nlohmann::json* transcript);
 
+  // Questions may be asked from several threads at once: the settings and the counters are
+  // shared, each question works on its own copy of the settings.
+  mutable std::mutex mu_;
   LlmConfig cfg_;
   std::string key_;
   const std::atomic<bool>* cancel_;
   Options opt_;
   LlmUsage usage_;
-  bool fatal_ = false;
-  int failures_in_a_row_ = 0;
+  std::atomic<bool> fatal_{false};
+  std::atomic<int> failures_in_a_row_{0};
 };
 
 /// The wait before retry `attempt` (0-based): Retry-After when the server gave one, else

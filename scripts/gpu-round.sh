@@ -21,6 +21,9 @@
 #                                 10 candidates' full evaluation time, compile times of both, the
 #                                 loop against scripts/scripted-llm-server.py --cheats, the
 #                                 [sandbox] and [gpu] tests; writes integrity.tar.gz to $OUT
+#   scripts/gpu-round.sh parallel on a GPU machine with two GPUs of one model: config/two-gpus.toml
+#                                 with one GPU, then with two (same budget), then a kill -9 with
+#                                 two experiments in flight and the resume; writes parallel.tar.gz
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -221,6 +224,42 @@ tune() {
   date -u
 }
 
+parallel() {
+  device_env
+  local w="$out/parallel" cfg1=config/one-gpu.generated.toml
+  mkdir -p "$w"
+  nvidia-smi -L > "$w/gpus.txt" 2>&1
+  sed -e 's/^devices = \[0, 1\]/devices = [0]/' -e 's/^name = "two-gpus"/name = "one-gpu"/' config/two-gpus.toml > "$cfg1"
+  rm -rf runs/one-gpu runs/two-gpus runs/kill9
+  for leg in "$cfg1" config/two-gpus.toml; do
+    local t0=$(date +%s%N) name=$(basename "$leg" .toml)
+    "$ak" run --config "$leg" > "$w/$name.log" 2>&1; echo "exit $?" >> "$w/$name.log"
+    echo "$name wall_ms $(( ($(date +%s%N) - t0) / 1000000 ))" >> "$w/wall.txt"
+  done
+  for r in one-gpu two-gpus; do
+    "$ak" status --run runs/$r > "$w/$r-status.txt" 2>&1
+    cp runs/$r/results.tsv "$w/$r-results.tsv"
+  done
+  # kill -9 with two experiments in flight, then the resume.
+  sed -e 's/^name = "two-gpus"/name = "kill9"/' -e 's/^max_experiments = 48/max_experiments = 24/' config/two-gpus.toml > config/kill9.generated.toml
+  "$ak" run --config config/kill9.generated.toml > "$w/kill9-first.log" 2>&1 &
+  local pid=$! n=0
+  for _ in $(seq 1 600); do
+    sleep 0.1
+    [ -f runs/kill9/in_flight.json ] && n=$(grep -c '"experiment"' runs/kill9/in_flight.json)
+    [ -f runs/kill9/results.tsv ] && [ "$(wc -l < runs/kill9/results.tsv)" -gt 8 ] && [ "$n" -ge 2 ] && break
+  done
+  kill -9 $pid; wait $pid 2>/dev/null
+  cp runs/kill9/in_flight.json "$w/kill9-in-flight-at-kill.json"
+  cp runs/kill9/results.tsv "$w/kill9-results-at-kill.tsv"
+  "$ak" run --config config/kill9.generated.toml > "$w/kill9-resume.log" 2>&1; echo "exit $?" >> "$w/kill9-resume.log"
+  cp runs/kill9/results.tsv "$w/kill9-results.tsv"
+  cut -f1 runs/kill9/results.tsv | tail -n +2 | sort -n | uniq -d > "$w/kill9-duplicates.txt"
+  "$ak" status --run runs/kill9 > "$w/kill9-status.txt" 2>&1
+  (cd runs/kill9 && git log --format='%h %s') > "$w/kill9-gitlog.txt"
+  tar -czf "$out/parallel.tar.gz" -C "$out" parallel && rm -rf "$w"
+}
+
 loop() {
   device_env
   rm -rf runs/quickstart
@@ -286,6 +325,7 @@ case ${1:-} in
   profile) profile ;;
   llm) llm ;;
   loop) loop ;;
+  parallel) parallel ;;
   bundle) bundle ;;
   run) run ;;
   library) library ;;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -62,19 +63,31 @@ int run_command(const Args& args) {
   if (auto s = add_log_file(dir.log()); !s) spdlog::warn("{}", s.error().message);
   install_signal_handlers();
 
-  WorkerEvaluator::Options opt;
-  opt.device = cfg->gpu.device;
-  opt.stage_timeout_s = cfg->harness.stage_timeout_s;
-  opt.cancel = &g_stop;
-  opt.environment = minimal_environment(cfg->harness.worker_env);
-  WorkerEvaluator evaluator(opt);
+  auto models = gpu_models();
+  if (!models) return std::fprintf(stderr, "autokernel run: %s\n", models.error().message.c_str()), kExitFailure;
+  auto devices = chosen_devices(cfg->gpu, int(models->size()));
+  if (!devices) return std::fprintf(stderr, "%s: %s\n", file.c_str(), devices.error().message.c_str()), kExitUsage;
+  // One worker process per GPU: a crash or a hang restarts that GPU's worker alone.
+  std::vector<std::unique_ptr<WorkerEvaluator>> evaluators;
+  std::vector<GpuWorker> gpus;
+  for (int d : *devices) {
+    WorkerEvaluator::Options opt;
+    opt.device = d;
+    opt.stage_timeout_s = cfg->harness.stage_timeout_s;
+    opt.cancel = &g_stop;
+    opt.environment = minimal_environment(cfg->harness.worker_env);
+    evaluators.push_back(std::make_unique<WorkerEvaluator>(opt));
+    gpus.push_back({d, (*models)[size_t(d)], evaluators.back().get()});
+  }
+  if (auto s = check_models(gpus, cfg->gpu.mixed_models); !s)
+    return std::fprintf(stderr, "%s: %s\n", file.c_str(), s.error().message.c_str()), kExitUsage;
   BuiltinTuner tuner;
   LlmClient client(cfg->llm, api_key, &g_stop, {});
   LlmProposer llm(client, dir.path("transcripts"));
   Proposer& proposer = cfg->llm.provider == ProviderKind::Builtin ? static_cast<Proposer&>(tuner) : llm;
   SteadyClock clock;
   ServiceNotifier notifier;
-  RunLoop loop(*cfg, evaluator, proposer, clock, LoopSignals{&g_stop, &g_reload}, &notifier);
+  RunLoop loop(*cfg, gpus, proposer, clock, LoopSignals{&g_stop, &g_reload}, &notifier);
   loop.on_reload = [&](const Config& fresh) {
     if (auto key = load_api_key(fresh.llm); key) client.reconfigure(fresh.llm, *key);
     else spdlog::error("SIGHUP: keeping the LLM settings: {}", key.error().message);

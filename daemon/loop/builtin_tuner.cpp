@@ -52,6 +52,7 @@ std::vector<long long> BuiltinTuner::candidates(const std::string& knob, long lo
 Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx) {
   std::set<std::string> measured;
   for (auto& e : ctx.history) measured.insert(knob_key(read_knobs(e.source)));
+  for (auto& e : ctx.in_flight) measured.insert(knob_key(read_knobs(e.source)));   // judged on another GPU now
   const Knobs best = read_knobs(ctx.best_source);
   measured.insert(knob_key(best));
   if (best.empty())

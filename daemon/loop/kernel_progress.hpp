@@ -26,6 +26,11 @@ struct KernelProgress {
   int consecutive_reverts = 0;
   double seconds = 0;
   bool proposer_exhausted = false;    ///< in memory only: asking again is cheap and gives the same
+  // In memory only, for several GPUs: what is being judged now.
+  int in_flight = 0;                  ///< experiments of this kernel running
+  bool waiting = false;               ///< the proposer had nothing new beside those in flight
+  int best_version = 0;               ///< bumped at every keep: a verdict paired with an older best is stale
+  std::string model;                  ///< the GPU model it is held to ([gpu] mixed_models = "per-kernel")
 
   double speedup() const { return best_us > 0 ? baseline_us / best_us : 0; }
 };

@@ -87,7 +87,6 @@ LlmProposer::LlmProposer(LlmClient& client, std::string transcripts_dir)
     : client_(client), transcripts_dir_(std::move(transcripts_dir)) {}
 
 Result<std::optional<Proposal>> LlmProposer::propose(const ProposalContext& ctx) {
-  stop_reason_.reset();
   auto q = build_chat_request(ctx, client_.config().max_output_tokens);
   if (!q) return q.error();
   nlohmann::json transcript;
@@ -103,7 +102,9 @@ Result<std::optional<Proposal>> LlmProposer::propose(const ProposalContext& ctx)
     (void)write_file_atomic(transcripts_dir_ + name + ctx.tag + ".json", transcript.dump(2) + "\n");
   }
   if (!reply) {
+    std::lock_guard<std::mutex> l(mu_);
     if (client_.last_failure_is_fatal()) stop_reason_ = reply.error().message;
+    else stop_reason_.reset();
     return reply.error();
   }
   if (!edit) return edit.error();

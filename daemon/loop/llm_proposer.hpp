@@ -2,6 +2,7 @@
 /// The LLM as a Proposer: renders the prompts of prompts/ for the kernel at hand, asks the
 /// configured model once, saves the exchange as the experiment's transcript, and reads the
 /// answer (one description line, the whole file in a ```cuda block).
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -18,9 +19,15 @@ class LlmProposer : public Proposer {
   /// `transcripts_dir` gets NNNN-<tag>.json per proposal; empty: no transcripts.
   LlmProposer(LlmClient& client, std::string transcripts_dir);
   Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override;
-  std::optional<std::string> must_stop() const override { return stop_reason_; }
+  std::optional<std::string> must_stop() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return stop_reason_;
+  }
+  /// Questions asked at once when several GPUs wait for edits: `[llm] concurrency`.
+  int concurrency() const override { return client_.config().concurrency; }
 
  private:
+  mutable std::mutex mu_;
   LlmClient& client_;
   std::string transcripts_dir_;
   std::optional<std::string> stop_reason_;

@@ -35,6 +35,8 @@ struct ProposalContext {
   std::string gpu, arch, throughput_unit;
   double peak = 0;             ///< in throughput_unit
   std::vector<PastExperiment> history;   ///< this kernel's experiments, oldest first
+  /// Candidates of this kernel being judged now on other GPUs (not to be proposed again).
+  std::vector<PastExperiment> in_flight;
 };
 
 struct Proposal {
@@ -53,6 +55,10 @@ class Proposer {
   /// After a failed proposal: set when the run cannot go on (a refused API key, a wrong URL),
   /// with what the user must fix.
   virtual std::optional<std::string> must_stop() const { return std::nullopt; }
+  /// 0: proposing is cheap and deterministic; the loop asks on its own thread, one at a time,
+  /// so that each proposal sees the ones in flight. N: proposing is slow (an LLM); the loop asks
+  /// from the experiments' threads, at most N at once, and propose() must be thread-safe.
+  virtual int concurrency() const { return 0; }
 };
 
 }  // namespace ak

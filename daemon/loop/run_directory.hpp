@@ -5,6 +5,7 @@
 ///   transcripts/NNNN-<tag>.json every exchange with the LLM (without the key)
 ///   results.tsv                 one row per experiment
 ///   state.json                  a summary for `status` and other readers, rewritten after each row
+///   in_flight.json              the experiments started and not yet recorded (a restart re-runs them)
 ///   autokernel.log              the log
 ///   run.lock                    held by the daemon working on it
 #include <string>
@@ -32,6 +33,7 @@ class RunDirectory {
   std::string experiment_file(long long n, const std::string& tag) const;
   std::string results() const { return root_ + "/results.tsv"; }
   std::string state() const { return root_ + "/state.json"; }
+  std::string in_flight() const { return root_ + "/in_flight.json"; }
   std::string log() const { return root_ + "/autokernel.log"; }
   std::string path(const std::string& relative) const { return root_ + "/" + relative; }
 

@@ -68,10 +68,19 @@ Result<ResultRow> row_from_commit(const CommitInfo& c) {
   }
 }
 
+RunLoop::RunLoop(Config cfg, std::vector<GpuWorker> gpus, Proposer& proposer, Clock& clock, LoopSignals signals,
+                 ServiceNotifier* notifier)
+    : cfg_(std::move(cfg)), gpus_(std::move(gpus)), proposer_(proposer), clock_(clock), signals_(signals),
+      notifier_(notifier), dir_(cfg_.run_dir()), threads_(gpus_.size()) {}
+
 RunLoop::RunLoop(Config cfg, Evaluator& evaluator, Proposer& proposer, Clock& clock, LoopSignals signals,
                  ServiceNotifier* notifier)
-    : cfg_(std::move(cfg)), evaluator_(evaluator), proposer_(proposer), clock_(clock), signals_(signals),
-      notifier_(notifier), dir_(cfg_.run_dir()) {}
+    : RunLoop(cfg, {GpuWorker{cfg.gpu.device, "", &evaluator}}, proposer, clock, signals, notifier) {}
+
+RunLoop::~RunLoop() {
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
 
 Status RunLoop::open() {
   if (auto s = dir_.create(); !s) return s;
@@ -93,13 +102,46 @@ Status RunLoop::open() {
     apply_row(kernels_, r);
     next_experiment_ = std::max(next_experiment_, r.experiment + 1);
   }
+  for (auto& r : rows_) wall_before_ += r.seconds;   // a run folder from before wall_seconds was kept
   if (auto state = read_text(dir_.state()); state.ok()) {
     auto j = nlohmann::json::parse(*state, nullptr, false);
-    if (j.is_object()) cost_usd_ = j.value("llm_cost_usd", 0.0);  // the one total rows do not carry
+    if (j.is_object()) {
+      cost_usd_ = j.value("llm_cost_usd", 0.0);  // the totals rows do not carry
+      wall_before_ = j.value("wall_seconds", wall_before_);
+      if (j.contains("kernels") && j["kernels"].is_array())
+        for (auto& jk : j["kernels"])
+          for (auto& k : kernels_)
+            if (k.tag == jk.value("tag", "")) k.model = jk.value("gpu_model", "");
+    }
   }
+  session_start_ = clock_.now_s();
+  if (auto s = read_in_flight(); !s) return s;
   if (!rows_.empty())
     spdlog::info("resuming run {} at experiment {} ({} experiments recorded)", cfg_.run.name, next_experiment_, rows_.size());
   return restore_kernel_files();
+}
+
+Status RunLoop::read_in_flight() {
+  ledger_ = std::make_unique<InFlightLedger>(dir_.in_flight());
+  if (auto s = ledger_->load(); !s) return s;
+  next_experiment_ = std::max(next_experiment_, ledger_->highest() + 1);
+  std::set<long long> recorded;
+  for (auto& r : rows_) recorded.insert(r.experiment);
+  const std::vector<InFlight> entries = ledger_->entries();
+  for (auto& e : entries) {
+    if (!recorded.count(e.experiment) &&
+        std::filesystem::exists(dir_.path(dir_.experiment_file(e.experiment, e.tag)))) {
+      // The candidate is on disk: judged again under its own number, before anything new.
+      spdlog::info("experiment {} ({}) was in flight when the daemon stopped: running it again", e.experiment, e.tag);
+      to_rerun_.push_back(e);
+      continue;
+    }
+    if (!recorded.count(e.experiment))
+      spdlog::warn("experiment {} ({}) was waiting for its proposal when the daemon stopped: its number stays unused",
+                   e.experiment, e.tag);
+    if (auto s = ledger_->remove(e.experiment); !s) return s;
+  }
+  return ok();
 }
 
 Status RunLoop::recover_from_git() {
@@ -130,7 +172,8 @@ Status RunLoop::restore_kernel_files() {
   return ok();
 }
 
-ProposalContext RunLoop::context(const KernelProgress& k) const {
+ProposalContext RunLoop::context(size_t index) const {
+  const KernelProgress& k = kernels_[index];
   ProposalContext ctx;
   ctx.spec = k.spec;
   ctx.experiment = next_experiment_;
@@ -166,6 +209,14 @@ ProposalContext RunLoop::context(const KernelProgress& k) const {
       }
     ctx.history.push_back(e);
   }
+  for (auto& [n, job] : running_)
+    if (job.kernel == index && !job.baseline) {
+      PastExperiment e;
+      e.description = job.proposal.description;
+      e.source = job.proposal.source;
+      e.correctness = "IN_FLIGHT";
+      ctx.in_flight.push_back(e);
+    }
   return ctx;
 }
 
@@ -183,52 +234,221 @@ Status RunLoop::record(const ResultRow& row) {
   return ok();
 }
 
-Result<bool> RunLoop::experiment(size_t index) {
-  KernelProgress& k = kernels_[index];
-  const double t0 = clock_.now_s();
-  const long long n = next_experiment_;
-  const bool baseline = !k.has_baseline;
-  Proposal proposal;
-  if (baseline) {
-    proposal.source = k.spec->starter_source();
-    proposal.description = "baseline: the starter";  // completed below, once the verdict says against what
-  } else {
-    auto p = proposer_.propose(context(k));
-    if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
-    if (!p) {
-      ResultRow row{n, k.tag, k.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0, clock_.now_s() - t0,
-                    "no usable proposal: " + p.error().message};
-      next_experiment_++;
-      spdlog::warn("experiment {} {}: {}", n, k.tag, row.description);
-      if (auto s = record(row); !s) return s.error();
-      return true;
-    }
-    if (!*p) return false;
-    proposal = **p;
-  }
-  if (auto s = write_file_atomic(dir_.path(dir_.experiment_file(n, k.tag)), proposal.source); !s) return s.error();
+std::optional<size_t> RunLoop::free_gpu(size_t) const {
+  for (size_t w = 0; w < gpus_.size(); ++w)
+    if (!threads_[w].joinable()) return w;
+  return std::nullopt;
+}
 
-  EvalRequest req;
-  req.kernel_type = k.spec->type;
-  req.source = proposal.source;
-  req.dtype = k.entry->dtype;
-  req.shape = k.entry->shape;
+std::string RunLoop::gpu_model_filter(size_t w) const {
+  // Only a mixed box holds kernels to a model: elsewhere every GPU may take every kernel.
+  if (cfg_.gpu.mixed_models != "per-kernel") return "";
+  for (auto& g : gpus_)
+    if (g.model != gpus_[w].model) return gpus_[w].model;
+  return "";
+}
+
+Status RunLoop::dispatch_free_gpus() {
+  // Candidates left in flight by the last stop go first, each on its kernel's model.
+  for (size_t i = 0; i < to_rerun_.size();) {
+    const InFlight e = to_rerun_[i];
+    size_t k = 0;
+    while (k < kernels_.size() && kernels_[k].tag != e.tag) ++k;
+    std::optional<size_t> w;
+    for (size_t g = 0; g < gpus_.size() && !w; ++g)
+      if (!threads_[g].joinable() && (gpu_model_filter(g).empty() || kernels_[k].model.empty() || kernels_[k].model == gpus_[g].model))
+        w = g;
+    if (!w) return ok();
+    to_rerun_.erase(to_rerun_.begin() + long(i));
+    ExperimentJob job = new_job(k, *w, e.experiment, !kernels_[k].has_baseline);
+    job.proposal.source = read_text(job.candidate_path).value_or("");
+    job.proposal.description = e.description.empty() ? "(proposed before a restart)" : e.description;
+    job.proposal.tokens = e.tokens;
+    job.proposal.cost_usd = e.cost_usd;
+    job.request.source = job.proposal.source;
+    if (auto s = start(std::move(job), e.description); !s) return s;
+  }
+  for (size_t w = 0; w < gpus_.size(); ++w) {
+    while (!threads_[w].joinable()) {
+      if (stopping(signals_) || budget_spent(true)) return ok();
+      Pick pick = pick_next(kernels_, cfg_.convergence, gpu_model_filter(w));
+      if (pick.index < 0) break;
+      if (busy_gpus() == 0) spdlog::info("next: {}", pick.reason);
+      else spdlog::info("next, on GPU {}: {}", gpus_[w].device, pick.reason);
+      auto started = dispatch(size_t(pick.index), w);
+      if (!started) return started.error();
+      if (!*started && proposing_ >= proposer_.concurrency() && proposer_.concurrency() > 0) return ok();
+    }
+  }
+  return ok();
+}
+
+ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
+  const KernelProgress& kp = kernels_[k];
+  ExperimentJob job;
+  job.experiment = n;
+  job.kernel = k;
+  job.worker = w;
+  job.baseline = baseline;
+  job.candidate_path = dir_.path(dir_.experiment_file(n, kp.tag));
+  job.best_version = kp.best_version;
+  job.started_s = clock_.now_s();
+  EvalRequest& req = job.request;
+  req.kernel_type = kp.spec->type;
+  req.dtype = kp.entry->dtype;
+  req.shape = kp.entry->shape;
   req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;
-  req.baseline_us = baseline ? k.entry->baseline_us : std::optional<double>(k.baseline_us);
+  req.baseline_us = baseline ? kp.entry->baseline_us : std::optional<double>(kp.baseline_us);
   req.time_starter = false;
-  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
+  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   req.warmup = cfg_.harness.warmup;
   req.repetitions = cfg_.harness.repetitions;
-  auto verdict = evaluator_.evaluate(req);
-  if (!verdict) return verdict.error();
+  return job;
+}
+
+Result<bool> RunLoop::dispatch(size_t k, size_t w) {
+  KernelProgress& kp = kernels_[k];
+  const bool baseline = !kp.has_baseline;
+  if (baseline) {
+    ExperimentJob job = new_job(k, w, next_experiment_++, true);
+    job.proposal.source = kp.spec->starter_source();
+    job.proposal.description = "baseline: the starter";  // completed once the verdict says against what
+    job.request.source = job.proposal.source;
+    if (!gpu_model_filter(w).empty()) kp.model = gpus_[w].model;
+    if (auto s = start(std::move(job), "baseline: the starter"); !s) return s.error();
+    return true;
+  }
+  if (proposer_.concurrency() > 0) {
+    if (proposing_ >= proposer_.concurrency()) return false;
+    ExperimentJob job = new_job(k, w, next_experiment_, false);
+    job.context = context(k);
+    next_experiment_++;
+    job.propose_on_thread = true;
+    ++proposing_;
+    if (auto s = start(std::move(job), ""); !s) return s.error();
+    return true;
+  }
+  auto p = proposer_.propose(context(k));
+  if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
+  if (!p) {
+    ExperimentJob job = new_job(k, w, next_experiment_++, false);
+    if (auto s = record_no_proposal(job, p.error().message); !s) return s.error();
+    return true;
+  }
+  if (!*p) {
+    // Nothing new beside what is in flight: wait for those; with none, this kernel is done.
+    if (kp.in_flight > 0) kp.waiting = true;
+    else {
+      kp.proposer_exhausted = true;
+      spdlog::info("{}: the proposer has nothing left to try; it is converged", kp.tag);
+    }
+    return false;
+  }
+  ExperimentJob job = new_job(k, w, next_experiment_++, false);
+  job.proposal = **p;
+  job.request.source = job.proposal.source;
+  if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s.error();
+  const std::string description = job.proposal.description;
+  if (auto s = start(std::move(job), description); !s) return s.error();
+  return true;
+}
+
+Status RunLoop::start(ExperimentJob job, const std::string& description) {
+  KernelProgress& kp = kernels_[job.kernel];
+  if (job.baseline)
+    if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
+  InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
+                 job.proposal.cost_usd, job.started_s};
+  if (job.times_judged == 0)
+    if (auto s = ledger_->add(entry); !s) return s;
+  at("dispatched");
+  kp.in_flight++;
+  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " +
+                       (description.empty() ? "waiting for the LLM's proposal" : description) +
+                       (job.times_judged ? " (judged again beside the newer best)" : "");
+  const size_t w = job.worker;
+  running_[job.experiment] = job;
+  write_state("running");
+  Evaluator& ev = *gpus_[w].evaluator;
+  threads_[w] = std::thread([this, &ev, job = std::move(job)]() mutable { run_job(std::move(job), proposer_, ev, finished_); });
+  return ok();
+}
+
+Status RunLoop::record_no_proposal(const ExperimentJob& job, const std::string& why) {
+  const KernelProgress& kp = kernels_[job.kernel];
+  ResultRow row{job.experiment, kp.tag, kp.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0,
+                clock_.now_s() - job.started_s, "no usable proposal: " + why};
+  spdlog::warn("experiment {} {}: {}", job.experiment, kp.tag, row.description);
+  return record(row);
+}
+
+Status RunLoop::judge_again(ExperimentJob job) {
+  KernelProgress& kp = kernels_[job.kernel];
+  job.times_judged++;
+  job.best_version = kp.best_version;
+  job.request.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  job.propose_on_thread = false;
+  spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
+               "judging it again beside that one", job.experiment, kp.tag);
+  const std::string description = job.proposal.description;
+  return start(std::move(job), description);
+}
+
+Status RunLoop::proposal_arrived(const ExperimentJob& job) {
+  --proposing_;
+  const KernelProgress& kp = kernels_[job.kernel];
+  running_[job.experiment] = job;
+  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " + job.proposal.description;
+  for (auto e : ledger_->entries())
+    if (e.experiment == job.experiment) {
+      e.description = job.proposal.description;
+      e.tokens = job.proposal.tokens;
+      e.cost_usd = job.proposal.cost_usd;
+      return ledger_->update(e);
+    }
+  return ok();
+}
+
+Status RunLoop::finish(FinishedJob f) {
+  ExperimentJob& job = f.job;
+  KernelProgress& k = kernels_[job.kernel];
+  const long long n = job.experiment;
+  running_.erase(n);
+  doing_.erase(job.worker);
+  k.in_flight--;
+  k.waiting = false;
+  if (job.propose_on_thread && (f.no_proposal || f.nothing_to_propose)) --proposing_;
+  if (f.nothing_to_propose) {
+    spdlog::info("experiment {} {}: the proposer had nothing new; the number stays unused", n, k.tag);
+    if (k.in_flight == 0) k.proposer_exhausted = true;
+    else k.waiting = true;   // until one of those in flight finishes
+    return ledger_->remove(n);
+  }
+  if (f.no_proposal) {
+    if (stopping(signals_)) return ok();   // asked again after the restart
+    if (proposer_.must_stop()) return error(*proposer_.must_stop());
+    if (auto s = record_no_proposal(job, *f.no_proposal); !s) return s;
+    return ledger_->remove(n);
+  }
+  if (f.eval_failure) {
+    if (stopping(signals_)) return ok();   // abandoned by the stop: the ledger runs it again at the next start
+    return error("experiment " + std::to_string(n) + " (" + k.tag + ") on GPU " + std::to_string(gpus_[job.worker].device) +
+                 ": " + *f.eval_failure);
+  }
   at("evaluated");
-  const Verdict& v = *verdict;
+  const Verdict& v = *f.verdict;
+  const bool baseline = job.baseline;
+  const Proposal& proposal = job.proposal;
   // The whole verdict beside the candidate: the compile log and the worst element, for the
   // proposer's next prompt and for a person reading the run.
   (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), nlohmann::json(v).dump(2) + "\n");
-  cost_usd_ += proposal.cost_usd;
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
+  // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.
+  if (!baseline && v.passed() && v.paired.pairs > 0 && job.best_version != k.best_version &&
+      faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
+    return judge_again(std::move(job));
+  cost_usd_ += proposal.cost_usd;
   const double latency = v.timing ? v.timing->median_us : 0;
   const bool keep = v.passed() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
 
@@ -246,29 +466,31 @@ Result<bool> RunLoop::experiment(size_t index) {
   row.paired_ratio = v.paired.ratio;
   row.paired_noise = v.paired.noise;
   if (!v.passed()) row.description += " -- " + v.message;
-  row.seconds = clock_.now_s() - t0;
+  row.seconds = clock_.now_s() - job.started_s;
+  const double best_before = k.best_us;
   if (keep) {
-    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), proposal.source); !s) return s.error();
+    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), proposal.source); !s) return s;
     auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, baseline ? 0 : k.best_us, v.throughput_unit));
     if (!sha) return sha.error();
     row.commit = *sha;
     at("committed");
     push_history();
+    k.best_version++;
   }
-  next_experiment_++;
-  const double best_before = k.best_us;
-  if (auto s = record(row); !s) return s.error();
+  if (auto s = record(row); !s) return s;
+  if (auto s = ledger_->remove(n); !s) return s;
+  const std::string on_gpu = gpus_.size() > 1 ? " [GPU " + std::to_string(gpus_[job.worker].device) + "]" : "";
   if (v.passed())
-    spdlog::info("experiment {} {}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag,
+    spdlog::info("experiment {} {}{}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag, on_gpu,
                  proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
                  keep ? "kept" : "reverted",
                  v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
                  : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
   else
-    spdlog::info("experiment {} {}: {}: {} -> reverted: {}", n, k.tag, proposal.description, row.correctness, v.message);
+    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", n, k.tag, on_gpu, proposal.description, row.correctness, v.message);
   if (notifier_)
     notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
-  return true;
+  return ok();
 }
 
 void RunLoop::push_history() {
@@ -280,13 +502,15 @@ void RunLoop::push_history() {
     spdlog::debug("pushed {} to {}", "autokernel/" + cfg_.run.name, cfg_.run.git_remote);
 }
 
-std::optional<std::string> RunLoop::budget_spent() const {
-  double seconds = 0;
+double RunLoop::wall_seconds() const { return wall_before_ + (clock_.now_s() - session_start_); }
+
+std::optional<std::string> RunLoop::budget_spent(bool in_flight) const {
   long long tokens = 0;
-  for (auto& r : rows_) seconds += r.seconds, tokens += r.llm_tokens;
-  if (cfg_.run.max_experiments > 0 && (long long)rows_.size() >= cfg_.run.max_experiments)
+  for (auto& r : rows_) tokens += r.llm_tokens;
+  const long long experiments = (long long)rows_.size() + (in_flight ? (long long)running_.size() : 0);
+  if (cfg_.run.max_experiments > 0 && experiments >= cfg_.run.max_experiments)
     return "the experiment budget (" + std::to_string(cfg_.run.max_experiments) + ") is spent";
-  if (cfg_.run.max_hours > 0 && seconds >= cfg_.run.max_hours * 3600)
+  if (cfg_.run.max_hours > 0 && wall_seconds() >= cfg_.run.max_hours * 3600)
     return format_numbers("the time budget (%.2f h) is spent", cfg_.run.max_hours);
   if (cfg_.llm.token_budget > 0 && tokens >= cfg_.llm.token_budget)
     return "the token budget (" + std::to_string(cfg_.llm.token_budget) + ") is spent";
@@ -315,36 +539,44 @@ void RunLoop::reload_if_asked() {
 Result<RunOutcome> RunLoop::run() {
   if (auto s = open(); !s) return s.error();
   if (notifier_) notifier_->ready();
-  spdlog::info("run {} in {}: {} kernels, proposer {}", cfg_.run.name, dir_.root(), kernels_.size(),
-               provider_name(cfg_.llm.provider));
+  std::string devices;
+  for (auto& g : gpus_) devices += (devices.empty() ? "" : ", ") + std::to_string(g.device);
+  spdlog::info("run {} in {}: {} kernels, proposer {}, GPU{} {}", cfg_.run.name, dir_.root(), kernels_.size(),
+               provider_name(cfg_.llm.provider), gpus_.size() > 1 ? "s" : "", devices);
   RunOutcome out;
+  std::optional<Error> failed;
+  bool ending = false;
   for (;;) {
     if (notifier_) notifier_->alive();
     reload_if_asked();
-    if (stopping(signals_)) {
+    if (!ending && stopping(signals_)) {
       out = {RunOutcome::Stopped, "asked to stop", ""};
+      ending = true;
+      if (busy_gpus()) spdlog::info("stopping: {} experiment(s) in flight are run again at the next start", busy_gpus());
+    }
+    if (!ending)
+      if (auto why = budget_spent()) out = {RunOutcome::BudgetSpent, *why, ""}, ending = true;
+    if (!ending)
+      if (auto s = dispatch_free_gpus(); !s) failed = s.error(), ending = true;
+    if (busy_gpus() == 0) {
+      if (!ending) out = {RunOutcome::Converged, pick_next(kernels_, cfg_.convergence).reason, ""};
       break;
     }
-    if (auto why = budget_spent()) {
-      out = {RunOutcome::BudgetSpent, *why, ""};
-      break;
+    FinishedJob f = finished_.pop();
+    if (f.proposed_only) {
+      if (auto s = proposal_arrived(f.job); !s && !failed) failed = s.error(), ending = true;
+      continue;
     }
-    Pick pick = pick_next(kernels_, cfg_.convergence);
-    if (pick.index < 0) {
-      out = {RunOutcome::Converged, pick.reason, ""};
-      break;
+    threads_[f.job.worker].join();
+    if (auto s = finish(std::move(f)); !s && !failed) {
+      failed = s.error();
+      ending = true;
+      if (busy_gpus()) spdlog::error("{}; waiting for the {} other experiment(s) in flight", failed->message, busy_gpus());
     }
-    spdlog::info("next: {}", pick.reason);
-    auto did = experiment(size_t(pick.index));
-    if (!did) {
-      if (stopping(signals_)) continue;  // the evaluation in flight was abandoned: stop cleanly
-      write_state("failed");
-      return did.error();
-    }
-    if (!*did) {
-      kernels_[pick.index].proposer_exhausted = true;
-      spdlog::info("{}: the proposer has nothing left to try; it is converged", kernels_[pick.index].tag);
-    }
+  }
+  if (failed) {
+    write_state("failed");
+    return *failed;
   }
   push_history();  // what a failed push at a keep left behind
   out.summary = summary();
@@ -362,6 +594,13 @@ void RunLoop::write_state(const std::string& status) const {
   j["llm_tokens"] = tokens;
   j["llm_cost_usd"] = cost_usd_;
   j["seconds"] = seconds;
+  j["wall_seconds"] = wall_seconds();
+  j["gpus"] = nlohmann::json::array();
+  for (size_t w = 0; w < gpus_.size(); ++w) {
+    auto d = doing_.find(w);
+    j["gpus"].push_back({{"device", gpus_[w].device}, {"model", gpus_[w].model},
+                         {"doing", d == doing_.end() ? std::string("idle") : d->second}});
+  }
   for (auto& k : kernels_) {
     auto c = converged(k, cfg_.convergence);
     j["kernels"].push_back({{"tag", k.tag}, {"type", k.spec->type}, {"shape", shape_str(k.entry->shape)},
@@ -369,6 +608,7 @@ void RunLoop::write_state(const std::string& status) const {
                             {"best_us", k.best_us}, {"speedup", k.speedup()}, {"baseline", k.baseline_source}, {"pct_peak", k.best_pct_peak},
                             {"throughput", k.best_throughput}, {"experiments", k.experiments},
                             {"consecutive_reverts", k.consecutive_reverts}, {"seconds", k.seconds},
+                            {"in_flight", k.in_flight}, {"gpu_model", k.model},
                             {"converged", c ? *c : ""}});
   }
   if (auto s = write_file_atomic(dir_.state(), j.dump(2) + "\n"); !s) spdlog::warn("{}", s.error().message);

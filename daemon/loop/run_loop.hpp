@@ -2,16 +2,26 @@
 /// The loop: pick a kernel (Amdahl), get one edit (Proposer), judge it (Evaluator), keep or
 /// revert, commit kept variants (git), record every experiment (results.tsv), until every kernel
 /// has converged, a budget is spent, or the daemon is asked to stop. A restart resumes from the
-/// run folder: the results table is the truth, the git history fills in a row lost in a crash.
+/// run folder: the results table is the truth, the git history fills in a row lost in a crash,
+/// the in-flight ledger names the experiments to run again.
+///
+/// With several GPUs every free one gets an experiment (a thread each, waiting on its worker
+/// process); the decisions stay on the loop's thread, one finished experiment at a time, in
+/// order of completion.
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config.hpp"
 #include "daemon/loop/clock.hpp"
+#include "daemon/loop/experiment_job.hpp"
 #include "daemon/loop/git_history.hpp"
+#include "daemon/loop/gpu_workers.hpp"
+#include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/loop/proposer.hpp"
 #include "daemon/loop/run_directory.hpp"
@@ -33,16 +43,20 @@ struct LoopSignals {
 
 class RunLoop {
  public:
+  RunLoop(Config cfg, std::vector<GpuWorker> gpus, Proposer& proposer, Clock& clock, LoopSignals signals = {},
+          ServiceNotifier* notifier = nullptr);
+  /// One GPU: [gpu] device.
   RunLoop(Config cfg, Evaluator& evaluator, Proposer& proposer, Clock& clock, LoopSignals signals = {},
           ServiceNotifier* notifier = nullptr);
+  ~RunLoop();   ///< waits for the experiments still in flight
 
   Result<RunOutcome> run();
 
   /// Called after SIGHUP with the re-read config (the LLM client takes its new settings).
   std::function<void(const Config&)> on_reload;
 
-  /// Tests only: called at "evaluated", "committed" and "recorded"; throwing from it leaves the
-  /// run folder as a kill at that point would.
+  /// Tests only: called at "dispatched", "evaluated", "committed" and "recorded", on the loop's
+  /// thread; throwing from it leaves the run folder as a kill at that point would.
   std::function<void(const std::string&)> crash_point;
 
   const std::vector<KernelProgress>& kernels() const { return kernels_; }
@@ -52,14 +66,30 @@ class RunLoop {
   Status open();
   Status recover_from_git();
   Status restore_kernel_files();
-  /// One experiment on kernel k; false when the proposer had nothing to offer.
-  Result<bool> experiment(size_t k);
-  ProposalContext context(const KernelProgress& k) const;
+  Status read_in_flight();
+  /// Starts experiments on the free GPUs while a kernel has work; an Error ends the run.
+  Status dispatch_free_gpus();
+  /// Starts one experiment of kernel k on GPU w; false when it started none (nothing to propose,
+  /// or an LLM already answering as many questions as it may).
+  Result<bool> dispatch(size_t k, size_t w);
+  Status start(ExperimentJob job, const std::string& description);
+  ExperimentJob new_job(size_t k, size_t w, long long n, bool baseline);
+  /// The keep/revert decision on a finished experiment, its commit and its row.
+  Status finish(FinishedJob f);
+  Status judge_again(ExperimentJob job);
+  Status proposal_arrived(const ExperimentJob& job);
+  Status record_no_proposal(const ExperimentJob& job, const std::string& why);
+  ProposalContext context(size_t k) const;
   Status record(const ResultRow& row);
+  size_t busy_gpus() const { return running_.size(); }
+  std::optional<size_t> free_gpu(size_t kernel) const;
+  std::string gpu_model_filter(size_t w) const;
   /// Pushes the run's branch to [run] git_remote, when set; a failure is logged, not fatal.
   void push_history();
   std::string verdict_file(long long n, const std::string& tag) const;   ///< experiments/NNNN-<tag>.verdict.json
-  std::optional<std::string> budget_spent() const;
+  /// With `in_flight`, the experiments started count too (whether to start another).
+  std::optional<std::string> budget_spent(bool in_flight = false) const;
+  double wall_seconds() const;
   void reload_if_asked();
   void write_state(const std::string& status) const;
   std::string summary() const;
@@ -68,7 +98,7 @@ class RunLoop {
   }
 
   Config cfg_;
-  Evaluator& evaluator_;
+  std::vector<GpuWorker> gpus_;
   Proposer& proposer_;
   Clock& clock_;
   LoopSignals signals_;
@@ -78,6 +108,14 @@ class RunLoop {
   std::vector<ResultRow> rows_;
   std::vector<KernelProgress> kernels_;
   long long next_experiment_ = 1;
+  std::unique_ptr<InFlightLedger> ledger_;
+  std::vector<InFlight> to_rerun_;      ///< candidates in flight when the daemon last stopped
+  std::map<long long, ExperimentJob> running_;   ///< by experiment number
+  std::map<size_t, std::string> doing_;          ///< by GPU: the line `status` shows
+  std::vector<std::thread> threads_;             ///< by GPU
+  FinishedQueue finished_;
+  int proposing_ = 0;                   ///< slow proposals being asked now
+  double wall_before_ = 0, session_start_ = 0;   ///< for [run] max_hours across restarts
   double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
   std::string gpu_, arch_, unit_;       ///< what the last verdict said of the device
   double peak_ = 0;

@@ -8,13 +8,14 @@ namespace ak {
 double expected_gain(const KernelProgress& k) {
   const double share_now = k.entry->weight / std::max(k.speedup(), 1e-9);
   const double headroom = std::max(0.0, 1.0 - k.best_pct_peak);
-  return share_now * headroom * std::pow(0.7, k.consecutive_reverts);
+  return share_now * headroom * std::pow(0.7, k.consecutive_reverts + k.in_flight);
 }
 
-Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConfig& c) {
+Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConfig& c, const std::string& model) {
   Pick p;
+  auto held_elsewhere = [&](const KernelProgress& k) { return !model.empty() && !k.model.empty() && k.model != model; };
   for (size_t i = 0; i < kernels.size(); ++i)
-    if (!kernels[i].has_baseline) {
+    if (!kernels[i].has_baseline && kernels[i].in_flight == 0 && !held_elsewhere(kernels[i])) {
       p.index = int(i);
       p.reason = kernels[i].tag + ": measuring its starter first (experiment 0 of this kernel)";
       return p;
@@ -22,7 +23,7 @@ Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConf
   double best = -1;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelProgress& k = kernels[i];
-    if (converged(k, c)) continue;
+    if (!k.has_baseline || k.waiting || held_elsewhere(k) || converged(k, c)) continue;
     double g = expected_gain(k);
     if (g > best) {
       best = g;
@@ -30,13 +31,17 @@ Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConf
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "%s: largest expected gain %.4f of the program's time (share %.3f now at %.2fx, "
-                    "%.0f%% of peak, %d reverts in a row)",
+                    "%.0f%% of peak, %d reverts in a row, %d in flight)",
                     k.tag.c_str(), g, k.entry->weight / std::max(k.speedup(), 1e-9), k.speedup(),
-                    k.best_pct_peak * 100, k.consecutive_reverts);
+                    k.best_pct_peak * 100, k.consecutive_reverts, k.in_flight);
       p.reason = buf;
     }
   }
-  if (p.index < 0) p.reason = "every kernel has converged";
+  if (p.index < 0) {
+    bool busy = false;
+    for (auto& k : kernels) busy = busy || k.in_flight > 0;
+    p.reason = busy ? "every open kernel waits for its experiments in flight" : "every kernel has converged";
+  }
   return p;
 }
 

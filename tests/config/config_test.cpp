@@ -112,3 +112,16 @@ TEST_CASE("a missing config file says so", "[config]") {
   REQUIRE_FALSE(c.ok());
   CHECK_THAT(c.error().message, Catch::Contains("/nonexistent/autokernel.toml: cannot read"));
 }
+
+TEST_CASE("[gpu] devices takes a list of indices or all, and says what is wrong otherwise", "[config][parallel]") {
+  auto two = parse_config(std::string("[gpu]\ndevices = [0, 1]\n") + kMinimal, "/cfg/test.toml");
+  REQUIRE(two.ok());
+  CHECK(two->gpu.devices == std::vector<int>{0, 1});
+  auto all = parse_config(std::string("[gpu]\ndevices = \"all\"\n[llm]\nconcurrency = 4\n") + kMinimal, "/cfg/test.toml");
+  REQUIRE(all.ok());
+  CHECK(all->gpu.all_devices);
+  CHECK(all->llm.concurrency == 4);
+  CHECK_THAT(error_of(std::string("[gpu]\ndevices = [0, 0]\n") + kMinimal), Catch::Contains("gpu.devices = 0: expected \"all\" or a list of distinct"));
+  CHECK_THAT(error_of(std::string("[gpu]\ndevices = \"some\"\n") + kMinimal), Catch::Contains("/cfg/test.toml:2"));
+  CHECK_THAT(error_of(std::string("[gpu]\nmixed_models = \"average\"\n") + kMinimal), Catch::Contains("\"per-kernel\""));
+}

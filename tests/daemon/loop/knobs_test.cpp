@@ -94,3 +94,19 @@ TEST_CASE("tile, warp and stage knobs move by powers of two, never to a size a k
   CHECK(BuiltinTuner::candidates("AK_BLOCK_KV", 64) == std::vector<long long>{32, 128, 16, 256});
   CHECK(BuiltinTuner::candidates("AK_UNROLL", 4) == std::vector<long long>{2, 8, 1, 16});
 }
+
+TEST_CASE("the tuner does not propose a configuration that is being judged on another GPU", "[tuner][parallel]") {
+  BuiltinTuner t;
+  ProposalContext ctx;
+  ctx.spec = &rmsnorm_spec();
+  ctx.best_source = rmsnorm_spec().starter_source();
+  auto first = t.propose(ctx);
+  REQUIRE(first.ok());
+  REQUIRE(first->has_value());
+  ctx.in_flight.push_back({(*first)->description, (*first)->source, "IN_FLIGHT", 0, false, ""});
+  auto second = t.propose(ctx);
+  REQUIRE(second.ok());
+  REQUIRE(second->has_value());
+  CHECK((*second)->description != (*first)->description);
+  CHECK(knob_key(read_knobs((*second)->source)) != knob_key(read_knobs((*first)->source)));
+}

@@ -1,8 +1,13 @@
 #pragma once
 // Scripted parts for driving the loop on the CPU: an evaluator that times sources from a table,
 // a proposer that replays a list, a clock moved by hand.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "daemon/loop/clock.hpp"
 #include "daemon/loop/proposer.hpp"
@@ -12,6 +17,21 @@
 #include "tests/support.hpp"
 
 namespace ak::test {
+
+class ManualClock : public Clock {
+ public:
+  double t = 1000;
+  double step = 10;   ///< every reading advances time by this much
+  double now_s() override {
+    std::lock_guard<std::mutex> l(mu);
+    return t += step;
+  }
+  void advance(double s) {   ///< from an evaluator's thread
+    std::lock_guard<std::mutex> l(mu);
+    t += s;
+  }
+  std::mutex mu;
+};
 
 /// Judges a source by its first line: "// us=<latency>" passes with that latency, "// FAIL"
 /// fails the shape sweep, anything else (the starters) passes at `starter_us`. With
@@ -25,12 +45,15 @@ class ScriptedEvaluator : public Evaluator {
   std::string baseline_source = "reference kernel";   ///< what the harness measured as the baseline
   int calls = 0;
   std::vector<std::string> best_sources;   ///< what each request gave as the current best
+  ManualClock* clock = nullptr;            ///< advanced by `eval_seconds` per evaluation
+  double eval_seconds = 0;
   static double latency_of(const std::string& source, double otherwise) {
     return source.rfind("// us=", 0) == 0 ? std::stod(source.substr(6)) : otherwise;
   }
   Result<Verdict> evaluate(const EvalRequest& req) override {
     ++calls;
     best_sources.push_back(req.best_source);
+    if (clock) clock->advance(eval_seconds);
     Verdict v;
     v.kernel_type = req.kernel_type;
     v.dtype = req.dtype;
@@ -72,23 +95,64 @@ class ScriptedProposer : public Proposer {
  public:
   std::deque<Proposal> queue;
   std::vector<ProposalContext> seen;
+  int slow = 0;   ///< as concurrency(): > 0 makes the loop ask from the experiments' threads
+  int concurrency() const override { return slow; }
   void add(double us, const std::string& what) { queue.push_back({"// us=" + std::to_string(us) + "\n" + what + "\n", what, 10, 0}); }
   void add_failing(const std::string& what) { queue.push_back({"// FAIL\n", what, 10, 0}); }
   Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override {
+    std::lock_guard<std::mutex> l(mu);
     seen.push_back(ctx);
     if (queue.empty()) return std::optional<Proposal>();
     Proposal p = queue.front();
     queue.pop_front();
     return std::optional<Proposal>(p);
   }
+  std::mutex mu;
 };
 
-class ManualClock : public Clock {
+/// Several GPUs' worth of ScriptedEvaluator, thread-safe. A source whose first line says
+/// " after=<name>" finishes only once the candidate whose second line is <name> has finished
+/// (or after 5 s), so a test sets the order in which results arrive.
+class OrderedEvaluator : public Evaluator {
  public:
-  double t = 1000;
-  double step = 10;   ///< every reading advances time by this much
-  double now_s() override { return t += step; }
+  ScriptedEvaluator judge;
+  int active = 0, most_at_once = 0;
+  int hold_ms = 0;                     ///< every evaluation takes at least this long
+  std::vector<std::string> finished;   ///< second lines, in order of completion
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    const std::string first = req.source.substr(0, req.source.find('\n'));
+    const std::string name = second_line(req.source);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      most_at_once = std::max(most_at_once, ++active);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+    std::unique_lock<std::mutex> l(mu);
+    if (size_t a = first.find(" after="); a != std::string::npos) {
+      const std::string wait_for = first.substr(a + 7, first.find(' ', a + 7) - a - 7);
+      cv.wait_for(l, std::chrono::seconds(5), [&] {
+        return std::find(finished.begin(), finished.end(), wait_for) != finished.end();
+      });
+      // The other's verdict still has to reach the loop from its thread.
+      l.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      l.lock();
+    }
+    auto v = judge.evaluate(req);
+    --active;
+    finished.push_back(name);
+    cv.notify_all();
+    return v;
+  }
+  static std::string second_line(const std::string& s) {
+    const size_t a = s.find('\n');
+    if (a == std::string::npos) return "";
+    return s.substr(a + 1, s.find('\n', a + 1) - a - 1);
+  }
+  std::mutex mu;
+  std::condition_variable cv;
 };
+
 
 inline Config loop_config(const TempDir& dir, const std::string& extra = "", const std::string& kernels = "") {
   std::string text = "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() + "\"\n" + extra +

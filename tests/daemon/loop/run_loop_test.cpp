@@ -238,7 +238,9 @@ TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
     TempDir dir;
     ScriptedProposer pr;
     for (int i = 0; i < 10; ++i) pr.add(100 - i * 5, "faster");
-    clock.step = 600;  // every experiment takes 20 minutes of the clock
+    clock.step = 0;
+    ev.clock = &clock;
+    ev.eval_seconds = 600;  // every experiment takes 10 minutes of the clock
     RunLoop loop(loop_config(dir, "[convergence]\nmax_hours_per_kernel = 1.0\n"), ev, pr, clock);
     REQUIRE(loop.run().ok());
     CHECK(rows_of(loop).size() == 6);  // 10 minutes each: the sixth reaches the hour
@@ -286,7 +288,8 @@ TEST_CASE("the token and cost budgets end the run cleanly", "[loop][budget]") {
   CHECK_THAT(out->why, Catch::Contains("token budget (30)"));
   CHECK(rows_of(loop).size() == 4);   // the starter, then three proposals of 10 tokens
   TempDir dir2;
-  ScriptedProposer pr2 = pr;
+  ScriptedProposer pr2;
+  pr2.queue = pr.queue;
   auto cfg2 = loop_config(dir2);
   cfg2.llm.cost_budget_usd = 0.5;
   RunLoop loop2(cfg2, ev, pr2, clock);
@@ -377,12 +380,14 @@ std::vector<ResultRow> crash_then_resume(const std::string& point, long long n, 
 
 }  // namespace
 
-TEST_CASE("killed between evaluation and commit: the experiment is run again under the same number", "[loop][resume]") {
+TEST_CASE("killed between evaluation and commit: the candidate on disk is run again under the same number", "[loop][resume]") {
   auto rows = crash_then_resume("evaluated", 3);
-  REQUIRE(rows.size() == 4);
-  CHECK(rows[2].description == "second");
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[2].description == "second");   // from the in-flight ledger, before any new proposal
   CHECK(rows[2].kept);
-  CHECK(rows[3].description == "third");
+  CHECK(rows[3].description == "second");   // proposed again, now no faster than the best: reverted
+  CHECK_FALSE(rows[3].kept);
+  CHECK(rows[4].description == "third");
 }
 
 TEST_CASE("killed between commit and row: the row is rebuilt from the commit", "[loop][resume]") {

@@ -60,3 +60,24 @@ TEST_CASE("the Amdahl estimate of the whole program", "[scheduler]") {
   // 0.25 untouched + 0.5 / 2 + 0.25 / 1 = 0.75
   CHECK(amdahl_speedup(ks) == Approx(1 / 0.75));
 }
+
+TEST_CASE("experiments in flight damp a kernel's gain and a starter being measured is not picked twice", "[scheduler][parallel]") {
+  KernelEntry a{"rmsnorm", {1024, 1024}, "fp16", 0.5};
+  KernelEntry b{"softmax", {1024, 1024}, "fp16", 0.4};
+  std::vector<KernelProgress> ks{kernel(a, 1, 0.3, 0), kernel(b, 1, 0.3, 0)};
+  CHECK(pick_next(ks, ConvergenceConfig{}).index == 0);
+  ks[0].in_flight = 1;   // 0.5 * 0.7 < 0.4: the free GPU goes to the other kernel
+  CHECK(pick_next(ks, ConvergenceConfig{}).index == 1);
+  ks[1].waiting = true;  // its proposer has nothing beside what is in flight
+  CHECK(pick_next(ks, ConvergenceConfig{}).index == 0);
+  ks[0].waiting = true;
+  auto none = pick_next(ks, ConvergenceConfig{});
+  CHECK(none.index == -1);
+  CHECK(none.reason == "every open kernel waits for its experiments in flight");
+  std::vector<KernelProgress> fresh{kernel(a, 1, 0.3, 0), kernel(b, 1, 0.3, 0)};
+  fresh[0].has_baseline = fresh[1].has_baseline = false;
+  fresh[0].in_flight = 1;
+  CHECK(pick_next(fresh, ConvergenceConfig{}).index == 1);
+  fresh[1].model = "NVIDIA A100";  // held to another model ([gpu] mixed_models = "per-kernel")
+  CHECK(pick_next(fresh, ConvergenceConfig{}, "NVIDIA H100").index == -1);
+}

@@ -1,0 +1,66 @@
+#include "daemon/loop/in_flight_ledger.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/loop/run_directory.hpp"
+
+namespace ak {
+
+Status InFlightLedger::load() {
+  entries_.clear();
+  if (!std::filesystem::exists(path_)) return ok();
+  auto text = read_text(path_);
+  if (!text) return text.error();
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_array())
+    return error(path_ + " is not the JSON list the daemon writes; move it aside to start without it "
+                 "(the experiments it named are then neither re-run nor skipped)");
+  for (auto& e : j) {
+    InFlight f;
+    f.experiment = e.value("experiment", 0LL);
+    f.tag = e.value("tag", "");
+    f.device = e.value("device", 0);
+    f.description = e.value("description", "");
+    f.tokens = e.value("tokens", 0LL);
+    f.cost_usd = e.value("cost_usd", 0.0);
+    f.started_s = e.value("started_s", 0.0);
+    if (f.experiment > 0 && !f.tag.empty()) entries_.push_back(f);
+  }
+  return ok();
+}
+
+Status InFlightLedger::add(const InFlight& e) {
+  entries_.push_back(e);
+  return save();
+}
+
+Status InFlightLedger::update(const InFlight& e) {
+  for (auto& f : entries_)
+    if (f.experiment == e.experiment) f = e;
+  return save();
+}
+
+Status InFlightLedger::remove(long long experiment) {
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [&](auto& f) { return f.experiment == experiment; }),
+                 entries_.end());
+  return save();
+}
+
+long long InFlightLedger::highest() const {
+  long long n = 0;
+  for (auto& f : entries_) n = std::max(n, f.experiment);
+  return n;
+}
+
+Status InFlightLedger::save() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (auto& f : entries_)
+    j.push_back({{"experiment", f.experiment}, {"tag", f.tag}, {"device", f.device}, {"description", f.description},
+                 {"tokens", f.tokens}, {"cost_usd", f.cost_usd}, {"started_s", f.started_s}});
+  return write_file_atomic(path_, j.dump(1) + "\n");
+}
+
+}  // namespace ak

@@ -1,0 +1,247 @@
+// The loop with several GPUs: experiments in flight at once, results arriving out of order,
+// a kill with experiments in flight, and what `status` reads meanwhile.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/loop/knobs.hpp"
+#include "daemon/loop/results_table.hpp"
+#include "daemon/loop/run_loop.hpp"
+#include "tests/daemon/loop/loop_fixtures.hpp"
+
+using namespace ak;
+using namespace ak::test;
+
+namespace {
+
+struct CrashHere {};
+
+std::vector<ResultRow> rows_in(const RunLoop& loop) {
+  auto r = open_results(loop.directory().results());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::vector<GpuWorker> gpus(Evaluator& ev, int n) {
+  std::vector<GpuWorker> out;
+  for (int d = 0; d < n; ++d) out.push_back({d, "NVIDIA H200", &ev});
+  return out;
+}
+
+const ResultRow& row_of(const std::vector<ResultRow>& rows, const std::string& description) {
+  for (auto& r : rows)
+    if (r.description == description) return r;
+  FAIL("no row described '" << description << "'");
+  return rows.front();
+}
+
+void check_numbers_once(const std::vector<ResultRow>& rows) {
+  std::set<long long> seen;
+  for (auto& r : rows) CHECK(seen.insert(r.experiment).second);
+}
+
+}  // namespace
+
+TEST_CASE("with two GPUs two experiments run at once and rows are written in order of completion", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
+  nlohmann::json state_while_busy;
+  loop.crash_point = [&](const std::string& p) {
+    if (p == "evaluated" && state_while_busy.is_null())
+      state_while_busy = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  };
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 3);
+  CHECK(ev.most_at_once == 2);
+  CHECK(rows[1].description == "B");           // experiment 3 finished first and was recorded first
+  CHECK(rows[1].experiment == 3);
+  CHECK(rows[2].description == "A");
+  CHECK(rows[2].experiment == 2);
+  CHECK(rows[1].kept);
+  CHECK(rows[2].kept);                          // 90 against the best at its time, B's 95
+  CHECK(loop.kernels()[0].best_us == Approx(90));
+  check_numbers_once(rows);
+  // The starter ran alone: nothing else of this kernel could be proposed before it.
+  REQUIRE(state_while_busy["gpus"].size() == 2);
+  CHECK(state_while_busy["gpus"][0]["device"] == 0);
+  CHECK(state_while_busy["gpus"][0]["model"] == "NVIDIA H200");
+  // The ledger is empty once everything in flight was recorded.
+  CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
+}
+
+TEST_CASE("status shows what each GPU is doing while experiments are in flight", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
+  std::vector<std::string> doing;
+  loop.crash_point = [&](const std::string& p) {
+    if (p != "dispatched") return;
+    auto j = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"), nullptr, false);
+    if (j.contains("gpus"))
+      for (auto& g : j["gpus"]) doing.push_back(g["doing"].get<std::string>());
+  };
+  REQUIRE(loop.run().ok());
+  // state.json is read at each dispatch, before that dispatch is written: when B is dispatched,
+  // GPU 0 is judging A.
+  CHECK(std::find(doing.begin(), doing.end(), "experiment 2 rmsnorm: A") != doing.end());
+  auto final_state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  CHECK(final_state["gpus"][0]["doing"] == "idle");
+  CHECK(final_state["gpus"][1]["doing"] == "idle");
+}
+
+TEST_CASE("a candidate paired with a best that was replaced meanwhile is judged again beside the new best", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ev.judge.pair_noise = 0.001;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  pr.queue.push_back({"// us=97 after=B\nC\n", "C", 10, 0});
+  RunLoop loop(loop_config(dir), gpus(ev, 3), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 4);
+  check_numbers_once(rows);
+  CHECK(row_of(rows, "B").kept);
+  CHECK(row_of(rows, "A").kept);                               // 90 beside B's 95
+  CHECK(row_of(rows, "A").paired_best_us == Approx(95));
+  CHECK(row_of(rows, "A").paired_ratio == Approx(90.0 / 95));
+  CHECK_FALSE(row_of(rows, "C").kept);                         // 0.97 beside the starter, slower beside B
+  CHECK(row_of(rows, "C").paired_best_us < 100);
+  // A and C were each judged twice: beside the starter, then beside the newer best.
+  CHECK(ev.judge.calls == 6);
+}
+
+TEST_CASE("killed with two experiments in flight, a restart runs both again under their numbers", "[loop][parallel][resume]") {
+  TempDir dir;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  {
+    OrderedEvaluator ev;
+    ScriptedProposer pr;
+    pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+    pr.queue.push_back({"// us=95 after=nothing\nB\n", "B", 10, 0});
+    RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+    int dispatched = 0;
+    loop.crash_point = [&](const std::string& p) {
+      if (p == "dispatched" && ++dispatched == 3) throw CrashHere{};   // A and B both handed out
+    };
+    REQUIRE_THROWS_AS(loop.run(), CrashHere);
+    REQUIRE(rows_in(loop).size() == 1);
+  }
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  pr.queue.push_back({"// us=80\nD\n", "D", 10, 0});
+  RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 4);
+  check_numbers_once(rows);
+  CHECK(row_of(rows, "A").experiment == 2);
+  CHECK(row_of(rows, "B").experiment == 3);
+  CHECK(row_of(rows, "D").experiment == 4);   // new work gets the next number, never one in flight
+  CHECK(row_of(rows, "D").kept);
+  CHECK(loop.kernels()[0].best_us == Approx(80));
+}
+
+TEST_CASE("killed after one of two in flight was recorded, the other is run again and nothing is recorded twice", "[loop][parallel][resume]") {
+  TempDir dir;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  {
+    OrderedEvaluator ev;
+    ScriptedProposer pr;
+    pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+    pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+    RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+    int recorded = 0;
+    loop.crash_point = [&](const std::string& p) {
+      if (p == "recorded" && ++recorded == 2) throw CrashHere{};   // B's row is written, A is in flight
+    };
+    REQUIRE_THROWS_AS(loop.run(), CrashHere);
+  }
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 3);
+  check_numbers_once(rows);
+  CHECK(rows[1].description == "B");
+  CHECK(rows[2].description == "A");
+  CHECK(rows[2].experiment == 2);
+  CHECK(rows[2].kept);
+  CHECK(ev.judge.calls == 1);   // A alone: B was not judged again
+}
+
+TEST_CASE("the builtin tuner gives each GPU a different knob move", "[loop][parallel][tuner]") {
+  TempDir dir;
+  OrderedEvaluator ev;   // every candidate times like the starter: all are reverted
+  ev.hold_ms = 20;       // long enough for the loop to fill all three GPUs
+  BuiltinTuner tuner;
+  ManualClock clock;
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 6\n"), gpus(ev, 3), tuner, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() >= 7);
+  std::set<std::string> keys;
+  for (auto& r : rows) {
+    auto src = read_text(loop.directory().path(loop.directory().experiment_file(r.experiment, r.tag)));
+    REQUIRE(src.ok());
+    CHECK(keys.insert(knob_key(read_knobs(*src))).second);   // no configuration measured twice
+  }
+  CHECK(ev.most_at_once >= 2);
+}
+
+TEST_CASE("a slow proposer is asked from the experiments threads and at most as many at once as it allows", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  pr.slow = 2;
+  ManualClock clock;
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0.01});
+  pr.queue.push_back({"// us=95\nB\n", "B", 20, 0.02});
+  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 3);
+  check_numbers_once(rows);
+  CHECK(ev.most_at_once == 2);
+  CHECK(row_of(rows, "A").llm_tokens == 10);
+  CHECK(row_of(rows, "B").llm_tokens == 20);
+  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.03"));
+}
+
+TEST_CASE("a stop request with experiments in flight lets them finish and records them", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 0; i < 6; ++i) pr.add(90 - i, "step");
+  std::atomic<bool> stop{false};
+  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock, LoopSignals{&stop, nullptr});
+  int dispatched = 0;
+  loop.crash_point = [&](const std::string& p) {
+    if (p == "dispatched" && ++dispatched == 3) stop = true;
+  };
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(out->kind == RunOutcome::Stopped);
+  CHECK(rows_in(loop).size() == 3);
+  CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
+}
