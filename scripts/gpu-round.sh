@@ -229,19 +229,24 @@ parallel() {
   local w="$out/parallel" cfg1=config/one-gpu.generated.toml
   mkdir -p "$w"
   nvidia-smi -L > "$w/gpus.txt" 2>&1
+  local budget=${AK_PARALLEL_BUDGET:-48}   # experiments per leg
+  sed -i "s/^max_experiments = .*/max_experiments = $budget/" config/two-gpus.toml
   sed -e 's/^devices = \[0, 1\]/devices = [0]/' -e 's/^name = "two-gpus"/name = "one-gpu"/' config/two-gpus.toml > "$cfg1"
   rm -rf runs/one-gpu runs/two-gpus runs/kill9
-  for leg in "$cfg1" config/two-gpus.toml; do
-    local t0=$(date +%s%N) name=$(basename "$leg" .toml)
-    "$ak" run --config "$leg" > "$w/$name.log" 2>&1; echo "exit $?" >> "$w/$name.log"
-    echo "$name wall_ms $(( ($(date +%s%N) - t0) / 1000000 ))" >> "$w/wall.txt"
-  done
-  for r in one-gpu two-gpus; do
-    "$ak" status --run runs/$r > "$w/$r-status.txt" 2>&1
-    cp runs/$r/results.tsv "$w/$r-results.tsv"
+  for rep in $(seq 1 "${AK_PARALLEL_REPEATS:-1}"); do
+    rm -rf runs/one-gpu runs/two-gpus
+    for leg in "$cfg1" config/two-gpus.toml; do
+      local t0=$(date +%s%N) name=$(basename "$leg" .toml)
+      "$ak" run --config "$leg" > "$w/$name-$rep.log" 2>&1; echo "exit $?" >> "$w/$name-$rep.log"
+      echo "$name rep $rep wall_ms $(( ($(date +%s%N) - t0) / 1000000 ))" >> "$w/wall.txt"
+    done
+    for r in one-gpu two-gpus; do
+      "$ak" status --run runs/$r > "$w/$r-status-$rep.txt" 2>&1
+      cp runs/$r/results.tsv "$w/$r-results-$rep.tsv"
+    done
   done
   # kill -9 with two experiments in flight, then the resume.
-  sed -e 's/^name = "two-gpus"/name = "kill9"/' -e 's/^max_experiments = 48/max_experiments = 24/' config/two-gpus.toml > config/kill9.generated.toml
+  sed -e 's/^name = "two-gpus"/name = "kill9"/' -e 's/^max_experiments = .*/max_experiments = 24/' config/two-gpus.toml > config/kill9.generated.toml
   "$ak" run --config config/kill9.generated.toml > "$w/kill9-first.log" 2>&1 &
   local pid=$! n=0
   for _ in $(seq 1 600); do

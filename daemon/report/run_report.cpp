@@ -53,6 +53,11 @@ std::string status_text(const RunSnapshot& s) {
     out += "last: experiment " + std::to_string(r.experiment) + " " + r.tag + ": " + r.description + ": " +
            r.correctness + format_numbers(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
   }
+  // What each GPU is doing now (a run that has stopped shows them idle, or what was in flight).
+  if (st.contains("gpus") && st["gpus"].is_array())
+    for (auto& g : st["gpus"])
+      out += "GPU " + std::to_string(g.value("device", 0)) + (g.value("model", "").empty() ? "" : " (" + g.value("model", "") + ")") +
+             ": " + g.value("doing", "idle") + "\n";
   return out;
 }
 

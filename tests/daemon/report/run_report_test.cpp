@@ -49,3 +49,20 @@ TEST_CASE("report writes a Markdown summary and an SVG with the kept steps fille
   for (size_t at = 0; (at = svg.find("r=\"5\"", at)) != std::string::npos; ++at) ++filled;
   CHECK(filled == 2);   // the starter and experiment 2
 }
+
+TEST_CASE("status shows each GPU of the run and what it is doing", "[report][parallel]") {
+  TempDir dir;
+  std::string run = finished_run(dir);
+  auto state = read_file(run + "/state.json");
+  // As the daemon writes it while experiment 7 runs on GPU 1.
+  const std::string busy = R"("gpus": [{"device": 0, "doing": "idle", "model": "NVIDIA H200"}, )"
+                           R"({"device": 1, "doing": "experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128", "model": "NVIDIA H200"}])";
+  const size_t at = state.find("\"gpus\"");
+  REQUIRE(at != std::string::npos);
+  const size_t end = state.find(']', at);
+  state.replace(at, end + 1 - at, busy);
+  REQUIRE(write_file_atomic(run + "/state.json", state).ok());
+  auto r = run_autokernel("status --run " + run);
+  CHECK_THAT(r.out, Catch::Contains("GPU 0 (NVIDIA H200): idle"));
+  CHECK_THAT(r.out, Catch::Contains("GPU 1 (NVIDIA H200): experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128"));
+}
