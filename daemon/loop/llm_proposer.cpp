@@ -27,7 +27,7 @@ std::string instantiations(const KernelSpec& spec) {
 }
 
 std::string history_text(const ProposalContext& ctx) {
-  if (ctx.history.empty()) return "(none yet)";
+  if (ctx.history.empty() && ctx.in_flight.empty()) return "(none yet)";
   std::string h;
   size_t first = ctx.history.size() > 12 ? ctx.history.size() - 12 : 0;  // the last dozen
   for (size_t i = first; i < ctx.history.size(); ++i) {
@@ -38,6 +38,10 @@ std::string history_text(const ProposalContext& ctx) {
     if (!e.failure.empty()) h += ": " + e.failure.substr(0, 600);
     h += "\n";
   }
+  // Proposals judged on other GPUs right now: the model should not propose them again.
+  for (auto& e : ctx.in_flight)
+    h += "- " + (e.description.empty() ? std::string("(a proposal still being written)") : e.description) +
+         ": being judged now on another GPU; propose something different\n";
   return h;
 }
 

@@ -271,3 +271,11 @@ TEST_CASE("propose --print-prompt shows the prompt and writes the proposal", "[l
   CHECK_THAT(r.out, Catch::Contains("===== system =====") && Catch::Contains("Online softmax") && Catch::Contains("one pass"));
   CHECK(read_file(out) == "template <typename T> __global__ void softmax_kernel() {}\n");
 }
+
+TEST_CASE("the prompt lists the edits being judged on other GPUs so that the model proposes something else", "[llm][parallel]") {
+  ProposalContext ctx = rmsnorm_context();
+  ctx.in_flight.push_back({"vectorize the loads 8 wide", "", "IN_FLIGHT", 0, false, ""});
+  auto q = build_chat_request(ctx, 8000);
+  REQUIRE(q.ok());
+  CHECK_THAT(q->user, Catch::Contains("- vectorize the loads 8 wide: being judged now on another GPU; propose something different"));
+}
