@@ -1,5 +1,7 @@
 #include "harness/device_peaks.hpp"
 
+#include <unistd.h>
+
 #include "harness/cublas_gemm.hpp"
 
 #include <algorithm>
@@ -77,12 +79,15 @@ Result<DevicePeaks> device_peaks(GpuContext& gpu) {
   else spdlog::warn("{}; pct_peak of compute-bound kernels will be 0 on this GPU", tf.error().message);
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
-  std::ofstream out(file + ".tmp");
+  // Workers on GPUs of one model start together and share this file: each writes its own
+  // temporary and renames it, so a reader sees one whole file or the other.
+  const std::string tmp = file + "." + std::to_string(getpid()) + ".tmp";
+  std::ofstream out(tmp);
   out << nlohmann::json{{"gpu", gpu.info().name}, {"bandwidth_gbps", p.bandwidth_gbps},
                         {"compute_tflops", p.compute_tflops},
                         {"method", "cuMemcpyDtoD 1 GiB, median of 10; cublasGemmEx fp16 8192^3 fp32 accumulate, median of 10"}}.dump(2);
   out.close();
-  if (out) fs::rename(file + ".tmp", file, ec);
+  if (out) fs::rename(tmp, file, ec);
   if (!out || ec) spdlog::warn("could not cache the peaks in {}: they will be measured again next time", file);
   return p;
 }
