@@ -1,6 +1,8 @@
 // autokernel status --run DIR and autokernel report --run DIR: reading a run folder, also while
 // the daemon works in it.
 #include <cstdio>
+#include <filesystem>
+#include <vector>
 
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
@@ -24,14 +26,44 @@ int status_command(const Args& args) {
   return kExitOk;
 }
 
+namespace {
+
+int combined_report_command(const std::string& list, const std::string& out) {
+  if (out.empty()) return std::fprintf(stderr, "autokernel report: several runs need --out DIR for the combined report\n"), kExitUsage;
+  std::vector<RunSnapshot> runs;
+  for (size_t at = 0; at <= list.size();) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    auto snap = read_run(list.substr(at, end - at));
+    if (!snap) return std::fprintf(stderr, "autokernel report: %s\n", snap.error().message.c_str()), kExitUsage;
+    runs.push_back(std::move(*snap));
+    at = end + 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  std::vector<std::pair<std::string, std::string>> files{{"report.md", combined_report(runs)}};
+  for (auto& r : runs) files.push_back({std::filesystem::path(r.dir).filename().string() + "-progress.svg", progress_svg(r.rows)});
+  for (auto& [name, text] : files)
+    if (auto s = write_file_atomic(out + "/" + name, text); !s)
+      return std::fprintf(stderr, "autokernel report: %s\n", s.error().message.c_str()), kExitFailure;
+  std::printf("wrote %s/report.md over %zu runs\n", out.c_str(), runs.size());
+  return kExitOk;
+}
+
+}  // namespace
+
 int report_command(const Args& args) {
   std::string dir, out;
-  ArgParser p("autokernel report --run DIR [--out DIR]",
+  ArgParser p("autokernel report --run DIR[,DIR...] [--out DIR]",
               "Writes report.md (per-kernel summary, kept steps, verdict counts) and progress.svg\n"
-              "(throughput over experiments per kernel, kept steps filled) into the run folder or --out.");
-  p.option("run", "DIR", "the run folder (workdir/name)", &dir).option("out", "DIR", "where to write (default: the run folder)", &out);
+              "(throughput over experiments per kernel, kept steps filled) into the run folder or --out.\n"
+              "With several run folders (one per box, docs/scale.md): one report.md over all of them,\n"
+              "with the whole program's Amdahl speedup, and one <run>-progress.svg each, in --out.");
+  p.option("run", "DIR", "the run folder (workdir/name), or several separated by commas", &dir)
+      .option("out", "DIR", "where to write (default: the run folder)", &out);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (dir.empty()) return std::fprintf(stderr, "autokernel report: --run DIR is required\n"), kExitUsage;
+  if (dir.find(',') != std::string::npos) return combined_report_command(dir, out);
   auto snap = read_run(dir);
   if (!snap) return std::fprintf(stderr, "autokernel report: %s\n", snap.error().message.c_str()), kExitUsage;
   if (out.empty()) out = dir;

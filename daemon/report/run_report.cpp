@@ -87,6 +87,34 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
   return md;
 }
 
+std::string combined_report(const std::vector<RunSnapshot>& runs) {
+  std::string md = "# autokernel: " + std::to_string(runs.size()) + " runs of one program\n\n";
+  std::string table = "| run | status | kernel | best µs | speedup | weight | experiments |\n|---|---|---|---|---|---|---|\n";
+  double rest = 1.0, now = 0, weights = 0;
+  long long experiments = 0;
+  for (auto& r : runs) {
+    const std::string name = r.state.value("run", std::filesystem::path(r.dir).filename().string());
+    experiments += (long long)r.rows.size();
+    if (!r.state.contains("kernels")) continue;
+    for (auto& k : r.state["kernels"]) {
+      const double w = k.value("weight", 0.0), sp = k.value("speedup", 0.0);
+      rest -= w;
+      weights += w;
+      now += w / (sp > 0 ? sp : 1.0);
+      table += "| " + name + " | " + r.state.value("status", std::string("unknown")) + " | " + k.value("tag", std::string("?")) +
+               " | " + format_numbers("%.2f", k.value("best_us", 0.0)) + " | " + format_numbers("%.3fx", sp) + " | " +
+               format_numbers("%.3f", w) + " | " + std::to_string(k.value("experiments", 0)) + " |\n";
+    }
+  }
+  md += format_numbers("Whole program (Amdahl over every run's kernels and weights): %.3fx", 1.0 / (std::max(rest, 0.0) + now)) +
+        ", " + std::to_string(experiments) + " experiments in all.";
+  if (weights > 1.0 + 1e-9)
+    md += format_numbers(" The weights add up to %.3f, more than the whole program: do the runs list a kernel twice?", weights);
+  md += "\n\n" + table;
+  for (auto& r : runs) md += "\n---\n\n" + markdown_report(r, std::filesystem::path(r.dir).filename().string() + "-progress.svg");
+  return md;
+}
+
 std::string progress_svg(const std::vector<ResultRow>& rows) {
   const double W = 800, H = 400, L = 70, R = 130, T = 20, B = 50;
   double max_x = 1, max_y = 1;

@@ -25,4 +25,9 @@ std::string status_text(const RunSnapshot& s);
 std::string markdown_report(const RunSnapshot& s, const std::string& svg_name);
 std::string progress_svg(const std::vector<ResultRow>& rows);
 
+/// Several run folders that split one program's kernels between them (one daemon per box, see
+/// docs/scale.md): every kernel of every run in one table, and the whole program's Amdahl
+/// speedup over all of them (their weights are shares of the same program).
+std::string combined_report(const std::vector<RunSnapshot>& runs);
+
 }  // namespace ak

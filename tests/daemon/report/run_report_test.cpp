@@ -66,3 +66,28 @@ TEST_CASE("status shows each GPU of the run and what it is doing", "[report][par
   CHECK_THAT(r.out, Catch::Contains("GPU 0 (NVIDIA H200): idle"));
   CHECK_THAT(r.out, Catch::Contains("GPU 1 (NVIDIA H200): experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128"));
 }
+
+TEST_CASE("report over several run folders gives the whole program's speedup over all their kernels", "[report][scale]") {
+  TempDir dir;
+  std::vector<std::string> runs;
+  for (const char* box : {"model-box0", "model-box1"}) {
+    ScriptedEvaluator ev;
+    ScriptedProposer pr;
+    ManualClock clock;
+    pr.add(50, "twice as fast");
+    auto cfg = loop_config(dir);   // rmsnorm, weight 0.5, on each box: two halves of one program
+    cfg.run.name = box;
+    RunLoop loop(cfg, ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    runs.push_back(cfg.run_dir());
+  }
+  const std::string out = (dir.path / "combined").string();
+  auto r = run_autokernel("report --run " + runs[0] + "," + runs[1] + " --out " + out);
+  CHECK(r.exit_code == 0);
+  std::string md = read_file(out + "/report.md");
+  CHECK_THAT(md, Catch::Contains("Whole program (Amdahl over every run's kernels and weights): 2.000x, 4 experiments in all."));
+  CHECK_THAT(md, Catch::Contains("| model-box1 | converged | rmsnorm | 50.00 | 2.000x | 0.500 | 2 |"));
+  CHECK_THAT(md, Catch::Contains("# autokernel run model-box0"));
+  CHECK(read_file(out + "/model-box1-progress.svg").rfind("<svg", 0) == 0);
+  CHECK(run_autokernel("report --run " + runs[0] + "," + runs[1]).exit_code == 2);   // no --out
+}
