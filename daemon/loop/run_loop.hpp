@@ -82,7 +82,7 @@ class RunLoop {
   ProposalContext context(size_t k) const;
   Status record(const ResultRow& row);
   size_t busy_gpus() const { return running_.size(); }
-  std::optional<size_t> free_gpu(size_t kernel) const;
+  bool stop_requested() const { return signals_.stop && signals_.stop->load(); }
   std::string gpu_model_filter(size_t w) const;
   /// Pushes the run's branch to [run] git_remote, when set; a failure is logged, not fatal.
   void push_history();

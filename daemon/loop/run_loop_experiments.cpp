@@ -1,0 +1,265 @@
+// The experiments of the loop (daemon/loop/run_loop.hpp): handing work to free GPUs, and the
+// keep/revert decision on each one that finishes, on the loop's thread, in order of completion.
+#include "daemon/loop/run_loop.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/format.hpp"
+#include "daemon/loop/scheduler.hpp"
+
+namespace ak {
+std::string RunLoop::gpu_model_filter(size_t w) const {
+  // Only a mixed box holds kernels to a model: elsewhere every GPU may take every kernel.
+  if (cfg_.gpu.mixed_models != "per-kernel") return "";
+  for (auto& g : gpus_)
+    if (g.model != gpus_[w].model) return gpus_[w].model;
+  return "";
+}
+
+Status RunLoop::dispatch_free_gpus() {
+  // Candidates left in flight by the last stop go first, each on its kernel's model.
+  for (size_t i = 0; i < to_rerun_.size();) {
+    const InFlight e = to_rerun_[i];
+    size_t k = 0;
+    while (k < kernels_.size() && kernels_[k].tag != e.tag) ++k;
+    std::optional<size_t> w;
+    for (size_t g = 0; g < gpus_.size() && !w; ++g)
+      if (!threads_[g].joinable() && (gpu_model_filter(g).empty() || kernels_[k].model.empty() || kernels_[k].model == gpus_[g].model))
+        w = g;
+    if (!w) return ok();
+    to_rerun_.erase(to_rerun_.begin() + long(i));
+    ExperimentJob job = new_job(k, *w, e.experiment, !kernels_[k].has_baseline);
+    job.proposal.source = read_text(job.candidate_path).value_or("");
+    job.proposal.description = e.description.empty() ? "(proposed before a restart)" : e.description;
+    job.proposal.tokens = e.tokens;
+    job.proposal.cost_usd = e.cost_usd;
+    job.request.source = job.proposal.source;
+    if (auto s = start(std::move(job), e.description); !s) return s;
+  }
+  for (size_t w = 0; w < gpus_.size(); ++w) {
+    while (!threads_[w].joinable()) {
+      if (stop_requested() || budget_spent(true)) return ok();
+      Pick pick = pick_next(kernels_, cfg_.convergence, gpu_model_filter(w));
+      if (pick.index < 0) break;
+      if (busy_gpus() == 0) spdlog::info("next: {}", pick.reason);
+      else spdlog::info("next, on GPU {}: {}", gpus_[w].device, pick.reason);
+      auto started = dispatch(size_t(pick.index), w);
+      if (!started) return started.error();
+      if (!*started && proposing_ >= proposer_.concurrency() && proposer_.concurrency() > 0) return ok();
+    }
+  }
+  return ok();
+}
+
+ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
+  const KernelProgress& kp = kernels_[k];
+  ExperimentJob job;
+  job.experiment = n;
+  job.kernel = k;
+  job.worker = w;
+  job.baseline = baseline;
+  job.candidate_path = dir_.path(dir_.experiment_file(n, kp.tag));
+  job.best_version = kp.best_version;
+  job.started_s = clock_.now_s();
+  EvalRequest& req = job.request;
+  req.kernel_type = kp.spec->type;
+  req.dtype = kp.entry->dtype;
+  req.shape = kp.entry->shape;
+  req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;
+  req.baseline_us = baseline ? kp.entry->baseline_us : std::optional<double>(kp.baseline_us);
+  req.time_starter = false;
+  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  req.warmup = cfg_.harness.warmup;
+  req.repetitions = cfg_.harness.repetitions;
+  return job;
+}
+
+Result<bool> RunLoop::dispatch(size_t k, size_t w) {
+  KernelProgress& kp = kernels_[k];
+  const bool baseline = !kp.has_baseline;
+  if (baseline) {
+    ExperimentJob job = new_job(k, w, next_experiment_++, true);
+    job.proposal.source = kp.spec->starter_source();
+    job.proposal.description = "baseline: the starter";  // completed once the verdict says against what
+    job.request.source = job.proposal.source;
+    if (!gpu_model_filter(w).empty()) kp.model = gpus_[w].model;
+    if (auto s = start(std::move(job), "baseline: the starter"); !s) return s.error();
+    return true;
+  }
+  if (proposer_.concurrency() > 0) {
+    if (proposing_ >= proposer_.concurrency()) return false;
+    ExperimentJob job = new_job(k, w, next_experiment_, false);
+    job.context = context(k);
+    next_experiment_++;
+    job.propose_on_thread = true;
+    ++proposing_;
+    if (auto s = start(std::move(job), ""); !s) return s.error();
+    return true;
+  }
+  auto p = proposer_.propose(context(k));
+  if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
+  if (!p) {
+    ExperimentJob job = new_job(k, w, next_experiment_++, false);
+    if (auto s = record_no_proposal(job, p.error().message); !s) return s.error();
+    return true;
+  }
+  if (!*p) {
+    // Nothing new beside what is in flight: wait for those; with none, this kernel is done.
+    if (kp.in_flight > 0) kp.waiting = true;
+    else {
+      kp.proposer_exhausted = true;
+      spdlog::info("{}: the proposer has nothing left to try; it is converged", kp.tag);
+    }
+    return false;
+  }
+  ExperimentJob job = new_job(k, w, next_experiment_++, false);
+  job.proposal = **p;
+  job.request.source = job.proposal.source;
+  if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s.error();
+  const std::string description = job.proposal.description;
+  if (auto s = start(std::move(job), description); !s) return s.error();
+  return true;
+}
+
+Status RunLoop::start(ExperimentJob job, const std::string& description) {
+  KernelProgress& kp = kernels_[job.kernel];
+  if (job.baseline)
+    if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
+  InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
+                 job.proposal.cost_usd, job.started_s};
+  if (job.times_judged == 0)
+    if (auto s = ledger_->add(entry); !s) return s;
+  at("dispatched");
+  kp.in_flight++;
+  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " +
+                       (description.empty() ? "waiting for the LLM's proposal" : description) +
+                       (job.times_judged ? " (judged again beside the newer best)" : "");
+  const size_t w = job.worker;
+  running_[job.experiment] = job;
+  write_state("running");
+  Evaluator& ev = *gpus_[w].evaluator;
+  threads_[w] = std::thread([this, &ev, job = std::move(job)]() mutable { run_job(std::move(job), proposer_, ev, finished_); });
+  return ok();
+}
+
+Status RunLoop::record_no_proposal(const ExperimentJob& job, const std::string& why) {
+  const KernelProgress& kp = kernels_[job.kernel];
+  ResultRow row{job.experiment, kp.tag, kp.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0,
+                clock_.now_s() - job.started_s, "no usable proposal: " + why};
+  spdlog::warn("experiment {} {}: {}", job.experiment, kp.tag, row.description);
+  return record(row);
+}
+
+Status RunLoop::judge_again(ExperimentJob job) {
+  KernelProgress& kp = kernels_[job.kernel];
+  job.times_judged++;
+  job.best_version = kp.best_version;
+  job.request.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  job.propose_on_thread = false;
+  spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
+               "judging it again beside that one", job.experiment, kp.tag);
+  const std::string description = job.proposal.description;
+  return start(std::move(job), description);
+}
+
+Status RunLoop::proposal_arrived(const ExperimentJob& job) {
+  --proposing_;
+  const KernelProgress& kp = kernels_[job.kernel];
+  running_[job.experiment] = job;
+  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " + job.proposal.description;
+  for (auto e : ledger_->entries())
+    if (e.experiment == job.experiment) {
+      e.description = job.proposal.description;
+      e.tokens = job.proposal.tokens;
+      e.cost_usd = job.proposal.cost_usd;
+      return ledger_->update(e);
+    }
+  return ok();
+}
+
+Status RunLoop::finish(FinishedJob f) {
+  ExperimentJob& job = f.job;
+  KernelProgress& k = kernels_[job.kernel];
+  const long long n = job.experiment;
+  running_.erase(n);
+  doing_.erase(job.worker);
+  k.in_flight--;
+  k.waiting = false;
+  if (job.propose_on_thread && (f.no_proposal || f.nothing_to_propose)) --proposing_;
+  if (f.nothing_to_propose) {
+    spdlog::info("experiment {} {}: the proposer had nothing new; the number stays unused", n, k.tag);
+    if (k.in_flight == 0) k.proposer_exhausted = true;
+    else k.waiting = true;   // until one of those in flight finishes
+    return ledger_->remove(n);
+  }
+  if (f.no_proposal) {
+    if (stop_requested()) return ok();   // asked again after the restart
+    if (proposer_.must_stop()) return error(*proposer_.must_stop());
+    if (auto s = record_no_proposal(job, *f.no_proposal); !s) return s;
+    return ledger_->remove(n);
+  }
+  if (f.eval_failure) {
+    if (stop_requested()) return ok();   // abandoned by the stop: the ledger runs it again at the next start
+    return error("experiment " + std::to_string(n) + " (" + k.tag + ") on GPU " + std::to_string(gpus_[job.worker].device) +
+                 ": " + *f.eval_failure);
+  }
+  at("evaluated");
+  const Verdict& v = *f.verdict;
+  const bool baseline = job.baseline;
+  const Proposal& proposal = job.proposal;
+  // The whole verdict beside the candidate: the compile log and the worst element, for the
+  // proposer's next prompt and for a person reading the run.
+  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), nlohmann::json(v).dump(2) + "\n");
+  if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
+  if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
+  // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.
+  if (!baseline && v.passed() && v.paired.pairs > 0 && job.best_version != k.best_version &&
+      faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
+    return judge_again(std::move(job));
+  cost_usd_ += proposal.cost_usd;
+  const double latency = v.timing ? v.timing->median_us : 0;
+  const bool keep = v.passed() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
+
+  ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
+                v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
+  if (baseline) {
+    // What the user runs today: their baseline_us, or cuBLAS for a GEMM; else the starter itself,
+    // since the harness's plain reference kernels are slower than the starters and a "2x" over
+    // them would mean nothing (DESIGN.md).
+    const bool starter = !k.entry->baseline_us && v.baseline_source != "cuBLAS";
+    if (starter && v.passed()) row.speedup = 1.0;
+    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? "the starter" : "cuBLAS");
+  }
+  row.paired_best_us = v.paired.best_us;
+  row.paired_ratio = v.paired.ratio;
+  row.paired_noise = v.paired.noise;
+  if (!v.passed()) row.description += " -- " + v.message;
+  row.seconds = clock_.now_s() - job.started_s;
+  const double best_before = k.best_us;
+  if (keep) {
+    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), proposal.source); !s) return s;
+    auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, baseline ? 0 : k.best_us, v.throughput_unit));
+    if (!sha) return sha.error();
+    row.commit = *sha;
+    at("committed");
+    push_history();
+    k.best_version++;
+  }
+  if (auto s = record(row); !s) return s;
+  if (auto s = ledger_->remove(n); !s) return s;
+  const std::string on_gpu = gpus_.size() > 1 ? " [GPU " + std::to_string(gpus_[job.worker].device) + "]" : "";
+  if (v.passed())
+    spdlog::info("experiment {} {}{}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag, on_gpu,
+                 proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
+                 keep ? "kept" : "reverted",
+                 v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
+                 : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
+  else
+    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", n, k.tag, on_gpu, proposal.description, row.correctness, v.message);
+  if (notifier_)
+    notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
+  return ok();
+}
+
+}  // namespace ak
