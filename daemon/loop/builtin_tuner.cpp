@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "daemon/loop/knob_constraints.hpp"
 #include "daemon/loop/knobs.hpp"
 
 namespace ak {
@@ -73,6 +74,7 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
       Knobs next = best;
       next[name] = values[rank];
       if (measured.count(knob_key(next))) continue;
+      if (broken_assert(ctx.best_source, next)) continue;   // would not compile: no experiment spent on it
       Proposal p;
       p.source = with_knob(ctx.best_source, name, values[rank]);
       p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) +

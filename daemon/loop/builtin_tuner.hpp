@@ -1,7 +1,8 @@
 #pragma once
 /// The builtin tuner: the offline proposer. It changes one knob line of the current best file
 /// per experiment, walking the playbook's tiers (block sizing, then vector width and memory
-/// access, then the rest the file exposes), and never proposes a configuration already measured.
+/// access, then the rest the file exposes), and never proposes a configuration already measured,
+/// being measured on another GPU, or breaking one of the file's static_asserts.
 #include <set>
 
 #include "daemon/loop/proposer.hpp"

@@ -97,10 +97,18 @@ class ScriptedProposer : public Proposer {
   std::vector<ProposalContext> seen;
   int slow = 0;   ///< as concurrency(): > 0 makes the loop ask from the experiments' threads
   int concurrency() const override { return slow; }
+  int hold_ms = 0;                       ///< every proposal takes at least this long
+  int asking = 0, most_at_once = 0;      ///< proposals being asked for at once
   void add(double us, const std::string& what) { queue.push_back({"// us=" + std::to_string(us) + "\n" + what + "\n", what, 10, 0}); }
   void add_failing(const std::string& what) { queue.push_back({"// FAIL\n", what, 10, 0}); }
   Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      most_at_once = std::max(most_at_once, ++asking);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
     std::lock_guard<std::mutex> l(mu);
+    --asking;
     seen.push_back(ctx);
     if (queue.empty()) return std::optional<Proposal>();
     Proposal p = queue.front();

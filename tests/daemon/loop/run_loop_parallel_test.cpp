@@ -213,18 +213,21 @@ TEST_CASE("a slow proposer is asked from the experiments threads and at most as 
   OrderedEvaluator ev;
   ScriptedProposer pr;
   pr.slow = 2;
+  pr.hold_ms = 200;   // every question is still open when the next GPU asks
   ManualClock clock;
-  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0.01});
+  pr.queue.push_back({"// us=90\nA\n", "A", 10, 0.01});
   pr.queue.push_back({"// us=95\nB\n", "B", 20, 0.02});
-  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
+  pr.queue.push_back({"// us=97\nC\n", "C", 30, 0.03});
+  RunLoop loop(loop_config(dir), gpus(ev, 3), pr, clock);
   REQUIRE(loop.run().ok());
   auto rows = rows_in(loop);
-  REQUIRE(rows.size() == 3);
+  REQUIRE(rows.size() == 4);
   check_numbers_once(rows);
-  CHECK(ev.most_at_once == 2);
+  CHECK(pr.most_at_once == 2);   // three GPUs free, two questions at once
   CHECK(row_of(rows, "A").llm_tokens == 10);
   CHECK(row_of(rows, "B").llm_tokens == 20);
-  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.03"));
+  CHECK(row_of(rows, "C").llm_tokens == 30);
+  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.06"));
 }
 
 TEST_CASE("a stop request with experiments in flight lets them finish and records them", "[loop][parallel]") {
