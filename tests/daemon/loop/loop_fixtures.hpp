@@ -126,6 +126,7 @@ class OrderedEvaluator : public Evaluator {
   ScriptedEvaluator judge;
   int active = 0, most_at_once = 0;
   int hold_ms = 0;                     ///< every evaluation takes at least this long
+  double wait_s = 5;                   ///< the longest an "after=" waits
   std::vector<std::string> finished;   ///< second lines, in order of completion
   Result<Verdict> evaluate(const EvalRequest& req) override {
     const std::string first = req.source.substr(0, req.source.find('\n'));
@@ -138,7 +139,7 @@ class OrderedEvaluator : public Evaluator {
     std::unique_lock<std::mutex> l(mu);
     if (size_t a = first.find(" after="); a != std::string::npos) {
       const std::string wait_for = first.substr(a + 7, first.find(' ', a + 7) - a - 7);
-      cv.wait_for(l, std::chrono::seconds(5), [&] {
+      cv.wait_for(l, std::chrono::duration<double>(wait_s), [&] {
         return std::find(finished.begin(), finished.end(), wait_for) != finished.end();
       });
       // The other's verdict still has to reach the loop from its thread.

@@ -38,6 +38,21 @@ const ResultRow& row_of(const std::vector<ResultRow>& rows, const std::string& d
   return rows.front();
 }
 
+/// A run on two GPUs of A (finishing after B) and B, "killed" at the nth `point`.
+void run_killed(const Config& cfg, ManualClock& clock, const std::string& point, int nth) {
+  OrderedEvaluator ev;
+  ev.wait_s = 0.5;
+  ScriptedProposer pr;
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+  int seen = 0;
+  loop.crash_point = [&](const std::string& p) {
+    if (p == point && ++seen == nth) throw CrashHere{};
+  };
+  REQUIRE_THROWS_AS(loop.run(), CrashHere);
+}
+
 void check_numbers_once(const std::vector<ResultRow>& rows) {
   std::set<long long> seen;
   for (auto& r : rows) CHECK(seen.insert(r.experiment).second);
@@ -131,19 +146,8 @@ TEST_CASE("killed with two experiments in flight, a restart runs both again unde
   TempDir dir;
   ManualClock clock;
   auto cfg = loop_config(dir);
-  {
-    OrderedEvaluator ev;
-    ScriptedProposer pr;
-    pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-    pr.queue.push_back({"// us=95 after=nothing\nB\n", "B", 10, 0});
-    RunLoop loop(cfg, gpus(ev, 2), pr, clock);
-    int dispatched = 0;
-    loop.crash_point = [&](const std::string& p) {
-      if (p == "dispatched" && ++dispatched == 3) throw CrashHere{};   // A and B both handed out
-    };
-    REQUIRE_THROWS_AS(loop.run(), CrashHere);
-    REQUIRE(rows_in(loop).size() == 1);
-  }
+  run_killed(cfg, clock, "dispatched", 3);   // the starter, A, then B handed out
+  REQUIRE(open_results(cfg.run_dir() + "/results.tsv")->size() == 1);
   OrderedEvaluator ev;
   ScriptedProposer pr;
   pr.queue.push_back({"// us=80\nD\n", "D", 10, 0});
@@ -163,19 +167,9 @@ TEST_CASE("killed after one of two in flight was recorded, the other is run agai
   TempDir dir;
   ManualClock clock;
   auto cfg = loop_config(dir);
-  {
-    OrderedEvaluator ev;
-    ScriptedProposer pr;
-    pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-    pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
-    RunLoop loop(cfg, gpus(ev, 2), pr, clock);
-    int recorded = 0;
-    loop.crash_point = [&](const std::string& p) {
-      if (p == "recorded" && ++recorded == 2) throw CrashHere{};   // B's row is written, A is in flight
-    };
-    REQUIRE_THROWS_AS(loop.run(), CrashHere);
-  }
+  run_killed(cfg, clock, "recorded", 2);   // B's row is written, A is in flight
   OrderedEvaluator ev;
+  ev.wait_s = 0.1;   // A waits for a B that was judged before the kill
   ScriptedProposer pr;
   RunLoop loop(cfg, gpus(ev, 2), pr, clock);
   REQUIRE(loop.run().ok());
