@@ -123,7 +123,15 @@ Status RunLoop::read_in_flight() {
   std::set<long long> recorded;
   for (auto& r : rows_) recorded.insert(r.experiment);
   const std::vector<InFlight> entries = ledger_->entries();
+  std::set<std::string> tags;
+  for (auto& k : kernels_) tags.insert(k.tag);
   for (auto& e : entries) {
+    if (!tags.count(e.tag)) {
+      spdlog::warn("experiment {} was in flight on '{}', which the config no longer lists: its number stays unused",
+                   e.experiment, e.tag);
+      if (auto s = ledger_->remove(e.experiment); !s) return s;
+      continue;
+    }
     if (!recorded.count(e.experiment) &&
         std::filesystem::exists(dir_.path(dir_.experiment_file(e.experiment, e.tag)))) {
       // The candidate is on disk: judged again under its own number, before anything new.

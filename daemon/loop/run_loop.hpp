@@ -84,6 +84,7 @@ class RunLoop {
   size_t busy_gpus() const { return running_.size(); }
   bool stop_requested() const { return signals_.stop && signals_.stop->load(); }
   std::string gpu_model_filter(size_t w) const;
+  std::string doing_line(const ExperimentJob& job, const std::string& what) const;   ///< for `status`
   /// Pushes the run's branch to [run] git_remote, when set; a failure is logged, not fatal.
   void push_history();
   std::string verdict_file(long long n, const std::string& tag) const;   ///< experiments/NNNN-<tag>.verdict.json

@@ -17,10 +17,14 @@ std::string RunLoop::gpu_model_filter(size_t w) const {
   return "";
 }
 
+std::string RunLoop::doing_line(const ExperimentJob& job, const std::string& what) const {
+  return "experiment " + std::to_string(job.experiment) + " " + kernels_[job.kernel].tag + ": " + what;
+}
+
 Status RunLoop::dispatch_free_gpus() {
   // Candidates left in flight by the last stop go first, each on its kernel's model.
-  for (size_t i = 0; i < to_rerun_.size();) {
-    const InFlight e = to_rerun_[i];
+  while (!to_rerun_.empty()) {
+    const InFlight e = to_rerun_.front();
     size_t k = 0;
     while (k < kernels_.size() && kernels_[k].tag != e.tag) ++k;
     std::optional<size_t> w;
@@ -28,7 +32,7 @@ Status RunLoop::dispatch_free_gpus() {
       if (!threads_[g].joinable() && (gpu_model_filter(g).empty() || kernels_[k].model.empty() || kernels_[k].model == gpus_[g].model))
         w = g;
     if (!w) return ok();
-    to_rerun_.erase(to_rerun_.begin() + long(i));
+    to_rerun_.erase(to_rerun_.begin());
     ExperimentJob job = new_job(k, *w, e.experiment, !kernels_[k].has_baseline);
     job.proposal.source = read_text(job.candidate_path).value_or("");
     job.proposal.description = e.description.empty() ? "(proposed before a restart)" : e.description;
@@ -132,8 +136,7 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
   kp.in_flight++;
-  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " +
-                       (description.empty() ? "waiting for the LLM's proposal" : description) +
+  doing_[job.worker] = doing_line(job, description.empty() ? "waiting for the LLM's proposal" : description) +
                        (job.times_judged ? " (judged again beside the newer best)" : "");
   const size_t w = job.worker;
   running_[job.experiment] = job;
@@ -165,9 +168,8 @@ Status RunLoop::judge_again(ExperimentJob job) {
 
 Status RunLoop::proposal_arrived(const ExperimentJob& job) {
   --proposing_;
-  const KernelProgress& kp = kernels_[job.kernel];
   running_[job.experiment] = job;
-  doing_[job.worker] = "experiment " + std::to_string(job.experiment) + " " + kp.tag + ": " + job.proposal.description;
+  doing_[job.worker] = doing_line(job, job.proposal.description);
   for (auto e : ledger_->entries())
     if (e.experiment == job.experiment) {
       e.description = job.proposal.description;

@@ -8,6 +8,16 @@
 
 using namespace ak;
 
+namespace {
+/// What the tuner sees before the first experiment of rmsnorm: the starter as the best.
+ProposalContext rmsnorm_starter_context() {
+  ProposalContext ctx;
+  ctx.spec = &rmsnorm_spec();
+  ctx.best_source = rmsnorm_spec().starter_source();
+  return ctx;
+}
+}  // namespace
+
 TEST_CASE("knob lines are read and rewritten, the rest of the file untouched", "[knobs]") {
   std::string src = "#define AK_THREADS 256   // threads\n#define OTHER 3\n  #define AK_VEC 1\nint x;";
   auto k = read_knobs(src);
@@ -34,9 +44,7 @@ TEST_CASE("the starters expose knobs of the first two tiers", "[knobs]") {
 
 TEST_CASE("the tuner changes one knob at a time, block sizing first, and never repeats a configuration", "[tuner]") {
   BuiltinTuner t;
-  ProposalContext ctx;
-  ctx.spec = &rmsnorm_spec();
-  ctx.best_source = rmsnorm_spec().starter_source();
+  ProposalContext ctx = rmsnorm_starter_context();
   auto first = t.propose(ctx);
   REQUIRE(first.ok());
   REQUIRE(first->has_value());
@@ -97,9 +105,7 @@ TEST_CASE("tile, warp and stage knobs move by powers of two, never to a size a k
 
 TEST_CASE("the tuner does not propose a configuration that is being judged on another GPU", "[tuner][parallel]") {
   BuiltinTuner t;
-  ProposalContext ctx;
-  ctx.spec = &rmsnorm_spec();
-  ctx.best_source = rmsnorm_spec().starter_source();
+  ProposalContext ctx = rmsnorm_starter_context();
   auto first = t.propose(ctx);
   REQUIRE(first.ok());
   REQUIRE(first->has_value());

@@ -38,13 +38,18 @@ const ResultRow& row_of(const std::vector<ResultRow>& rows, const std::string& d
   return rows.front();
 }
 
+/// A (90 us) finishes only after B (95 us) has, though it was handed out first.
+void a_after_b(ScriptedProposer& pr) {
+  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
+  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+}
+
 /// A run on two GPUs of A (finishing after B) and B, "killed" at the nth `point`.
 void run_killed(const Config& cfg, ManualClock& clock, const std::string& point, int nth) {
   OrderedEvaluator ev;
   ev.wait_s = 0.5;
   ScriptedProposer pr;
-  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  a_after_b(pr);
   RunLoop loop(cfg, gpus(ev, 2), pr, clock);
   int seen = 0;
   loop.crash_point = [&](const std::string& p) {
@@ -65,8 +70,7 @@ TEST_CASE("with two GPUs two experiments run at once and rows are written in ord
   OrderedEvaluator ev;
   ScriptedProposer pr;
   ManualClock clock;
-  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  a_after_b(pr);
   RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
   nlohmann::json state_while_busy;
   loop.crash_point = [&](const std::string& p) {
@@ -99,8 +103,7 @@ TEST_CASE("status shows what each GPU is doing while experiments are in flight",
   OrderedEvaluator ev;
   ScriptedProposer pr;
   ManualClock clock;
-  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  a_after_b(pr);
   RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
   std::vector<std::string> doing;
   loop.crash_point = [&](const std::string& p) {
@@ -124,8 +127,7 @@ TEST_CASE("a candidate paired with a best that was replaced meanwhile is judged 
   ev.judge.pair_noise = 0.001;
   ScriptedProposer pr;
   ManualClock clock;
-  pr.queue.push_back({"// us=90 after=B\nA\n", "A", 10, 0});
-  pr.queue.push_back({"// us=95\nB\n", "B", 10, 0});
+  a_after_b(pr);
   pr.queue.push_back({"// us=97 after=B\nC\n", "C", 10, 0});
   RunLoop loop(loop_config(dir), gpus(ev, 3), pr, clock);
   REQUIRE(loop.run().ok());
@@ -241,4 +243,24 @@ TEST_CASE("a stop request with experiments in flight lets them finish and record
   CHECK(out->kind == RunOutcome::Stopped);
   CHECK(rows_in(loop).size() == 3);
   CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
+}
+
+TEST_CASE("an experiment in flight on a kernel the config no longer lists is dropped and its number stays unused", "[loop][parallel][resume]") {
+  TempDir dir;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  REQUIRE(RunDirectory(cfg.run_dir()).create().ok());
+  InFlightLedger ledger(cfg.run_dir() + "/in_flight.json");
+  REQUIRE(ledger.add({5, "softmax", 0, "tier 1: AK_THREADS 256 -> 128", 0, 0, 1}).ok());
+  REQUIRE(write_file_atomic(cfg.run_dir() + "/experiments/0005-softmax.cu", "// us=50\nold\n").ok());
+  OrderedEvaluator ev;
+  ScriptedProposer pr;
+  pr.add(90, "faster");
+  RunLoop loop(cfg, gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].experiment == 6);   // after the dropped number
+  CHECK(rows[0].tag == "rmsnorm");
+  CHECK(ev.judge.calls == 2);       // the softmax candidate was not run
 }
