@@ -6,6 +6,7 @@
 
 #include "daemon/loop/knob_constraints.hpp"
 #include "daemon/loop/knobs.hpp"
+#include "daemon/loop/variant_moves.hpp"
 
 namespace ak {
 
@@ -51,14 +52,20 @@ std::vector<long long> BuiltinTuner::candidates(const std::string& knob, long lo
 }
 
 Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx) {
-  std::set<std::string> measured;
-  for (auto& e : ctx.history) measured.insert(knob_key(read_knobs(e.source)));
-  for (auto& e : ctx.in_flight) measured.insert(knob_key(read_knobs(e.source)));   // judged on another GPU now
   const Knobs best = read_knobs(ctx.best_source);
-  measured.insert(knob_key(best));
   if (best.empty())
     return error("the builtin tuner found no knob lines (#define AK_NAME value) in the " +
                  (ctx.spec ? ctx.spec->type : std::string("kernel")) + " file: nothing to tune");
+  std::optional<Proposal> knob_move = next_knob_move(ctx, best);
+  if (auto v = next_variant_move(ctx, knob_move.has_value())) return std::optional<Proposal>(*v);
+  return knob_move;
+}
+
+std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx, const Knobs& best) {
+  std::set<std::string> measured;
+  for (auto& e : ctx.history) measured.insert(configuration_key(e.source));
+  for (auto& e : ctx.in_flight) measured.insert(configuration_key(e.source));   // judged on another GPU now
+  measured.insert(configuration_key(ctx.best_source));
   std::vector<std::string> names;
   for (auto& [name, v] : best) names.push_back(name);
   // Within block sizing, threads per block first: it is the knob with the widest effect.
@@ -73,15 +80,16 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
       if (rank >= values.size()) continue;
       Knobs next = best;
       next[name] = values[rank];
-      if (measured.count(knob_key(next))) continue;
+      const std::string source = with_knob(ctx.best_source, name, values[rank]);
+      if (measured.count(configuration_key(source))) continue;
       if (broken_assert(ctx.best_source, next)) continue;   // would not compile: no experiment spent on it
       Proposal p;
-      p.source = with_knob(ctx.best_source, name, values[rank]);
+      p.source = source;
       p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) +
                       " -> " + std::to_string(values[rank]);
-      return std::optional<Proposal>(p);
+      return p;
     }
-  return std::optional<Proposal>();
+  return std::nullopt;
 }
 
 }  // namespace ak

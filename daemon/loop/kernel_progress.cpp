@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "daemon/loop/proposer.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -52,8 +53,8 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
       k.best_throughput = row.throughput;
       k.best_pct_peak = row.pct_peak;
       k.consecutive_reverts = 0;
-    } else {
-      k.consecutive_reverts++;
+    } else if (row.description.rfind(kStructureMove, 0) != 0) {
+      k.consecutive_reverts++;   // reverts count within a structure: a tried switch is not one
     }
     return;
   }

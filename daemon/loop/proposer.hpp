@@ -39,6 +39,11 @@ struct ProposalContext {
   std::vector<PastExperiment> in_flight;
 };
 
+/// How a proposal that switches a kernel to another structure (kernels_cuda/variants.hpp) begins
+/// its description: a revert of one does not count toward "reverts in a row", which count
+/// within a structure, so a run does not end before the variants were tried.
+inline constexpr const char* kStructureMove = "structure: ";
+
 struct Proposal {
   std::string source;
   std::string description;     ///< one line

@@ -2,6 +2,8 @@
 
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/knobs.hpp"
+#include "daemon/loop/variant_moves.hpp"
+#include "kernels_cuda/variants.hpp"
 
 #include <set>
 #include "kernels_cuda/registry.hpp"
@@ -55,17 +57,21 @@ TEST_CASE("the tuner changes one knob at a time, block sizing first, and never r
   for (auto& [n, v] : base) differences += changed[n] != v;
   CHECK(differences == 1);
 
-  // Feed every proposal back as measured: the tuner walks the whole neighbourhood once, then stops.
+  // Feed every proposal back as measured, the knob moves as kept so that no structure switch is
+  // due: the tuner walks the whole neighbourhood once, then tries the variants, then stops.
   std::set<std::string> seen;
+  int structure_moves = 0;
   for (int i = 0; i < 100; ++i) {
     auto p = t.propose(ctx);
     REQUIRE(p.ok());
     if (!p->has_value()) break;
-    std::string key = knob_key(read_knobs((*p)->source));
-    CHECK(seen.insert(key).second);
-    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
+    CHECK(seen.insert(configuration_key((*p)->source)).second);
+    const bool switch_move = (*p)->description.rfind(kStructureMove, 0) == 0;
+    structure_moves += switch_move;
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, !switch_move && i % 3 == 0, ""});
   }
-  CHECK(seen.size() == 3 + 4 + 3);   // rows 2,4,8; threads 64..1024 but 256; vec 2,4,8
+  CHECK(seen.size() - structure_moves == 3 + 4 + 3);   // rows 2,4,8; threads 64..1024 but 256; vec 2,4,8
+  CHECK(structure_moves == int(kernel_variants("rmsnorm").size()) - 1);
   CHECK_FALSE(t.propose(ctx)->has_value());
 }
 
@@ -82,8 +88,12 @@ TEST_CASE("the tuner tries every knob's nearest value before any knob's second",
     order.push_back((*p)->description);
     ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
   }
-  CHECK(order == std::vector<std::string>{"tier 1: AK_THREADS 256 -> 128", "tier 1: AK_ROWS_PER_BLOCK 1 -> 2",
-                                          "tier 2: AK_VEC 1 -> 2", "tier 1: AK_THREADS 256 -> 512"});
+  // The fourth would be AK_THREADS 256 -> 512, but three reverts in a row in one structure make
+  // the tuner try the variants first (tests/daemon/loop/variant_moves_test.cpp).
+  REQUIRE(order.size() == 4);
+  CHECK(std::vector<std::string>(order.begin(), order.begin() + 3) ==
+        std::vector<std::string>{"tier 1: AK_THREADS 256 -> 128", "tier 1: AK_ROWS_PER_BLOCK 1 -> 2", "tier 2: AK_VEC 1 -> 2"});
+  CHECK(order[3].rfind(kStructureMove, 0) == 0);
 }
 
 TEST_CASE("a file without knobs is a proposal error, not a silent stop", "[tuner]") {

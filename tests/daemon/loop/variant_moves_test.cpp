@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+
+#include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/loop/kernel_progress.hpp"
+#include "daemon/loop/knob_constraints.hpp"
+#include "daemon/loop/knobs.hpp"
+#include "daemon/loop/variant_moves.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
+
+using namespace ak;
+
+namespace {
+
+ProposalContext starter_context(const std::string& type, double pct_peak = 0.8) {
+  ProposalContext ctx;
+  ctx.spec = find_spec(type);
+  ctx.best_source = ctx.spec->starter_source();
+  ctx.pct_peak = pct_peak;
+  ctx.history.push_back({"baseline: the starter", ctx.best_source, "PASS", 100, true, ""});
+  return ctx;
+}
+
+bool is_structure_move(const Proposal& p) { return p.description.rfind(kStructureMove, 0) == 0; }
+
+Proposal propose(BuiltinTuner& t, const ProposalContext& ctx) {
+  auto p = t.propose(ctx);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  return **p;
+}
+
+}  // namespace
+
+TEST_CASE("each type lists its starter first, then variants with a name, a one-line story and knobs", "[variants]") {
+  int types_with_variants = 0;
+  for (auto* spec : all_specs()) {
+    auto vs = kernel_variants(spec->type);
+    INFO(spec->type);
+    REQUIRE(!vs.empty());
+    CHECK(vs[0].name == "starter");
+    CHECK(*vs[0].source == spec->starter_source());
+    types_with_variants += vs.size() > 1;
+    for (size_t i = 1; i < vs.size(); ++i) {
+      INFO(vs[i].name);
+      CHECK(variant_name(*vs[i].source) == vs[i].name);
+      CHECK(vs[i].story.size() > 20);
+      CHECK(vs[i].story.find('\n') == std::string::npos);
+      CHECK_FALSE(read_knobs(*vs[i].source).empty());
+      CHECK_FALSE(broken_assert(*vs[i].source, read_knobs(*vs[i].source)));   // ships compilable
+    }
+  }
+  CHECK(types_with_variants >= 7);
+  CHECK(variant_name("// softmax starter: y = ...\n") == "starter");
+  CHECK(variant_name("// softmax variant row_in_registers: the row read once\n") == "row_in_registers");
+  CHECK(variant_name("") == "starter");
+}
+
+TEST_CASE("a kernel far under its peak switches structure before any knob move", "[variants][tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx = starter_context("matmul", 0.17);
+  Proposal p = propose(t, ctx);
+  CHECK(is_structure_move(p));
+  CHECK(variant_name(p.source) == "mma_pipeline");
+  // The starter's knobs were never tuned, so the variant keeps its own (128x128 tiles, not 64x64).
+  CHECK(p.source == *kernel_variants("matmul")[1].source);
+  CHECK_THAT(p.description, Catch::Contains("starter -> mma_pipeline (its own knobs)"));
+}
+
+TEST_CASE("after three reverts in a structure the tuner tries every variant before its next knob", "[variants][tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx = starter_context("softmax");
+  for (int i = 0; i < kSwitchAfterReverts; ++i) {
+    Proposal p = propose(t, ctx);
+    REQUIRE_FALSE(is_structure_move(p));
+    ctx.history.push_back({p.description, p.source, "PASS", 101, false, ""});
+  }
+  Proposal p = propose(t, ctx);
+  REQUIRE(is_structure_move(p));
+  CHECK(variant_name(p.source) == "row_in_registers");
+  ctx.history.push_back({p.description, p.source, "PASS", 130, false, ""});
+  // The switch lost; it is not a revert of the structure, and the knobs go on where they were.
+  CHECK(reverts_in_structure(ctx.history) == kSwitchAfterReverts);
+  Proposal next = propose(t, ctx);
+  CHECK_FALSE(is_structure_move(next));
+  CHECK(variant_name(next.source) == "starter");
+}
+
+TEST_CASE("a tuned knob carries into the variant, an untuned one does not, and a loss is retried at the variant's own knobs", "[variants][tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx = starter_context("softmax");
+  ctx.best_source = with_knob(with_knob(ctx.best_source, "AK_THREADS", 512), "AK_ROWS_PER_BLOCK", 2);
+  ctx.history.push_back({"tier 1: AK_THREADS 256 -> 512", with_knob(ctx.history[0].source, "AK_THREADS", 512), "PASS", 99, true, ""});
+  ctx.history.push_back({"tier 1: AK_ROWS_PER_BLOCK 1 -> 2", ctx.best_source, "PASS", 98, true, ""});
+  for (int i = 0; i < kSwitchAfterReverts; ++i) ctx.history.push_back({"a knob", "", "PASS", 120, false, ""});
+  Proposal carried = propose(t, ctx);
+  REQUIRE(is_structure_move(carried));
+  const Knobs k = read_knobs(carried.source), own = read_knobs(*kernel_variants("softmax")[1].source);
+  CHECK(k.at("AK_THREADS") == 512);          // tuned in the starter
+  CHECK(k.at("AK_ROWS_PER_BLOCK") == 2);     // tuned in the starter
+  CHECK(k.at("AK_VEC") == own.at("AK_VEC")); // the starter's untuned 1 stays behind
+  CHECK(k.at("AK_ITEMS") == own.at("AK_ITEMS"));
+  CHECK_THAT(carried.description, Catch::Contains("knobs carried over"));
+  ctx.history.push_back({carried.description, carried.source, "PASS", 130, false, ""});
+
+  Proposal own_knobs = propose(t, ctx);
+  REQUIRE(is_structure_move(own_knobs));
+  CHECK(own_knobs.source == *kernel_variants("softmax")[1].source);
+  ctx.history.push_back({own_knobs.description, own_knobs.source, "PASS", 130, false, ""});
+  CHECK_FALSE(is_structure_move(propose(t, ctx)));   // both tried: back to the starter's knobs
+}
+
+TEST_CASE("a carried knob that breaks the variant's static_asserts stays the variant's own", "[variants]") {
+  const std::string& variant = *kernel_variants("softmax")[1].source;
+  const std::string from = with_knob(find_spec("softmax")->starter_source(), "AK_THREADS", 64);
+  const std::string tuned = with_knob(from, "AK_ROWS_PER_BLOCK", 4);   // 64 / 4 = 16 threads a row: no whole warp
+  const std::string out = carry_knobs(tuned, find_spec("softmax")->starter_source(), variant);
+  CHECK_FALSE(broken_assert(out, read_knobs(out)));
+  CHECK(read_knobs(out).at("AK_THREADS") == 64);
+  CHECK(read_knobs(out).at("AK_ROWS_PER_BLOCK") == read_knobs(variant).at("AK_ROWS_PER_BLOCK"));
+}
+
+TEST_CASE("once a variant is kept the tuner walks its own knobs", "[variants][tuner]") {
+  BuiltinTuner t;
+  ProposalContext ctx = starter_context("softmax");
+  const std::string& variant = *kernel_variants("softmax")[1].source;
+  ctx.history.push_back({std::string(kStructureMove) + "starter -> row_in_registers", variant, "PASS", 95, true, ""});
+  ctx.best_source = variant;
+  bool items = false;
+  for (int i = 0; i < 12; ++i) {
+    Proposal p = propose(t, ctx);
+    CHECK(variant_name(p.source) == "row_in_registers");
+    items |= p.description.find("AK_ITEMS") != std::string::npos;
+    ctx.history.push_back({p.description, p.source, "PASS", 96, i % 2 == 0, ""});
+  }
+  CHECK(items);
+}
+
+TEST_CASE("a reverted structure switch does not count toward reverts in a row", "[variants][convergence]") {
+  Config cfg;
+  cfg.kernels.push_back(KernelEntry{});
+  cfg.kernels[0].type = "softmax";
+  auto ks = initial_progress(cfg);
+  auto row = [](long long n, bool kept, const std::string& d) {
+    ResultRow r;
+    r.experiment = n;
+    r.tag = "softmax";
+    r.latency_us = 100;
+    r.kept = kept;
+    r.description = d;
+    return r;
+  };
+  apply_row(ks, row(0, true, baseline_description("the reference kernel")));
+  apply_row(ks, row(1, false, "tier 1: AK_THREADS 256 -> 128"));
+  apply_row(ks, row(2, false, std::string(kStructureMove) + "starter -> row_in_registers (its own knobs): ..."));
+  apply_row(ks, row(3, false, "tier 1: AK_THREADS 256 -> 512"));
+  CHECK(ks[0].consecutive_reverts == 2);
+  CHECK(ks[0].experiments == 4);
+}
