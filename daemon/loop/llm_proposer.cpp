@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "daemon/loop/run_directory.hpp"
+#include "kernels_cuda/variants.hpp"
 #include "llm/prompt_template.hpp"
 #include "llm/reply_parser.hpp"
 
@@ -24,6 +25,14 @@ std::string instantiations(const KernelSpec& spec) {
   for (size_t i = 0; i < spec.dtypes.size(); ++i)
     t += std::string(i == 0 ? "" : i + 1 == spec.dtypes.size() ? " and " : ", ") + dtype_cuda_type(spec.dtypes[i]);
   return t;
+}
+
+/// One line per structure of the type: the model learns which layouts exist and what each changes,
+/// without their code in every prompt.
+std::string structures_text(const std::string& type) {
+  std::string t;
+  for (auto& v : kernel_variants(type)) t += "- " + v.name + ": " + v.story + "\n";
+  return t.empty() ? "(none)" : t.substr(0, t.size() - 1);
 }
 
 std::string history_text(const ProposalContext& ctx) {
@@ -81,6 +90,8 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                       {"baseline_us", format_numbers("%.2f", ctx.baseline_us)},
                       {"speedup", format_numbers("%.3fx", ctx.best_us > 0 ? ctx.baseline_us / ctx.best_us : 0)},
                       {"type_notes", notes ? *notes : "(none)"},
+                      {"structure", variant_name(ctx.best_source)},
+                      {"structures", structures_text(spec.type)},
                       {"history", history_text(ctx)},
                       {"best_file", ctx.best_source}});
   if (!user) return user.error();

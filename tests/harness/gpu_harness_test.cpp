@@ -16,6 +16,7 @@
 #include "harness/worker_evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/harness/gpu_judge.hpp"
+#include "kernels_cuda/variants.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
@@ -142,6 +143,21 @@ TEST_CASE("the starters pass all five stages and are timed", "[gpu]") {
     CHECK(std::fabs(v.timing->event_median_us - v.timing->median_us) < 0.1 * v.timing->median_us + 10);
     CHECK(v.reference_us + v.cublas_us > 0);
     CHECK(v.baseline_us > 0);
+  }
+}
+
+TEST_CASE("every variant passes all five stages and is timed", "[gpu][variants]") {
+  if (!test::gpu_or_skip()) return;
+  for (const KernelSpec* spec : all_specs()) {
+    const auto variants = kernel_variants(spec->type);
+    for (size_t i = 1; i < variants.size(); ++i) {
+      Verdict v = judge(*spec, *variants[i].source);
+      INFO(spec->type << " " << variants[i].name << ": " << v.message);
+      CHECK(v.correctness == Correctness::Pass);
+      REQUIRE(v.timing.has_value());
+      CHECK(v.timing->median_us > 0);
+      CHECK(v.pct_peak < kSuspectFactor);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "daemon/loop/llm_proposer.hpp"
+#include "kernels_cuda/variants.hpp"
 #include "harness/candidate_compile.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
@@ -99,6 +100,21 @@ TEST_CASE("every kernel type gets its notes, its instantiations and its launch g
   CHECK_THAT(q->system, Catch::Contains("instantiates it for __half and __nv_bfloat16.") && Catch::Contains("ak_tile_n"));
   CHECK_THAT(build_chat_request(rmsnorm_context(), 8000)->system,
              Catch::Contains("for __half, __nv_bfloat16 and float.") && Catch::Contains("ak_rows_per_block"));
+}
+
+TEST_CASE("the prompt names the type's structures and their one-line stories, not their code", "[llm][variants]") {
+  ProposalContext ctx = rmsnorm_context();
+  ctx.spec = &softmax_spec();
+  ctx.best_source = softmax_spec().starter_source();
+  auto q = build_chat_request(ctx, 8000);
+  REQUIRE(q.ok());
+  const auto vs = kernel_variants("softmax");
+  REQUIRE(vs.size() >= 2);
+  CHECK_THAT(q->user, Catch::Contains("the current best is starter"));
+  CHECK_THAT(q->user, Catch::Contains("- " + vs[1].name + ": " + vs[1].story));
+  CHECK_THAT(q->user, !Catch::Contains("online_max_sum"));   // a function of the variant's code
+  ctx.best_source = *vs[1].source;
+  CHECK_THAT(build_chat_request(ctx, 8000)->user, Catch::Contains("the current best is " + vs[1].name));
 }
 
 TEST_CASE("a usable reply becomes a proposal with its tokens, cost and a transcript without the key", "[llm]") {
