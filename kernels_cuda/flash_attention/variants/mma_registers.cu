@@ -1,0 +1,227 @@
+// flash_attention variant mma_registers: FlashAttention-2 on mma.sync, scores and output in registers, k/v double-buffered with cp.async
+//
+// What it changes and why: the starter keeps the running output in shared memory in fp32 and
+// rescales it there every step, because wmma does not say which row an accumulator element
+// belongs to; that traffic, not the tensor cores, sets its pace. Here each warp owns 16 query
+// rows and issues mma.sync.m16n8k16 itself, so it knows the layout: q stays in registers as A
+// fragments for the whole kernel, the scores S = q k^T land in registers, the online softmax
+// (running max and sum per row, exp2 with the scale folded in) works on them where they are, and
+// the probabilities are packed to T in place as the A fragments of P v, the register layout of
+// an m16n8 accumulator pair being that of an m16k16 operand. The output accumulates in
+// registers and is divided by the row sums once, at the end. k and v tiles are loaded with
+// cp.async into one stage while the other is used, and blocks are numbered so that the query
+// tiles with the most keys (the causal mask's long rows) start first.
+//
+// The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
+// code; the entry point and its arguments are fixed; the harness reads the launch geometry from
+// the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+// ---- knobs: plain lines a tuner or an LLM may rewrite ----
+#define AK_BLOCK_Q 128   // query rows per block, 16 per warp
+#define AK_BLOCK_KV 64   // keys per step (a multiple of 16)
+
+constexpr int kMaxD = 128;
+constexpr int kWarps = AK_BLOCK_Q / 16;
+constexpr int kThreads = kWarps * 32;
+static_assert(AK_BLOCK_Q % 16 == 0 && AK_BLOCK_KV % 16 == 0, "tiles are made of 16-row steps");
+static_assert(kThreads <= 1024, "too many warps for one block");
+// q, then two stages of (k, v); rows padded by 16 bytes so ldmatrix's eight rows hit different banks.
+constexpr int kSmem = (AK_BLOCK_Q + 4 * AK_BLOCK_KV) * (kMaxD + 8) * 2;
+
+// ---- launch geometry, read by the harness from the compiled module ----
+extern "C" __constant__ int ak_block_threads = kThreads;
+extern "C" __constant__ int ak_tile_m = AK_BLOCK_Q;  // grid: B * H * ceil(S / AK_BLOCK_Q)
+extern "C" __constant__ int ak_smem_bytes = kSmem;
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void copy16(void* dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, __half) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, __nv_bfloat16) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack(float x, float y, __half) {
+  __half2 h = __floats2half2_rn(x, y);
+  return *reinterpret_cast<unsigned*>(&h);
+}
+__device__ __forceinline__ unsigned pack(float x, float y, __nv_bfloat16) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<unsigned*>(&h);
+}
+
+// ROWS rows of D elements from row r0 of a [S, D] matrix into shared memory (row stride D + 8),
+// zeros past row S, 16 bytes per cp.async.
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void load_rows(T* s, const T* g, int r0, int S) {
+  constexpr int kChunks = D / 8;
+  for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const bool in = r0 + r < S;
+    copy16(s + r * (D + 8) + c, in ? g + (long long)(r0 + r) * D + c : g, in ? 16 : 0);
+  }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int heads, int S, unsigned char* smem) {
+  constexpr int kLd = D + 8;
+  constexpr int kSFrags = AK_BLOCK_KV / 8;   // n8 fragments of scores per warp
+  constexpr int kOFrags = D / 8;             // n8 fragments of output per warp
+  const float neg_inf = __int_as_float(0xff800000);
+  T* Qs = reinterpret_cast<T*>(smem);
+  T* KV = Qs + AK_BLOCK_Q * kLd;
+
+  // The longest causal rows first: block b takes query tile (q_tiles - 1 - b / heads) of head b % heads.
+  const int q_tiles = (S + AK_BLOCK_Q - 1) / AK_BLOCK_Q;
+  const long long head = blockIdx.x % heads;
+  const int q0 = (q_tiles - 1 - (int)(blockIdx.x / heads)) * AK_BLOCK_Q;
+  const T* qh = q + head * S * D;
+  const T* kh = k + head * S * D;
+  const T* vh = v + head * S * D;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wq0 = q0 + warp * 16;             // this warp's first query row
+  const int row0 = wq0 + lane / 4;            // this lane's rows: row0 and row0 + 8
+
+  load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S);
+  commit_copies();
+  const int kv_end = min(S, q0 + AK_BLOCK_Q);   // causal: no key past the block's last query
+  const int kv_tiles = (kv_end + AK_BLOCK_KV - 1) / AK_BLOCK_KV;
+  auto load_kv = [&](int t) {
+    if (t < kv_tiles) {
+      T* Ks = KV + (t & 1) * 2 * AK_BLOCK_KV * kLd;
+      load_rows<T, D, AK_BLOCK_KV>(Ks, kh, t * AK_BLOCK_KV, S);
+      load_rows<T, D, AK_BLOCK_KV>(Ks + AK_BLOCK_KV * kLd, vh, t * AK_BLOCK_KV, S);
+    }
+    commit_copies();
+  };
+  load_kv(0);
+  wait_copies<1>();   // q has landed
+  __syncthreads();
+  unsigned qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], Qs + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
+
+  float acc[kOFrags][4];
+#pragma unroll
+  for (int n = 0; n < kOFrags; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+  float m[2] = {neg_inf, neg_inf}, l[2] = {0.f, 0.f};
+  const float scale_log2 = 1.4426950408889634f * rsqrtf(float(D));   // exp(x / sqrt(D)) = exp2(x * this)
+
+  for (int t = 0; t < kv_tiles; ++t) {
+    load_kv(t + 1);
+    wait_copies<1>();
+    __syncthreads();   // tile t visible to all
+    const T* Ks = KV + (t & 1) * 2 * AK_BLOCK_KV * kLd;
+    const T* Vs = Ks + AK_BLOCK_KV * kLd;
+    const int kv0 = t * AK_BLOCK_KV;
+    if (kv0 <= wq0 + 15) {   // a tile wholly past this warp's rows has nothing for it
+      float s[kSFrags][4];
+#pragma unroll
+      for (int n = 0; n < kSFrags; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+        for (int j = 0; j < AK_BLOCK_KV / 16; ++j) {   // k rows are the columns of k^T: no transpose
+          unsigned r[4];
+          ldmatrix_x4(r, Ks + (j * 16 + lane % 8 + (lane / 16) * 8) * kLd + kk * 16 + ((lane / 8) % 2) * 8);
+          mma16816(s[2 * j], qf[kk], r[0], r[1], T());
+          mma16816(s[2 * j + 1], qf[kk], r[2], r[3], T());
+        }
+      const bool edge = kv0 + AK_BLOCK_KV - 1 > wq0 || kv0 + AK_BLOCK_KV > S;   // some key masked
+#pragma unroll
+      for (int n = 0; n < kSFrags; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = kv0 + n * 8 + (lane % 4) * 2 + (e & 1), row = row0 + (e >> 1) * 8;
+          s[n][e] = edge && (key > row || key >= S) ? neg_inf : s[n][e] * scale_log2;
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {   // the online softmax of row row0 + 8h; a quad of lanes shares a row
+        float mx = neg_inf;
+#pragma unroll
+        for (int n = 0; n < kSFrags; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m[h], mx);
+        const float base = m_new == neg_inf ? 0.f : m_new;   // a row with no key yet stays at zero
+        const float alpha = exp2f(m[h] - base);              // 0 on the first tile: m is -inf
+        m[h] = m_new;
+        l[h] *= alpha;
+#pragma unroll
+        for (int n = 0; n < kOFrags; ++n) {
+          acc[n][2 * h] *= alpha;
+          acc[n][2 * h + 1] *= alpha;
+        }
+#pragma unroll
+        for (int n = 0; n < kSFrags; ++n) {
+          s[n][2 * h] = exp2f(s[n][2 * h] - base);
+          s[n][2 * h + 1] = exp2f(s[n][2 * h + 1] - base);
+          l[h] += s[n][2 * h] + s[n][2 * h + 1];   // this lane's columns; the quad adds up at the end
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < AK_BLOCK_KV / 16; ++j) {   // O += P v, P straight from the score registers
+        const unsigned a[4] = {pack(s[2 * j][0], s[2 * j][1], T()), pack(s[2 * j][2], s[2 * j][3], T()),
+                               pack(s[2 * j + 1][0], s[2 * j + 1][1], T()), pack(s[2 * j + 1][2], s[2 * j + 1][3], T())};
+#pragma unroll
+        for (int dn = 0; dn < D / 16; ++dn) {
+          unsigned r[4];
+          ldmatrix_x4_trans(r, Vs + (j * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kLd + dn * 16 + (lane / 16) * 8);
+          mma16816(acc[2 * dn], a, r[0], r[1], T());
+          mma16816(acc[2 * dn + 1], a, r[2], r[3], T());
+        }
+      }
+    }
+    __syncthreads();   // every warp is done with this stage before tile t + 2 is loaded into it
+  }
+  wait_copies<0>();
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = row0 + h * 8;
+    if (row >= S) continue;
+    const float inv = 1.f / sum;
+    T* orow = o + (head * S + row) * D + (lane % 4) * 2;
+#pragma unroll
+    for (int n = 0; n < kOFrags; ++n) {
+      const unsigned p = pack(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv, T());
+      *reinterpret_cast<unsigned*>(orow + n * 8) = p;
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+flash_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                       int B, int H, int S, int D) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (D == 128) attend<T, 128>(q, k, v, o, B * H, S, smem);
+  else if (D == 64) attend<T, 64>(q, k, v, o, B * H, S, smem);
+  else __trap();   // outside what this file handles: fail loudly
+}
