@@ -24,6 +24,12 @@
 #   scripts/gpu-round.sh parallel on a GPU machine with two GPUs of one model: config/two-gpus.toml
 #                                 with one GPU, then with two (same budget), then a kill -9 with
 #                                 two experiments in flight and the resume; writes parallel.tar.gz
+#   scripts/gpu-round.sh variants on the GPU machine: the [variants] tests (every variant through the
+#                                 five stages), then each type's starter and variants benched at
+#                                 the benchmark shape (fp16); writes variants.tar.gz to $OUT
+#   scripts/gpu-round.sh nine     on the GPU machine: config/nine-types.toml (all nine types, the
+#                                 builtin tuner with its variants, a wall-time budget), then
+#                                 scripts/pytorch-baselines.py on the same GPU; writes nine.tar.gz
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
@@ -326,7 +332,37 @@ profile() {
   tail -n 12 "$out/gpt2_small.log" "$out/llama_block.log"
 }
 
+variants() {
+  device_env
+  local w="$out/variants"
+  mkdir -p "$w"
+  .gpu-bundle/autokernel_tests "[variants]" -d yes > "$w/tests.log" 2>&1; echo "exit $?" >> "$w/tests.log"
+  for dir in kernels_cuda/*/variants; do
+    local t=$(basename "$(dirname "$dir")")
+    "$ak" bench starter "$dir"/*.cu --kernel "$t" --json > "$w/$t.jsonl" 2> "$w/$t.log"
+  done
+  tar -czf "$out/variants.tar.gz" -C "$out" variants && rm -rf "$w"
+}
+
+nine() {
+  device_env
+  local w="$out/nine"
+  mkdir -p "$w"
+  rm -rf runs/nine-types
+  local t0=$(date +%s)
+  "$ak" run --config config/nine-types.toml > "$w/run.log" 2>&1; echo "exit $? after $(( $(date +%s) - t0 )) s" >> "$w/run.log"
+  "$ak" status --run runs/nine-types > "$w/status.txt" 2>&1
+  "$ak" report --run runs/nine-types --out "$w/report" > /dev/null 2>&1
+  cp runs/nine-types/results.tsv "$w/"
+  cp -r runs/nine-types/kernels "$w/best-kernels"
+  (cd runs/nine-types && git log --format='%h %s') > "$w/gitlog.txt"
+  python3 scripts/pytorch-baselines.py > "$w/torch.jsonl" 2> "$w/torch.err"
+  tar -czf "$out/nine.tar.gz" -C "$out" nine && rm -rf "$w"
+}
+
 case ${1:-} in
+  variants) variants ;;
+  nine) nine ;;
   profile) profile ;;
   llm) llm ;;
   loop) loop ;;
@@ -338,5 +374,5 @@ case ${1:-} in
   compile-times) compile_times ;;
   bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile|parallel|variants|nine" >&2; exit 2 ;;
 esac

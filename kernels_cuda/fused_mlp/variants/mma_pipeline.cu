@@ -9,7 +9,9 @@
 // gate and up products share each slice of x. The hidden tiles are read with cp.async.cg, which
 // goes to L2, where the other blocks' stores are; a block only waits for blocks of lower index,
 // which the GPU starts first, so the wait always ends. The last down tile of a panel sets its
-// counters back to zero for the next launch.
+// counters back to zero for the next launch. Within each phase, tiles are numbered in groups of
+// AK_GROUP_M row panels walked column by column, so the blocks running side by side share
+// columns of the weights in L2 instead of each panel reading all of them from HBM again.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
@@ -19,11 +21,12 @@
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_M 128  // rows per tile (a multiple of 16 * AK_WARPS_M)
-#define AK_TILE_N 64   // columns per tile (a multiple of 16 * AK_WARPS_N)
-#define AK_TILE_K 32   // depth of one shared-memory slice (a multiple of 16)
+#define AK_TILE_N 128  // columns per tile (a multiple of 16 * AK_WARPS_N)
+#define AK_TILE_K 64   // depth of one shared-memory slice (a multiple of 16)
 #define AK_WARPS_M 2   // warps along M
 #define AK_WARPS_N 4   // warps along N
-#define AK_STAGES 4    // slices in flight (2 or more)
+#define AK_STAGES 3    // slices in flight (2 or more)
+#define AK_GROUP_M 8   // row panels numbered together, for L2 reuse of the weights
 
 constexpr int kThreads = AK_WARPS_M * AK_WARPS_N * 32;
 constexpr int kWarpM = AK_TILE_M / AK_WARPS_M;
@@ -33,6 +36,7 @@ constexpr int kFragN = kWarpN / 8;    // n8 fragments per warp
 static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && AK_TILE_K % 16 == 0, "warp tiles are 16x16 steps");
 static_assert(kThreads <= 1024, "too many warps for one block");
 static_assert(AK_STAGES >= 2, "the pipeline needs 2 or more stages");
+static_assert(AK_GROUP_M >= 1, "group at least one row panel");
 constexpr int kLdA = AK_TILE_K + 8;   // +16 bytes: ldmatrix rows land in different banks
 constexpr int kLdB = AK_TILE_N + 8;
 constexpr int kStageElems = AK_TILE_M * kLdA + 2 * AK_TILE_K * kLdB;   // x and both gate/up slices
@@ -174,6 +178,16 @@ __device__ __forceinline__ void for_each_element(int m0, int n0, int rows, int c
       }
 }
 
+// Tile t of a phase with `panels` row panels and `cols` tiles a row: its (panel, column tile), in
+// groups of AK_GROUP_M panels walked column by column.
+__device__ __forceinline__ void grouped_tile(int t, int panels, int cols, int& panel, int& col) {
+  const int group = t / (AK_GROUP_M * cols);
+  const int in_group = t % (AK_GROUP_M * cols);
+  const int rows_in_group = min(AK_GROUP_M, panels - group * AK_GROUP_M);
+  panel = group * AK_GROUP_M + in_group % rows_in_group;
+  col = in_group / rows_in_group;
+}
+
 template <typename T>
 __device__ __forceinline__ void store2(T* p, float x, float y, bool pair, bool second) {
   if (pair) store_pair(p, x, y);
@@ -198,7 +212,9 @@ fused_mlp_kernel(const T* __restrict__ x, const T* __restrict__ w_gate, const T*
   const int first_down = panels * hidden_tiles;
 
   if ((int)blockIdx.x < first_down) {
-    const int panel = blockIdx.x / hidden_tiles, m0 = panel * AK_TILE_M, n0 = (blockIdx.x % hidden_tiles) * AK_TILE_N;
+    int panel, col;
+    grouped_tile(blockIdx.x, panels, hidden_tiles, panel, col);
+    const int m0 = panel * AK_TILE_M, n0 = col * AK_TILE_N;
     float acc[2][kFragM][kFragN][4] = {};
     const T* const b[2] = {w_gate, w_up};
     gemm_tile<T, 2>(smem, x, b, M, I, K, m0, n0, acc);
@@ -213,8 +229,9 @@ fused_mlp_kernel(const T* __restrict__ x, const T* __restrict__ w_gate, const T*
     return;
   }
 
-  const int t = blockIdx.x - first_down;
-  const int panel = t / out_tiles, m0 = panel * AK_TILE_M, n0 = (t % out_tiles) * AK_TILE_N;
+  int panel, col;
+  grouped_tile(blockIdx.x - first_down, panels, out_tiles, panel, col);
+  const int m0 = panel * AK_TILE_M, n0 = col * AK_TILE_N;
   if (threadIdx.x == 0)
     while (atomicAdd(&ready[panel], 0u) < (unsigned)hidden_tiles) {
     }

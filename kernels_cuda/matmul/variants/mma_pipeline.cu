@@ -22,10 +22,10 @@
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_M 128  // rows of c per block (a multiple of 16 * AK_WARPS_M)
 #define AK_TILE_N 128  // columns of c per block (a multiple of 16 * AK_WARPS_N)
-#define AK_TILE_K 32   // depth of one shared-memory slice (a multiple of 16)
+#define AK_TILE_K 64   // depth of one shared-memory slice (a multiple of 16)
 #define AK_WARPS_M 2   // warps along M
 #define AK_WARPS_N 4   // warps along N
-#define AK_STAGES 4    // slices in flight (2 or more)
+#define AK_STAGES 3    // slices in flight (2 or more)
 #define AK_GROUP_M 8   // tile rows numbered together, for L2 reuse
 
 constexpr int kThreads = AK_WARPS_M * AK_WARPS_N * 32;
