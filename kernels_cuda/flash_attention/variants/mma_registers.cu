@@ -2,10 +2,13 @@
 //
 // What it changes and why: the starter keeps the running output in shared memory in fp32 and
 // rescales it there every step, because wmma does not say which row an accumulator element
-// belongs to; that traffic, not the tensor cores, sets its pace. Here each warp owns 16 query
-// rows and issues mma.sync.m16n8k16 itself, so it knows the layout: q stays in registers as A
-// fragments for the whole kernel, the scores S = q k^T land in registers, the online softmax
-// (running max and sum per row, exp2 with the scale folded in) works on them where they are, and
+// belongs to; that traffic, not the tensor cores, sets its pace. Here each warp owns
+// AK_WARP_ROWS query rows (one or two 16-row tiles) and issues mma.sync.m16n8k16 itself, so it
+// knows the layout: each k and v fragment loaded from shared memory (ldmatrix) serves every row
+// tile of the warp, which matters because those loads, not the tensor cores, are what an
+// mma.sync attention runs out of first; q is read from shared memory as A fragments, the
+// scores S = q k^T land in registers, the online softmax (running max and sum per row, exp2
+// with the scale folded in) works on them where they are, and
 // the probabilities are packed to T in place as the A fragments of P v, the register layout of
 // an m16n8 accumulator pair being that of an m16k16 operand. The output accumulates in
 // registers and is divided by the row sums once, at the end. k and v tiles are loaded with
@@ -21,13 +24,16 @@
 #include <cuda_fp16.h>
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
-#define AK_BLOCK_Q 128   // query rows per block, 16 per warp
-#define AK_BLOCK_KV 128  // keys per step (a multiple of 16)
+#define AK_BLOCK_Q 128   // query rows per block
+#define AK_BLOCK_KV 64   // keys per step (a multiple of 16)
+#define AK_WARP_ROWS 32  // query rows per warp (16 or 32): more rows share each load of k and v
 
 constexpr int kMaxD = 128;
-constexpr int kWarps = AK_BLOCK_Q / 16;
+constexpr int kWarps = AK_BLOCK_Q / AK_WARP_ROWS;
 constexpr int kThreads = kWarps * 32;
-static_assert(AK_BLOCK_Q % 16 == 0 && AK_BLOCK_KV % 16 == 0, "tiles are made of 16-row steps");
+constexpr int kTiles = AK_WARP_ROWS / 16;   // 16-row tiles per warp
+static_assert(AK_BLOCK_KV % 16 == 0 && AK_WARP_ROWS % 16 == 0 && AK_BLOCK_Q % AK_WARP_ROWS == 0, "tiles are made of 16-row steps");
+static_assert(AK_WARP_ROWS <= 32, "at most two 16-row tiles per warp: their accumulators live in registers");
 static_assert(kThreads <= 1024, "too many warps for one block");
 // q, then two stages of (k, v); rows padded by 16 bytes so ldmatrix's eight rows hit different banks.
 constexpr int kSmem = (AK_BLOCK_Q + 4 * AK_BLOCK_KV) * (kMaxD + 8) * 2;
@@ -86,8 +92,8 @@ __device__ __forceinline__ void load_rows(T* s, const T* g, int r0, int S) {
 template <typename T, int D>
 __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int S, unsigned char* smem) {
   constexpr int kLd = D + 8;
-  constexpr int kSFrags = AK_BLOCK_KV / 8;   // n8 fragments of scores per warp
-  constexpr int kOFrags = D / 8;             // n8 fragments of output per warp
+  constexpr int kSFrags = AK_BLOCK_KV / 8;   // n8 fragments of scores per 16 rows
+  constexpr int kOFrags = D / 8;             // n8 fragments of output per 16 rows
   const float neg_inf = __int_as_float(0xff800000);
   T* Qs = reinterpret_cast<T*>(smem);
   T* KV = Qs + AK_BLOCK_Q * kLd;
@@ -100,8 +106,8 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
   const T* kh = k + head * S * D;
   const T* vh = v + head * S * D;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wq0 = q0 + warp * 16;             // this warp's first query row
-  const int row0 = wq0 + lane / 4;            // this lane's rows: row0 and row0 + 8
+  const int wq0 = q0 + warp * AK_WARP_ROWS;   // this warp's first query row
+  // Tile mt of this warp holds rows wq0 + 16 mt + lane / 4 and 8 below, in this lane.
 
   load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S);
   commit_copies();
@@ -116,84 +122,106 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
     commit_copies();
   };
   load_kv(0);
-  wait_copies<1>();   // q has landed
-  __syncthreads();
-  unsigned qf[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], Qs + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
 
-  float acc[kOFrags][4];
+  float acc[kTiles][kOFrags][4];
 #pragma unroll
-  for (int n = 0; n < kOFrags; ++n)
+  for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-  float m[2] = {neg_inf, neg_inf}, l[2] = {0.f, 0.f};
+    for (int n = 0; n < kOFrags; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][n][e] = 0.f;
+  float m[kTiles][2], l[kTiles][2];
+#pragma unroll
+  for (int mt = 0; mt < kTiles; ++mt) m[mt][0] = m[mt][1] = neg_inf, l[mt][0] = l[mt][1] = 0.f;
   const float scale_log2 = 1.4426950408889634f * rsqrtf(float(D));   // exp(x / sqrt(D)) = exp2(x * this)
 
   for (int t = 0; t < kv_tiles; ++t) {
     load_kv(t + 1);
     wait_copies<1>();
-    __syncthreads();   // tile t visible to all
+    __syncthreads();   // tile t (and q) visible to all
     const T* Ks = KV + (t & 1) * 2 * AK_BLOCK_KV * kLd;
     const T* Vs = Ks + AK_BLOCK_KV * kLd;
     const int kv0 = t * AK_BLOCK_KV;
-    if (kv0 <= wq0 + 15) {   // a tile wholly past this warp's rows has nothing for it
-      float s[kSFrags][4];
+    if (kv0 <= wq0 + AK_WARP_ROWS - 1) {   // a tile wholly past this warp's rows has nothing for it
+      float s[kTiles][kSFrags][4];
 #pragma unroll
-      for (int n = 0; n < kSFrags; ++n)
+      for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+        for (int n = 0; n < kSFrags; ++n)
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned qf[kTiles][4];   // q from shared memory: registers go to the accumulators
+#pragma unroll
+        for (int mt = 0; mt < kTiles; ++mt)
+          ldmatrix_x4(qf[mt], Qs + (warp * AK_WARP_ROWS + mt * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
 #pragma unroll
         for (int j = 0; j < AK_BLOCK_KV / 16; ++j) {   // k rows are the columns of k^T: no transpose
           unsigned r[4];
           ldmatrix_x4(r, Ks + (j * 16 + lane % 8 + (lane / 16) * 8) * kLd + kk * 16 + ((lane / 8) % 2) * 8);
-          mma16816(s[2 * j], qf[kk], r[0], r[1], T());
-          mma16816(s[2 * j + 1], qf[kk], r[2], r[3], T());
-        }
-      const bool edge = kv0 + AK_BLOCK_KV - 1 > wq0 || kv0 + AK_BLOCK_KV > S;   // some key masked
 #pragma unroll
-      for (int n = 0; n < kSFrags; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = kv0 + n * 8 + (lane % 4) * 2 + (e & 1), row = row0 + (e >> 1) * 8;
-          s[n][e] = edge && (key > row || key >= S) ? neg_inf : s[n][e] * scale_log2;
-        }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {   // the online softmax of row row0 + 8h; a quad of lanes shares a row
-        float mx = neg_inf;
-#pragma unroll
-        for (int n = 0; n < kSFrags; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[h], mx);
-        const float base = m_new == neg_inf ? 0.f : m_new;   // a row with no key yet stays at zero
-        const float alpha = exp2f(m[h] - base);              // 0 on the first tile: m is -inf
-        m[h] = m_new;
-        l[h] *= alpha;
-#pragma unroll
-        for (int n = 0; n < kOFrags; ++n) {
-          acc[n][2 * h] *= alpha;
-          acc[n][2 * h + 1] *= alpha;
-        }
-#pragma unroll
-        for (int n = 0; n < kSFrags; ++n) {
-          s[n][2 * h] = exp2f(s[n][2 * h] - base);
-          s[n][2 * h + 1] = exp2f(s[n][2 * h + 1] - base);
-          l[h] += s[n][2 * h] + s[n][2 * h + 1];   // this lane's columns; the quad adds up at the end
+          for (int mt = 0; mt < kTiles; ++mt) {   // one load of k serves every row tile of the warp
+            mma16816(s[mt][2 * j], qf[mt], r[0], r[1], T());
+            mma16816(s[mt][2 * j + 1], qf[mt], r[2], r[3], T());
+          }
         }
       }
+      const bool edge = kv0 + AK_BLOCK_KV - 1 > wq0 || kv0 + AK_BLOCK_KV > S;   // some key masked
+#pragma unroll
+      for (int mt = 0; mt < kTiles; ++mt)
+#pragma unroll
+        for (int n = 0; n < kSFrags; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = kv0 + n * 8 + (lane % 4) * 2 + (e & 1), row = wq0 + mt * 16 + lane / 4 + (e >> 1) * 8;
+            s[mt][n][e] = edge && (key > row || key >= S) ? neg_inf : s[mt][n][e] * scale_log2;
+          }
+#pragma unroll
+      for (int mt = 0; mt < kTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {   // the online softmax of one row; a quad of lanes shares it
+          float mx = neg_inf;
+#pragma unroll
+          for (int n = 0; n < kSFrags; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m[mt][h], mx);
+          const float base = m_new == neg_inf ? 0.f : m_new;   // a row with no key yet stays at zero
+          const float alpha = exp2f(m[mt][h] - base);          // 0 on the first tile: m is -inf
+          m[mt][h] = m_new;
+          l[mt][h] *= alpha;
+#pragma unroll
+          for (int n = 0; n < kOFrags; ++n) {
+            acc[mt][n][2 * h] *= alpha;
+            acc[mt][n][2 * h + 1] *= alpha;
+          }
+#pragma unroll
+          for (int n = 0; n < kSFrags; ++n) {
+            s[mt][n][2 * h] = exp2f(s[mt][n][2 * h] - base);
+            s[mt][n][2 * h + 1] = exp2f(s[mt][n][2 * h + 1] - base);
+            l[mt][h] += s[mt][n][2 * h] + s[mt][n][2 * h + 1];   // this lane's columns; the quad adds up at the end
+          }
+        }
 #pragma unroll
       for (int j = 0; j < AK_BLOCK_KV / 16; ++j) {   // O += P v, P straight from the score registers
-        const unsigned a[4] = {pack(s[2 * j][0], s[2 * j][1], T()), pack(s[2 * j][2], s[2 * j][3], T()),
-                               pack(s[2 * j + 1][0], s[2 * j + 1][1], T()), pack(s[2 * j + 1][2], s[2 * j + 1][3], T())};
+        unsigned a[kTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kTiles; ++mt) {
+          a[mt][0] = pack(s[mt][2 * j][0], s[mt][2 * j][1], T());
+          a[mt][1] = pack(s[mt][2 * j][2], s[mt][2 * j][3], T());
+          a[mt][2] = pack(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1], T());
+          a[mt][3] = pack(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3], T());
+        }
 #pragma unroll
         for (int dn = 0; dn < D / 16; ++dn) {
           unsigned r[4];
           ldmatrix_x4_trans(r, Vs + (j * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kLd + dn * 16 + (lane / 16) * 8);
-          mma16816(acc[2 * dn], a, r[0], r[1], T());
-          mma16816(acc[2 * dn + 1], a, r[2], r[3], T());
+#pragma unroll
+          for (int mt = 0; mt < kTiles; ++mt) {   // one load of v serves every row tile of the warp
+            mma16816(acc[mt][2 * dn], a[mt], r[0], r[1], T());
+            mma16816(acc[mt][2 * dn + 1], a[mt], r[2], r[3], T());
+          }
         }
       }
     }
@@ -202,20 +230,20 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
   wait_copies<0>();
 
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = row0 + h * 8;
-    if (row >= S) continue;
-    const float inv = 1.f / sum;
-    T* orow = o + (head * S + row) * D + (lane % 4) * 2;
+  for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-    for (int n = 0; n < kOFrags; ++n) {
-      const unsigned p = pack(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv, T());
-      *reinterpret_cast<unsigned*>(orow + n * 8) = p;
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = wq0 + mt * 16 + lane / 4 + h * 8;
+      if (row >= S) continue;
+      const float inv = 1.f / sum;
+      T* orow = o + (head * S + row) * D + (lane % 4) * 2;
+#pragma unroll
+      for (int n = 0; n < kOFrags; ++n)
+        *reinterpret_cast<unsigned*>(orow + n * 8) = pack(acc[mt][n][2 * h] * inv, acc[mt][n][2 * h + 1] * inv, T());
     }
-  }
 }
 
 template <typename T>
