@@ -1,12 +1,12 @@
 // layernorm variant row_in_registers: the row read once into registers, mean and variance from there
 //
 // What it changes and why: the starter reads each row three times from global memory (the mean,
-// the variance around it, the output). Here each thread loads AK_ITEMS vectors of AK_VEC
-// elements into registers; the block sums them for the mean, then sums the squared deviations
-// from that mean over the same registers (two exact passes over registers, not the one-pass
-// E[x^2] - E[x]^2 that loses digits when the mean is large), and the output is written from the
-// registers: one read of x, one write of y. Rows longer than the registers hold take the
-// starter's three reads.
+// the variance around it, the output). Here the threads of a row load it into registers
+// (vectors of AK_VEC, as many per thread as a row of AK_ROW_CAPACITY needs); the block sums
+// them for the mean, then sums the squared deviations from that mean over the same registers
+// (two exact passes over registers, not the one-pass E[x^2] - E[x]^2 that loses digits when the
+// mean is large), and the output is written from the registers: one read of x, one write of y.
+// Rows longer than AK_ROW_CAPACITY take the starter's three reads.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
@@ -18,7 +18,7 @@
 #define AK_THREADS 256         // threads per block (a multiple of 32 times AK_ROWS_PER_BLOCK)
 #define AK_ROWS_PER_BLOCK 1    // rows one block normalizes; each gets AK_THREADS / AK_ROWS_PER_BLOCK threads
 #define AK_VEC 8               // elements per load/store (1, 2, 4, 8); scalar when cols % AK_VEC != 0
-#define AK_ITEMS 4             // vectors each thread keeps in registers
+#define AK_ROW_CAPACITY 8192   // elements a row group holds in registers; longer rows stream
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = AK_THREADS;
@@ -41,7 +41,9 @@ struct alignas(sizeof(T) * N) AkVec {
 constexpr int kRowThreads = AK_THREADS / AK_ROWS_PER_BLOCK;
 constexpr int kWarpsPerRow = kRowThreads / 32;
 static_assert(kRowThreads % 32 == 0, "each row needs whole warps");
-static_assert(AK_ITEMS >= 1 && AK_ITEMS <= 16, "1 to 16 vectors per thread in registers");
+// Vectors each thread keeps in registers: the capacity stays put when the block size moves.
+constexpr int kItems = (AK_ROW_CAPACITY + kRowThreads * AK_VEC - 1) / (kRowThreads * AK_VEC);
+static_assert(kItems >= 1 && kItems <= 16, "1 to 16 vectors per thread in registers");
 
 // Sum over the threads of one row group: shuffles inside each warp, then shared memory, in a
 // fixed order.
@@ -60,14 +62,14 @@ __device__ __forceinline__ float row_sum(float v, int group) {
 // [j * width, (j + 1) * width), width AK_VEC when the row is a whole number of vectors, else 1.
 // Elements past the row read as 0 and count as absent.
 struct RowSlots {
-  float v[AK_ITEMS][AK_VEC];
-  int count[AK_ITEMS];   // elements present in each slot
+  float v[kItems][AK_VEC];
+  int count[kItems];   // elements present in each slot
 };
 
 template <typename T>
 __device__ __forceinline__ void load_row(const T* xr, int cols, int lane, bool active, bool vec, RowSlots& r) {
 #pragma unroll
-  for (int it = 0; it < AK_ITEMS; ++it) {
+  for (int it = 0; it < kItems; ++it) {
     const int slot = it * kRowThreads + lane;
 #pragma unroll
     for (int k = 0; k < AK_VEC; ++k) r.v[it][k] = 0.f;
@@ -122,7 +124,7 @@ layernorm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T*
   const bool vec = AK_VEC > 1 && cols % AK_VEC == 0;
   const int width = vec ? AK_VEC : 1;
 
-  if (cols > kRowThreads * width * AK_ITEMS) {   // too long for the registers: three reads
+  if (cols > kRowThreads * width * kItems) {   // too long for the registers: three reads
     float s = 0.f;
     if (active)
       for (int i = lane; i < cols; i += kRowThreads) s += ak_to_float(xr[i]);
@@ -141,13 +143,13 @@ layernorm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T*
   load_row(xr, cols, lane, active, vec, r);
   float s = 0.f;
 #pragma unroll
-  for (int it = 0; it < AK_ITEMS; ++it)
+  for (int it = 0; it < kItems; ++it)
 #pragma unroll
     for (int k = 0; k < AK_VEC; ++k) s += r.v[it][k];   // absent elements are 0
   const float mean = row_sum(s, group) / cols;
   float ss = 0.f;
 #pragma unroll
-  for (int it = 0; it < AK_ITEMS; ++it)
+  for (int it = 0; it < kItems; ++it)
 #pragma unroll
     for (int k = 0; k < AK_VEC; ++k) {
       const float d = k < r.count[it] ? r.v[it][k] - mean : 0.f;
@@ -156,7 +158,7 @@ layernorm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T*
   const float inv = rsqrtf(row_sum(ss, group) / cols + eps);
   if (!active) return;
 #pragma unroll
-  for (int it = 0; it < AK_ITEMS; ++it) {
+  for (int it = 0; it < kItems; ++it) {
     if (r.count[it] == 0) continue;
     const int slot = it * kRowThreads + lane;
     float w[AK_VEC], b[AK_VEC], out[AK_VEC];

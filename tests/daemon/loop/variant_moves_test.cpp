@@ -99,7 +99,7 @@ TEST_CASE("a tuned knob carries into the variant, an untuned one does not, and a
   CHECK(k.at("AK_THREADS") == 512);          // tuned in the starter
   CHECK(k.at("AK_ROWS_PER_BLOCK") == 2);     // tuned in the starter
   CHECK(k.at("AK_VEC") == own.at("AK_VEC")); // the starter's untuned 1 stays behind
-  CHECK(k.at("AK_ITEMS") == own.at("AK_ITEMS"));
+  CHECK(k.at("AK_ROW_CAPACITY") == own.at("AK_ROW_CAPACITY"));
   CHECK_THAT(carried.description, Catch::Contains("knobs carried over"));
   ctx.history.push_back({carried.description, carried.source, "PASS", 130, false, ""});
 
@@ -126,14 +126,14 @@ TEST_CASE("once a variant is kept the tuner walks its own knobs", "[variants][tu
   const std::string& variant = *kernel_variants("softmax")[1].source;
   ctx.history.push_back({std::string(kStructureMove) + "starter -> row_in_registers", variant, "PASS", 95, true, ""});
   ctx.best_source = variant;
-  bool items = false;
+  bool capacity = false;
   for (int i = 0; i < 12; ++i) {
     Proposal p = propose(t, ctx);
     CHECK(variant_name(p.source) == "row_in_registers");
-    items |= p.description.find("AK_ITEMS") != std::string::npos;
+    capacity |= p.description.find("AK_ROW_CAPACITY") != std::string::npos;
     ctx.history.push_back({p.description, p.source, "PASS", 96, i % 2 == 0, ""});
   }
-  CHECK(items);
+  CHECK(capacity);   // a knob the starter does not have
 }
 
 TEST_CASE("a reverted structure switch does not count toward reverts in a row", "[variants][convergence]") {
