@@ -12,7 +12,7 @@ using namespace ak;
 
 namespace {
 
-ProposalContext starter_context(const std::string& type, double pct_peak = 0.8) {
+ProposalContext starter_context(const std::string& type, double pct_peak = 0.9) {
   ProposalContext ctx;
   ctx.spec = find_spec(type);
   ctx.best_source = ctx.spec->starter_source();
@@ -65,6 +65,8 @@ TEST_CASE("a kernel far under its peak switches structure before any knob move",
   // The starter's knobs were never tuned, so the variant keeps its own (128x128 tiles, not 64x64).
   CHECK(p.source == *kernel_variants("matmul")[1].source);
   CHECK_THAT(p.description, Catch::Contains("starter -> mma_pipeline (its own knobs)"));
+  // Near the peak the knobs come first: the structure is not what holds it back.
+  CHECK_FALSE(is_structure_move(propose(t, starter_context("matmul", 0.9))));
 }
 
 TEST_CASE("after three reverts in a structure the tuner tries every variant before its next knob", "[variants][tuner]") {
