@@ -352,9 +352,14 @@ nine() {
   local t0=$(date +%s)
   "$ak" run --config config/nine-types.toml > "$w/run.log" 2>&1; echo "exit $? after $(( $(date +%s) - t0 )) s" >> "$w/run.log"
   "$ak" status --run runs/nine-types > "$w/status.txt" 2>&1
-  "$ak" report --run runs/nine-types --out "$w/report" > /dev/null 2>&1
+  "$ak" report --run runs/nine-types --out "$w/report" > "$w/report.log" 2>&1
   cp runs/nine-types/results.tsv "$w/"
   cp -r runs/nine-types/kernels "$w/best-kernels"
+  # The best files again, alone: CUPTI and CUDA-event medians side by side, for the comparison
+  # with do_bench's event timing of PyTorch.
+  for f in runs/nine-types/kernels/*.cu; do
+    "$ak" bench "$f" --kernel "$(basename "$f" .cu)" --json >> "$w/best-bench.jsonl" 2>> "$w/best-bench.log"
+  done
   (cd runs/nine-types && git log --format='%h %s') > "$w/gitlog.txt"
   python3 scripts/pytorch-baselines.py > "$w/torch.jsonl" 2> "$w/torch.err"
   tar -czf "$out/nine.tar.gz" -C "$out" nine && rm -rf "$w"

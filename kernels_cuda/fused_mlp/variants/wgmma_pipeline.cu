@@ -21,7 +21,7 @@
 #include <cuda_fp16.h>
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
-#define AK_TILE_M 128  // rows per tile: 64 per warpgroup (64, 128, 192 or 256)
+#define AK_TILE_M 192  // rows per tile: 64 per warpgroup (64, 128, 192 or 256)
 #define AK_TILE_N 128  // columns per tile (64, 128 or 256)
 #define AK_STAGES 4    // slices of 64 along K in flight (3 or more)
 #define AK_GROUP_M 8   // row panels numbered together, for L2 reuse of the weights
