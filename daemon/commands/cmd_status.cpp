@@ -67,6 +67,10 @@ int report_command(const Args& args) {
   auto snap = read_run(dir);
   if (!snap) return std::fprintf(stderr, "autokernel report: %s\n", snap.error().message.c_str()), kExitUsage;
   if (out.empty()) out = dir;
+  std::error_code ec;
+  if (std::filesystem::create_directories(out, ec); ec)
+    return std::fprintf(stderr, "autokernel report: cannot create the folder %s: %s\n", out.c_str(), ec.message().c_str()),
+           kExitFailure;
   for (auto& [name, text] : {std::pair<std::string, std::string>{"report.md", markdown_report(*snap, "progress.svg")},
                              {"progress.svg", progress_svg(snap->rows)}})
     if (auto s = write_file_atomic(out + "/" + name, text); !s)

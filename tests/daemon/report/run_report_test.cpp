@@ -48,6 +48,10 @@ TEST_CASE("report writes a Markdown summary and an SVG with the kept steps fille
   size_t filled = 0;
   for (size_t at = 0; (at = svg.find("r=\"5\"", at)) != std::string::npos; ++at) ++filled;
   CHECK(filled == 2);   // the starter and experiment 2
+  // --out a folder that does not exist yet: it is made, as for several runs.
+  const std::string out = (dir.path / "reports" / "t").string();
+  CHECK(run_autokernel("report --run " + run + " --out " + out).exit_code == 0);
+  CHECK_THAT(read_file(out + "/report.md"), Catch::Contains("| 2 | rmsnorm | 90.00 |"));
 }
 
 TEST_CASE("status shows each GPU of the run and what it is doing", "[report][parallel]") {
