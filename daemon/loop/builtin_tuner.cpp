@@ -12,10 +12,11 @@ namespace ak {
 
 namespace {
 
-/// Tile sizes, warp counts and pipeline stages only make sense as powers of two: a tile of 63
-/// rows is a compile error, not an experiment.
+/// Tile sizes, warp counts, pipeline stages and register capacities only make sense as powers
+/// of two: a tile of 63 rows is a compile error, a row capacity of 8193 elements an experiment
+/// spent on nothing.
 bool is_power_of_two_knob(const std::string& knob) {
-  for (const char* w : {"TILE", "BLOCK", "WARPS", "STAGES", "UNROLL"})
+  for (const char* w : {"TILE", "BLOCK", "WARPS", "STAGES", "UNROLL", "CAPACITY"})
     if (knob.find(w) != std::string::npos) return true;
   return false;
 }

@@ -106,11 +106,12 @@ TEST_CASE("a file without knobs is a proposal error, not a silent stop", "[tuner
   CHECK_THAT(p.error().message, Catch::Contains("no knob lines"));
 }
 
-TEST_CASE("tile, warp and stage knobs move by powers of two, never to a size a kernel cannot tile", "[tuner]") {
+TEST_CASE("tile, warp, stage and capacity knobs move by powers of two, never to a size a kernel cannot tile", "[tuner]") {
   CHECK(BuiltinTuner::candidates("AK_TILE_M", 64) == std::vector<long long>{32, 128, 16, 256});
   CHECK(BuiltinTuner::candidates("AK_WARPS_N", 2) == std::vector<long long>{1, 4, 8});
   CHECK(BuiltinTuner::candidates("AK_BLOCK_KV", 64) == std::vector<long long>{32, 128, 16, 256});
   CHECK(BuiltinTuner::candidates("AK_UNROLL", 4) == std::vector<long long>{2, 8, 1, 16});
+  CHECK(BuiltinTuner::candidates("AK_ROW_CAPACITY", 8192) == std::vector<long long>{4096, 16384, 2048, 32768});
 }
 
 TEST_CASE("the tuner does not propose a configuration that is being judged on another GPU", "[tuner][parallel]") {
