@@ -31,15 +31,17 @@ template <> __device__ __forceinline__ float ref_out<float>(float v) { return v;
 template <> __device__ __forceinline__ __half ref_out<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 ref_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 // Tree reductions over one block of 256 threads, in a fixed order: the reference is deterministic.
-__device__ float block_sum(float v) {
-  __shared__ float s[256];
+// block_sum works in the type it is given (float, or double where fp32 would drift).
+template <typename V>
+__device__ V block_sum(V v) {
+  __shared__ V s[256];
   s[threadIdx.x] = v;
   __syncthreads();
   for (int n = 128; n > 0; n >>= 1) {
     if (threadIdx.x < n) s[threadIdx.x] += s[threadIdx.x + n];
     __syncthreads();
   }
-  float r = s[0];
+  V r = s[0];
   __syncthreads();
   return r;
 }

@@ -9,25 +9,13 @@ namespace {
 // row (an edge shape) drift by about 1e-3 where the row sum cancels, past fp32's tolerance, and a
 // candidate more accurate than the reference was judged wrong.
 const char* kReference = R"(
-__device__ double block_sum_double(double v) {
-  __shared__ double s[256];
-  s[threadIdx.x] = v;
-  __syncthreads();
-  for (int n = 128; n > 0; n >>= 1) {
-    if (threadIdx.x < n) s[threadIdx.x] += s[threadIdx.x + n];
-    __syncthreads();
-  }
-  double r = s[0];
-  __syncthreads();
-  return r;
-}
 template <typename T, typename O>
 __global__ void reduce_reference(const T* x, O* y, int rows, int cols) {
   const long long row = blockIdx.x;
   const T* xr = x + row * cols;
   double s = 0.0;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) s += ref_f(xr[i]);
-  s = block_sum_double(s);
+  s = block_sum(s);
   if (threadIdx.x == 0) y[row] = ref_out<O>(float(s));
 }
 )";
