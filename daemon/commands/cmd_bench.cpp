@@ -54,9 +54,10 @@ int bench_command(const Args& args) {
   ArgParser p("autokernel bench FILE.cu... --kernel TYPE [--shape 8192x8192] [--dtype fp16] [--json]",
               "Evaluates kernel files as the loop does, in one worker process: compile, the five\n"
               "correctness stages, then timing at the benchmark shape with roofline and speedup.\n"
-              "FILE 'starter' evaluates the type's starter. --json prints one verdict per line.\n"
+              "FILE 'starter' evaluates the type's starter, a variant's name that variant (autokernel\n"
+              "kernels lists them). --json prints one verdict per line.\n"
               "Exit 0 when every file PASSes, 1 on any failure, 2 on bad usage or no GPU.");
-  p.positionals("FILE.cu", "kernel files, or 'starter'", &files)
+  p.positionals("FILE.cu", "kernel files, 'starter', or a variant's name", &files)
       .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
       .option("shape", "RxC", "the shape to time (default: the type's benchmark shape)", &shape)
       .option("dtype", "DTYPE", "fp16 (default), bf16 or fp32: the dtype to time", &dtype)

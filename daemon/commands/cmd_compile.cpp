@@ -16,8 +16,9 @@ int compile_command(const Args& args) {
   ArgParser p("autokernel compile FILE.cu --kernel TYPE [--arch sm_90a] [--json]",
               "Checks the kernel-file contract and compiles FILE.cu with NVRTC for every dtype of the\n"
               "type; prints registers, spills and shared memory per entry point, or the compile log.\n"
-              "Needs no GPU. FILE 'starter' compiles the type's starter. Exit 0 compiled, 1 not.");
-  p.positional("FILE.cu", "the kernel file, or 'starter'", &file)
+              "Needs no GPU. FILE 'starter' compiles the type's starter, a variant's name that variant\n"
+              "(autokernel kernels lists them). Exit 0 compiled, 1 not.");
+  p.positional("FILE.cu", "the kernel file, 'starter', or a variant's name", &file)
       .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
       .option("arch", "ARCH", "the GPU architecture, e.g. sm_80, sm_90a (default sm_90a)", &arch)
       .flag("json", "print the result as JSON", &json);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
 
 namespace ak {
 
@@ -17,7 +18,15 @@ Result<const KernelSpec*> spec_for(const std::string& type) {
 Result<std::string> read_kernel_file(const std::string& path, const KernelSpec& spec) {
   if (path.empty() || path == "starter") return spec.starter_source();
   std::ifstream in(path);
-  if (!in) return error(path + ": cannot read the kernel file (does it exist?)");
+  if (!in) {
+    std::string names;
+    for (auto& v : kernel_variants(spec.type)) {
+      if (v.name == path) return *v.source;   // a structure of the library, by name
+      names += (names.empty() ? "" : ", ") + v.name;
+    }
+    return error(path + ": cannot read the kernel file, and " + spec.type + " has no structure of that name (" +
+                 names + ")");
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -1,5 +1,5 @@
 #pragma once
-/// Reading the kernel file a command was given, or the type's embedded starter.
+/// Reading the kernel file a command was given, or one of the type's embedded structures.
 #include <string>
 
 #include "common/result.hpp"
@@ -9,7 +9,8 @@ namespace ak {
 
 /// The spec of `type`, or an Error listing the known types.
 Result<const KernelSpec*> spec_for(const std::string& type);
-/// The file's text; "starter" (or empty) gives the type's embedded starter.
+/// The file's text; "starter" (or empty) gives the type's embedded starter, and the name of one
+/// of its variants (when no such file exists) that variant.
 Result<std::string> read_kernel_file(const std::string& path, const KernelSpec& spec);
 
 }  // namespace ak

@@ -49,6 +49,13 @@ TEST_CASE("compile needs no GPU: the starter compiles, a broken file exits 1 wit
   auto bad = run_autokernel("compile " + f + " --kernel softmax");
   CHECK(bad.exit_code == 1);
   CHECK_THAT(bad.out, Catch::Contains("undefined_thing"));
+  // A structure of the library by name: matmul's wgmma variant compiles for the H100's sm_90a.
+  auto variant = run_autokernel("compile wgmma_pipeline --kernel matmul --arch sm_90a");
+  CHECK(variant.exit_code == 0);
+  CHECK_THAT(variant.out, Catch::Contains("matmul_kernel<__half>"));
+  auto unknown = run_autokernel("compile no_such_thing --kernel matmul");
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.out, Catch::Contains("matmul has no structure of that name (starter, mma_pipeline, wgmma_pipeline)"));
 }
 
 TEST_CASE("bad usage of compile and bench exits 2", "[cli]") {
@@ -68,7 +75,7 @@ TEST_CASE("run without a GPU exits 2 and says what works without one", "[cli]") 
   CHECK_THAT(r.out, Catch::Contains("a GPU is needed") && Catch::Contains("config check"));
 }
 
-TEST_CASE("kernels lists all nine types with their ABI, metric, baseline and validation", "[cli]") {
+TEST_CASE("kernels lists all nine types with their ABI, metric, baseline, validation and structures", "[cli]") {
   auto r = run_autokernel("kernels");
   CHECK(r.exit_code == 0);
   for (const char* t : {"rmsnorm", "softmax", "layernorm", "reduce", "rotary_embedding", "cross_entropy", "matmul",
@@ -80,4 +87,6 @@ TEST_CASE("kernels lists all nine types with their ABI, metric, baseline and val
   CHECK_THAT(r.out, Catch::Contains("cuBLAS (cublasGemmEx"));
   CHECK_THAT(r.out, Catch::Contains("256 sampled output rows per run"));
   CHECK_THAT(r.out, Catch::Contains("TFLOPS (compute-bound)"));
+  CHECK_THAT(r.out, Catch::Contains("baseline:   the starter timed on the same GPU"));
+  CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, wgmma_pipeline\n"));   // matmul
 }
