@@ -49,6 +49,7 @@ def cases():
     """type -> (what, eager fn, fn to compile or None, args)"""
     n = 8192
     x = rand(n, n)
+    xr = rand(16384, 4096)
     w, b = torch.rand(n, device=dev, dtype=f16) + 0.5, rand(n) * 0.5
     logits, target = rand(8192, 32768), torch.randint(0, 32768, (8192,), device=dev)
     q = rand(4, 32, 4096, 128)
@@ -63,15 +64,12 @@ def cases():
         "softmax": ("torch.softmax", lambda: torch.softmax(x, -1), lambda: torch.softmax(x, -1)),
         "layernorm": ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b), lambda: F.layer_norm(x, (n,), w, b)),
         "cross_entropy": ("F.cross_entropy", lambda: F.cross_entropy(logits, target), lambda: F.cross_entropy(logits, target)),
-        "reduce": ("x.sum(-1)", lambda: torch.sum(rand_reduce, -1), lambda: torch.sum(rand_reduce, -1)),
+        "reduce": ("x.sum(-1)", lambda: torch.sum(xr, -1), lambda: torch.sum(xr, -1)),
         "rotary_embedding": ("q*cos + rotate_half(q)*sin", lambda: rotate_half_rope(q, cos, sin), lambda: rotate_half_rope(q, cos, sin)),
         "matmul": ("a @ b (cuBLAS)", lambda: a @ bm, None),
         "flash_attention": ("SDPA causal", lambda: F.scaled_dot_product_attention(qa, ka, va, is_causal=True), None),
         "fused_mlp": ("(silu(x wg) * (x wu)) wd", lambda: swiglu(xm, wg, wu, wd), lambda: swiglu(xm, wg, wu, wd)),
     }
-
-
-rand_reduce = None
 
 
 def time_us(fn):
@@ -112,8 +110,6 @@ def kernel_us(fn, calls=30):
 
 
 def main():
-    global rand_reduce
-    rand_reduce = rand(16384, 4096)
     wanted = sys.argv[1:] or None
     for name, (what, eager, to_compile) in cases().items():
         if wanted and name not in wanted:
