@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 
 #include <cupti.h>
@@ -22,6 +23,7 @@
 #include "harness/cupti_library.hpp"
 
 namespace ak {
+const std::map<std::string, std::string>& embedded_python();
 namespace fs = std::filesystem;
 namespace {
 
@@ -34,10 +36,23 @@ std::string injection_library() {
   return "";
 }
 
-/// Runs the command with the injection; its output and exit status are its own.
-int run_profiled(const std::vector<std::string>& cmd, const std::string& records) {
+/// Writes the module hook (daemon/profile/module_hook/sitecustomize.py) into `dir`.
+Status write_module_hook(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return error("cannot create " + dir + ": " + ec.message());
+  return write_file_atomic(dir + "/sitecustomize.py", embedded_python().at("profile/module_hook/sitecustomize.py"));
+}
+
+/// Runs the command with the injection; its output and exit status are its own. With a hook
+/// folder, Python finds the module hook there first (PYTHONPATH) and runs it at start.
+int run_profiled(const std::vector<std::string>& cmd, const std::string& records, const std::string& hook_dir) {
   pid_t pid = fork();
   if (pid == 0) {
+    if (!hook_dir.empty()) {
+      const char* old = std::getenv("PYTHONPATH");
+      setenv("PYTHONPATH", (hook_dir + (old && *old ? std::string(":") + old : "")).c_str(), 1);
+    }
     setenv("CUDA_INJECTION64_PATH", injection_library().c_str(), 1);
     if (std::string cupti = loaded_cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
     setenv("AUTOKERNEL_PROFILE_OUT", records.c_str(), 1);
@@ -58,8 +73,8 @@ int run_profiled(const std::vector<std::string>& cmd, const std::string& records
 int profile_command(const Args& args) {
   std::string out = "profile.json", warmup = "0", top = "15", from_records;
   std::vector<std::string> cmd;
-  bool keep = false;
-  ArgParser p("autokernel profile [--out profile.json] [--warmup-s N] -- CMD ARGS...",
+  bool keep = false, modules = false;
+  ArgParser p("autokernel profile [--out profile.json] [--warmup-s N] [--modules] -- CMD ARGS...",
               "Runs CMD with autokernel's CUPTI injection library and records every GPU kernel it runs\n"
               "(and the NVTX ranges around them, e.g. PyTorch's emit_nvtx(record_shapes=True)). Writes\n"
               "the kernels ranked by GPU time, each classified as one of autokernel's types or 'other',\n"
@@ -68,6 +83,8 @@ int profile_command(const Args& args) {
   p.option("out", "FILE", "where to write the profile (default profile.json)", &out)
       .option("warmup-s", "N", "leave out kernels of the first N seconds (default 0)", &warmup)
       .option("top", "N", "rows to print (default 15)", &top)
+      .flag("modules", "PyTorch programs: add up each module's kernels (RMSNorm, LayerNorm, MLP, the rotary helper)\n"
+                       "into one candidate, through an NVTX range around every nn.Module forward (no change to CMD)", &modules)
       .flag("keep-records", "keep the raw records (OUT.records.jsonl) to rebuild the profile later", &keep)
       .option("from-records", "FILE", "build the profile from records kept earlier instead of running CMD", &from_records)
       .rest("CMD ARGS...", "the program to profile", &cmd);
@@ -86,8 +103,13 @@ int profile_command(const Args& args) {
     return std::fprintf(stderr, "autokernel profile: libautokernel_inject.so was not found beside the binary or in ../lib "
                                 "(set AUTOKERNEL_INJECTION to its path)\n"), kExitUsage;
   const std::string records = out + ".records.jsonl";
+  const std::string hook_dir = modules ? out + ".module-hook" : "";
+  if (modules)
+    if (auto s = write_module_hook(hook_dir); !s)
+      return std::fprintf(stderr, "autokernel profile: --modules: %s\n", s.error().message.c_str()), kExitFailure;
   auto t0 = std::chrono::steady_clock::now();
-  int rc = run_profiled(cmd, records);
+  int rc = run_profiled(cmd, records, hook_dir);
+  if (modules) fs::remove_all(hook_dir);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto raw = read_records(records);
   Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());

@@ -81,8 +81,10 @@ Plan make_plan(const Profile& p, size_t top, double target) {
       r.s = supported ? target : 1.0;
       r.gain = amdahl(r.f, r.s);
       if (supported) {
-        r.shape = planned_shape(k.type, k.nvtx);
-        r.shape_source = r.shape.empty() ? (k.nvtx.empty() ? "unknown: the program emitted no NVTX range around it"
+        r.shape = !k.module.empty() ? k.shape : planned_shape(k.type, k.nvtx);
+        r.shape_source = !k.module.empty() ? (r.shape.empty() ? "unknown: the inputs of " + k.module + " do not give it"
+                                                               : "from the inputs of " + k.module)
+                         : r.shape.empty() ? (k.nvtx.empty() ? "unknown: the program emitted no NVTX range around it"
                                                             : "unknown: its NVTX range (" + k.nvtx.substr(0, 60) + ") gives no sizes")
                                          : "from NVTX: " + k.nvtx.substr(0, 80);
       }
@@ -125,8 +127,10 @@ std::string plan_toml(const Plan& plan, const std::string& profile_name) {
     out += c + "dtype = \"" + (r.kernel.dtype.empty() ? "fp16" : r.kernel.dtype) + "\"" +
            (r.kernel.dtype.empty() ? "    # the kernel's name does not say: check it" : "") + "\n";
     out += c + "weight = " + format_numbers("%.4f", r.f) + "    # " + format_numbers("%.1f%%", r.f * 100) + " of the GPU time\n";
-    out += c + "baseline_us = " + format_numbers("%.2f", r.kernel.mean_us) + "    # its mean time in the profile\n";
-    out += "# kernel: " + r.kernel.name.substr(0, 150) + "\n";
+    out += c + "baseline_us = " + format_numbers("%.2f", r.kernel.mean_us) +
+           (r.kernel.module.empty() ? "    # its mean time in the profile\n" : "    # the module's kernels, per call, in the profile\n");
+    if (!r.kernel.module.empty()) out += "# module: " + r.kernel.module + ", " + std::to_string(r.kernel.parts.size()) + " distinct kernels\n";
+    else out += "# kernel: " + r.kernel.name.substr(0, 150) + "\n";
   }
   return out;
 }

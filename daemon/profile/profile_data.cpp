@@ -4,9 +4,14 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
+#include <set>
+#include <tuple>
 
 #include "daemon/profile/kernel_classifier.hpp"
+#include "daemon/profile/module_attribution.hpp"
+#include "kernels_cuda/registry.hpp"
 
 namespace ak {
 namespace {
@@ -17,12 +22,71 @@ struct Range {
   std::string name;
 };
 
-/// The innermost range on thread `tid` open at time t.
-const Range* enclosing(const std::vector<Range>& ranges, long long tid, double t) {
-  const Range* best = nullptr;
-  for (auto& r : ranges)
-    if (r.tid == tid && r.start <= t && t <= r.end && (!best || r.start >= best->start)) best = &r;
-  return best;
+/// What encloses one kernel's launch: the innermost range not of the module hook (PyTorch's own
+/// operator range, when the program emits them), and the innermost module range that stands for
+/// one of autokernel's types.
+struct Enclosing {
+  const Range* op = nullptr;
+  const Range* module = nullptr;
+  std::string module_type;
+  ModuleRange parsed;
+};
+
+/// Finds what encloses each launch in one sweep per thread: ranges pushed and popped on a thread
+/// nest, so a stack holds exactly the ranges open at a time. `launches` are (tid, time) pairs.
+std::vector<Enclosing> enclosing_all(std::vector<Range>& ranges, const std::vector<std::pair<long long, double>>& launches) {
+  std::sort(ranges.begin(), ranges.end(), [](auto& a, auto& b) { return std::tie(a.tid, a.start) < std::tie(b.tid, b.start); });
+  std::vector<size_t> order(launches.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return launches[a] < launches[b]; });
+  std::map<const Range*, std::optional<ModuleRange>> parsed;
+  std::vector<Enclosing> out(launches.size());
+  std::vector<const Range*> stack;
+  size_t next = 0;
+  long long tid = -1;
+  for (size_t i : order) {
+    const auto [t_tid, t] = launches[i];
+    if (t_tid != tid) {
+      stack.clear();
+      tid = t_tid;
+      while (next < ranges.size() && ranges[next].tid < tid) ++next;
+    }
+    for (; next < ranges.size() && ranges[next].tid == tid && ranges[next].start <= t; ++next) {
+      while (!stack.empty() && stack.back()->end < ranges[next].start) stack.pop_back();
+      stack.push_back(&ranges[next]);
+    }
+    while (!stack.empty() && stack.back()->end < t) stack.pop_back();
+    Enclosing& e = out[i];
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      if ((*it)->end < t) continue;  // a range that closed under a longer-lived one
+      auto [p, fresh] = parsed.try_emplace(*it);
+      if (fresh) p->second = parse_module_range((*it)->name);
+      if (!p->second) {
+        if (!e.op) e.op = *it;
+      } else if (!e.module) {
+        if (std::string type = classify_module(*p->second); !type.empty())
+          e.module = *it, e.module_type = type, e.parsed = *p->second;
+      }
+    }
+  }
+  return out;
+}
+
+struct Group {
+  ProfiledKernel k;
+  std::map<std::string, int> nvtx;
+  std::map<std::string, double> parts;   // kernel name -> time, for a module candidate
+  std::set<const Range*> instances;      // module ranges seen: its calls
+};
+
+/// The row of a module candidate: "module LlamaRMSNorm" with its type and shape.
+void start_module_group(Group& g, const Enclosing& e) {
+  g.k.name = e.parsed.kind + " " + e.parsed.name;
+  g.k.module = e.parsed.name;
+  g.k.type = e.module_type;
+  g.k.shape = module_shape(e.module_type, e.parsed);
+  g.k.dtype = e.parsed.dtype;
+  g.k.nvtx = e.module->name;
 }
 
 }  // namespace
@@ -64,43 +128,66 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
       }
     }
   }
-  struct Group {
-    ProfiledKernel k;
-    std::map<std::string, int> nvtx;
-  };
-  std::map<std::string, Group> groups;
+  std::vector<const nlohmann::json*> kernels;
+  std::vector<std::pair<long long, double>> launch_at;
   for (auto& r : records) {
     if (r.value("k", "") != "kernel") continue;
     ++p.kernels_seen;
-    const double start = r.value("start", 0.0), end = r.value("end", 0.0);
-    if ((start - first) * 1e-9 < warmup_s) {
+    if ((r.value("start", 0.0) - first) * 1e-9 < warmup_s) {
       ++p.kernels_dropped_in_warmup;
       continue;
     }
-    const std::string name = demangle(r.value("name", "?"));
-    Group& g = groups[name];
-    if (g.k.calls == 0) {
-      g.k.name = name;
-      g.k.grid = r.value("grid", std::vector<int>{});
-      g.k.block = r.value("block", std::vector<int>{});
-      g.k.registers = r.value("regs", 0);
-      g.k.shared_bytes = r.value("smem", 0);
-    }
-    g.k.calls++;
-    g.k.total_us += (end - start) / 1000.0;
-    if (auto it = launches.find(r.value("corr", -1LL)); it != launches.end())
-      if (const Range* range = enclosing(ranges, it->second.first, it->second.second)) g.nvtx[range->name]++;
+    auto it = launches.find(r.value("corr", -1LL));
+    kernels.push_back(&r);
+    launch_at.push_back(it != launches.end() ? it->second : std::pair<long long, double>{-1, -1.0});
   }
-  for (auto& [name, g] : groups) {
+  const std::vector<Enclosing> enclosing = enclosing_all(ranges, launch_at);
+  std::map<std::string, Group> groups;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const nlohmann::json& r = *kernels[i];
+    const Enclosing& e = enclosing[i];
+    const std::string name = demangle(r.value("name", "?"));
+    const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
+    const std::string key = e.module ? "module\n" + e.module_type + "\n" + e.module->name : "kernel\n" + name;
+    Group& g = groups[key];
+    if (g.k.calls == 0 && g.instances.empty()) {
+      if (e.module) start_module_group(g, e);
+      else {
+        g.k.name = name;
+        g.k.grid = r.value("grid", std::vector<int>{});
+        g.k.block = r.value("block", std::vector<int>{});
+        g.k.registers = r.value("regs", 0);
+        g.k.shared_bytes = r.value("smem", 0);
+      }
+    }
+    g.k.total_us += us;
+    if (e.module) {
+      g.instances.insert(e.module);
+      g.parts[name] += us;
+    } else {
+      g.k.calls++;
+      if (e.op) g.nvtx[e.op->name]++;
+    }
+  }
+  for (auto& [key, g] : groups) {
     ProfiledKernel k = g.k;
+    if (!k.module.empty()) {
+      k.calls = (long long)g.instances.size();
+      k.bound = find_spec(k.type) && find_spec(k.type)->is_memory_bound() ? "memory" : "compute";
+      std::vector<std::pair<double, std::string>> parts;
+      for (auto& [n, us] : g.parts) parts.push_back({-us, n});
+      std::sort(parts.begin(), parts.end());
+      for (auto& [us, n] : parts) k.parts.push_back(n);
+    } else {
+      Classification c = classify_kernel(k.name);
+      k.type = c.type;
+      k.bound = c.bound;
+      k.dtype = dtype_hint(k.name);
+      int best = 0;
+      for (auto& [range, n] : g.nvtx)
+        if (n > best) best = n, k.nvtx = range;
+    }
     k.mean_us = k.total_us / double(k.calls);
-    Classification c = classify_kernel(name);
-    k.type = c.type;
-    k.bound = c.bound;
-    k.dtype = dtype_hint(name);
-    int best = 0;
-    for (auto& [range, n] : g.nvtx)
-      if (n > best) best = n, k.nvtx = range;
     p.total_gpu_us += k.total_us;
     p.kernels.push_back(std::move(k));
   }
@@ -122,6 +209,13 @@ void to_json(nlohmann::json& j, const Profile& p) {
                             {"total_us", k.total_us}, {"mean_us", k.mean_us}, {"share", k.share}, {"nvtx", k.nvtx},
                             {"grid", k.grid}, {"block", k.block}, {"registers", k.registers},
                             {"shared_bytes", k.shared_bytes}, {"dtype", k.dtype}});
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    if (!p.kernels[i].module.empty()) {
+      auto& row = j["kernels"][i];
+      row["module"] = p.kernels[i].module;
+      row["shape"] = p.kernels[i].shape;
+      row["parts"] = p.kernels[i].parts;
+    }
 }
 
 Result<Profile> profile_from_json(const nlohmann::json& j) {
@@ -150,6 +244,9 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
       x.registers = k.value("registers", 0);
       x.shared_bytes = k.value("shared_bytes", 0);
       x.dtype = k.value("dtype", "");
+      x.module = k.value("module", "");
+      x.shape = k.value("shape", std::vector<long long>{});
+      x.parts = k.value("parts", std::vector<std::string>{});
       p.kernels.push_back(std::move(x));
     }
     return p;

@@ -26,6 +26,10 @@ struct ProfiledKernel {
   std::vector<int> grid, block;
   int registers = 0, shared_bytes = 0;
   std::string dtype;           ///< from the name, "" when it says nothing
+  /// A module candidate (profile --modules): the kernels one module class launched, added up.
+  std::string module;          ///< its class or function name; "" for a kernel of its own
+  std::vector<long long> shape;///< in the type's terms, from the module's inputs; empty when unknown
+  std::vector<std::string> parts;  ///< the kernels inside it, largest first
 };
 
 struct Profile {
@@ -39,7 +43,9 @@ struct Profile {
   std::vector<ProfiledKernel> kernels;   ///< by total time, largest first
 };
 
-/// Aggregates raw records; kernels starting in the first `warmup_s` seconds are left out.
+/// Aggregates raw records; kernels starting in the first `warmup_s` seconds are left out. A kernel
+/// launched inside a module range that stands for one of autokernel's types (module_attribution.hpp)
+/// counts toward that module's candidate instead of its own row.
 Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double warmup_s);
 /// Reads a raw record file (JSON lines).
 Result<std::vector<nlohmann::json>> read_records(const std::string& path);

@@ -1,0 +1,75 @@
+#include "daemon/profile/module_attribution.hpp"
+
+#include <regex>
+
+#include "daemon/profile/profile_data.hpp"
+
+namespace ak {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// The Linear child whose name holds `part` ("gate" matches gate_proj, w_gate, gate).
+const LinearChild* linear_named(const ModuleRange& m, const std::string& part) {
+  for (auto& l : m.linears)
+    if (l.name.find(part) != std::string::npos) return &l;
+  return nullptr;
+}
+
+std::vector<LinearChild> parse_linears(const std::string& text) {
+  static const std::regex one(R"(([A-Za-z0-9_.]+):(\d+)x(\d+))");
+  std::vector<LinearChild> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), one); it != std::sregex_iterator(); ++it)
+    out.push_back({(*it)[1], std::stoll((*it)[2]), std::stoll((*it)[3])});
+  return out;
+}
+
+long long leading_product(const std::vector<long long>& dims) {
+  long long rows = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) rows *= dims[i];
+  return rows;
+}
+
+}  // namespace
+
+std::optional<ModuleRange> parse_module_range(const std::string& range) {
+  static const std::regex head(R"(^ak\.(module|function):([A-Za-z_][A-Za-z0-9_]*))");
+  std::smatch m;
+  if (!std::regex_search(range, m, head)) return std::nullopt;
+  ModuleRange r;
+  r.kind = m[1];
+  r.name = m[2];
+  r.sizes = nvtx_shapes(range);
+  static const std::regex dtype(R"( dtype=(fp16|bf16|fp32))"), linear(R"( linear=(\S+))");
+  if (std::regex_search(range, m, dtype)) r.dtype = m[1];
+  if (std::regex_search(range, m, linear)) r.linears = parse_linears(m[1]);
+  return r;
+}
+
+std::string classify_module(const ModuleRange& m) {
+  if (m.kind == "function") return m.name == "apply_rotary_pos_emb" ? "rotary_embedding" : "";
+  if (ends_with(m.name, "RMSNorm")) return "rmsnorm";
+  if (ends_with(m.name, "LayerNorm")) return "layernorm";
+  if (ends_with(m.name, "Softmax")) return "softmax";
+  if (ends_with(m.name, "MLP") && linear_named(m, "gate") && linear_named(m, "up") && linear_named(m, "down"))
+    return "fused_mlp";
+  return "";
+}
+
+std::vector<long long> module_shape(const std::string& type, const ModuleRange& m) {
+  if (m.sizes.empty() || m.sizes[0].empty()) return {};
+  const std::vector<long long>& x = m.sizes[0];
+  if (type == "rmsnorm" || type == "layernorm" || type == "softmax") return {leading_product(x), x.back()};
+  if (type == "rotary_embedding") return x.size() == 4 ? x : std::vector<long long>{};
+  if (type == "fused_mlp") {
+    // [M, K, I]: tokens, model width, hidden width, as the fused_mlp spec names them.
+    const LinearChild* gate = linear_named(m, "gate");
+    if (!gate || gate->in != x.back()) return {};
+    return {leading_product(x), gate->in, gate->out};
+  }
+  return {};
+}
+
+}  // namespace ak

@@ -1,0 +1,40 @@
+#pragma once
+/// Kernels by the PyTorch module that launched them. `autokernel profile --modules` loads
+/// daemon/profile/module_hook/sitecustomize.py beside the program, which wraps each nn.Module
+/// forward (and the rotary helper functions) in an NVTX range; this file reads those ranges back,
+/// says which of autokernel's types a module stands for, and in which shape.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ak {
+
+/// One nn.Linear child of a module: its name and features, from the range's "linear=" field.
+struct LinearChild {
+  std::string name;
+  long long in = 0, out = 0;
+};
+
+/// A range the hook pushed: "ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16".
+struct ModuleRange {
+  std::string kind;                          ///< "module" or "function"
+  std::string name;                          ///< the class or function name
+  std::vector<std::vector<long long>> sizes; ///< the tensor arguments' shapes, in order
+  std::string dtype;                         ///< of the first tensor argument: fp16, bf16, fp32 or ""
+  std::vector<LinearChild> linears;
+};
+
+/// The hook's range, or nothing for any other range (PyTorch's own, the program's).
+std::optional<ModuleRange> parse_module_range(const std::string& range);
+
+/// The kernel type a module or function stands for, "" for none. By name: *RMSNorm -> rmsnorm,
+/// *LayerNorm -> layernorm, *Softmax -> softmax, apply_rotary_pos_emb -> rotary_embedding, and
+/// *MLP with gate, up and down Linear children -> fused_mlp. Attention modules are left to the
+/// kernels inside them: they also hold the q/k/v/o projections, which are matmuls of their own.
+std::string classify_module(const ModuleRange& m);
+
+/// The shape in the type's terms (its spec's shape names), from the module's inputs; empty when
+/// they do not give it.
+std::vector<long long> module_shape(const std::string& type, const ModuleRange& m);
+
+}  // namespace ak

@@ -1,0 +1,122 @@
+"""autokernel profile --modules: names every nn.Module forward, and the rotary helpers a model
+defines as functions, with an NVTX range, so that `autokernel profile` can add a module's kernels
+up to one candidate. Loaded through PYTHONPATH as sitecustomize: the program's code is unchanged.
+
+A range reads  ak.module:<Class> sizes=[[...], ...] dtype=fp16 [linear=name:in x out,...]
+            or ak.function:apply_rotary_pos_emb sizes=[[...], ...] dtype=fp16
+The format is parsed by daemon/profile/module_attribution.cpp; change both together."""
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Functions that are a kernel type of their own although no module wraps them.
+_FUNCTIONS = ("apply_rotary_pos_emb",)
+_DTYPES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32"}
+
+
+def _label(torch, kind, name, args, extra=""):
+    sizes, dtype = [], ""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sizes.append(str(list(a.shape)))
+            dtype = dtype or _DTYPES.get(str(a.dtype), "")
+    return f"ak.{kind}:{name} sizes=[{', '.join(sizes)}] dtype={dtype}{extra}"
+
+
+def _linear_children(torch, module):
+    """' linear=gate_proj:2048x5632,...' for the direct nn.Linear children: a SwiGLU MLP's shape."""
+    cached = module.__dict__.get("_ak_linear")
+    if cached is None:
+        parts = [f"{n}:{c.in_features}x{c.out_features}" for n, c in module.named_children()
+                 if isinstance(c, torch.nn.Linear)]
+        cached = f" linear={','.join(parts)}" if parts else ""
+        module.__dict__["_ak_linear"] = cached
+    return cached
+
+
+def _wrap_functions(torch, seen):
+    """Wraps apply_rotary_pos_emb in __main__ and in transformers' model modules, once each."""
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or modname in seen:
+            continue
+        if modname != "__main__" and not modname.startswith("transformers.models."):
+            continue
+        seen.add(modname)
+        for fname in _FUNCTIONS:
+            fn = getattr(mod, fname, None)
+            if not callable(fn) or getattr(fn, "_ak_wrapped", False):
+                continue
+
+            def wrapped(*args, _fn=fn, _name=fname, **kwargs):
+                torch.cuda.nvtx.range_push(_label(torch, "function", _name, args))
+                try:
+                    return _fn(*args, **kwargs)
+                finally:
+                    torch.cuda.nvtx.range_pop()
+
+            wrapped._ak_wrapped = True
+            setattr(mod, fname, wrapped)
+
+
+def _install(torch):
+    from torch.nn.modules import module as nn_module
+
+    seen = set()
+    state = {"modules": -1}
+
+    def pre(module, args):
+        if len(sys.modules) != state["modules"]:  # a model module may have been imported since
+            state["modules"] = len(sys.modules)
+            _wrap_functions(torch, seen)
+        torch.cuda.nvtx.range_push(_label(torch, "module", type(module).__name__, args,
+                                          _linear_children(torch, module)))
+
+    def post(module, args, output):
+        torch.cuda.nvtx.range_pop()
+
+    nn_module.register_module_forward_pre_hook(pre)
+    try:  # always_call pops the range when a forward raises (PyTorch 2.1 and later)
+        nn_module.register_module_forward_hook(post, always_call=True)
+    except TypeError:
+        nn_module.register_module_forward_hook(post)
+    print("autokernel profile: NVTX ranges around every nn.Module forward", file=sys.stderr)
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Installs the hooks once torch has been imported by the program, and not before: a program
+    that never imports torch pays nothing."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                _install(module)
+            except Exception as e:  # the profile goes on, by kernel only, and says why
+                print(f"autokernel profile: no module ranges: {e}", file=sys.stderr)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _chain_next_sitecustomize():
+    """A sitecustomize of the user's own, further down the path, still runs."""
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+sys.meta_path.insert(0, _AfterTorchImport())
+_chain_next_sitecustomize()

@@ -1,0 +1,182 @@
+// Module attribution on recorded ranges: the NVTX ranges daemon/profile/module_hook/sitecustomize.py
+// pushes around a LLaMA decoder layer's modules, with the kernels PyTorch launches inside them.
+#include <catch2/catch.hpp>
+
+#include "daemon/profile/amdahl_plan.hpp"
+#include "daemon/profile/module_attribution.hpp"
+#include "daemon/profile/profile_data.hpp"
+
+using namespace ak;
+using nlohmann::json;
+
+namespace {
+
+/// Records of one program: ranges on CPU thread 1, kernels launched inside them.
+struct Recorder {
+  std::vector<json> records{json{{"k", "meta"}, {"gpu", "NVIDIA H100 80GB HBM3"}}};
+  long long next_id = 1, corr = 1;
+  double gpu_t = 1e9;  // kernels run one after another on the GPU, 1 us apart
+
+  long long push(const std::string& name, double t) {
+    records.push_back({{"k", "marker"}, {"id", next_id}, {"tid", 1}, {"t", t}, {"flag", "start"}, {"name", name}});
+    return next_id++;
+  }
+  void pop(long long id, double t) { records.push_back({{"k", "marker"}, {"id", id}, {"tid", 1}, {"t", t}, {"flag", "end"}}); }
+  void kernel(const std::string& name, double launch_t, double us) {
+    records.push_back({{"k", "api"}, {"corr", corr}, {"tid", 1}, {"start", launch_t}});
+    records.push_back({{"k", "kernel"}, {"name", name}, {"start", gpu_t}, {"end", gpu_t + us * 1000}, {"corr", corr++}});
+    gpu_t += us * 1000 + 1000;
+  }
+};
+
+const char* kNorm = "ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16";
+const char* kMlp = "ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048";
+const char* kRotary = "ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], [1, 2048, 128], [1, 2048, 128]] dtype=fp16";
+
+/// One decoder layer, `layers` times: norm (5 kernels), attention (a GEMM, the rotary helper's
+/// cat and muls, flash attention), MLP (three GEMMs, silu, mul).
+std::vector<json> llama_layers(int layers) {
+  Recorder r;
+  double t = 0;
+  for (int l = 0; l < layers; ++l) {
+    long long layer = r.push("ak.module:LlamaDecoderLayer sizes=[[2, 2048, 2048]] dtype=fp16", t += 1);
+    long long norm = r.push(kNorm, t += 1);
+    for (const char* k : {"pow_kernel", "mean_reduce_kernel", "rsqrt_kernel", "mul_kernel", "mul_weight_kernel"})
+      r.kernel(k, t += 1, 10);
+    r.pop(norm, t += 1);
+    long long attn = r.push("ak.module:LlamaAttention sizes=[[2, 2048, 2048]] dtype=fp16", t += 1);
+    long long lin = r.push("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16", t += 1);
+    long long op = r.push("aten::linear, seq = 5, sizes = [[2, 2048, 2048], [6144, 2048], []]", t += 1);
+    r.kernel("nvjet_sm90_hsh_qkv", t += 1, 100);
+    r.pop(op, t += 1);
+    r.pop(lin, t += 1);
+    long long rot = r.push(kRotary, t += 1);
+    for (const char* k : {"CatArrayBatchedCopy", "mul_kernel", "mul_kernel", "add_kernel"}) r.kernel(k, t += 1, 6);
+    r.pop(rot, t += 1);
+    r.kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", t += 1, 200);
+    r.pop(attn, t += 1);
+    long long mlp = r.push(kMlp, t += 1);
+    for (const char* k : {"nvjet_gate", "nvjet_up", "silu_kernel", "mul_kernel", "nvjet_down"}) {
+      long long l2 = r.push("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16", t += 1);
+      r.kernel(k, t += 1, 50);
+      r.pop(l2, t += 1);
+    }
+    r.pop(mlp, t += 1);
+    r.pop(layer, t += 1);
+  }
+  return r.records;
+}
+
+const ProfiledKernel* row_named(const Profile& p, const std::string& name) {
+  for (auto& k : p.kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the module hook's ranges are read back with their class, shapes, dtype and Linear children", "[profile][modules]") {
+  auto m = parse_module_range(kMlp);
+  REQUIRE(m);
+  CHECK(m->kind == "module");
+  CHECK(m->name == "LlamaMLP");
+  CHECK(m->sizes == std::vector<std::vector<long long>>{{2, 2048, 2048}});
+  CHECK(m->dtype == "fp16");
+  REQUIRE(m->linears.size() == 3);
+  CHECK(m->linears[2].name == "down_proj");
+  CHECK(m->linears[2].in == 5632);
+  CHECK(m->linears[2].out == 2048);
+  CHECK_FALSE(parse_module_range("aten::linear, seq = 5, sizes = [[2, 2048, 2048]]"));
+  CHECK_FALSE(parse_module_range("ak.mod:Foo"));
+}
+
+TEST_CASE("a module is classified by its class name, and a SwiGLU MLP by its gate, up and down projections", "[profile][modules]") {
+  CHECK(classify_module(*parse_module_range(kNorm)) == "rmsnorm");
+  CHECK(classify_module(*parse_module_range("ak.module:T5LayerNorm sizes=[[8, 512]] dtype=bf16")) == "layernorm");
+  CHECK(classify_module(*parse_module_range("ak.module:Softmax sizes=[[8, 512]] dtype=fp16")) == "softmax");
+  CHECK(classify_module(*parse_module_range(kRotary)) == "rotary_embedding");
+  CHECK(classify_module(*parse_module_range(kMlp)) == "fused_mlp");
+  // GPT-2's MLP has no gate: two GEMMs and a GELU are not a SwiGLU.
+  CHECK(classify_module(*parse_module_range("ak.module:GPT2MLP sizes=[[8, 1024, 768]] dtype=fp16 linear=c_fc:768x3072,c_proj:3072x768")) == "");
+  CHECK(classify_module(*parse_module_range("ak.module:LlamaAttention sizes=[[2, 2048, 2048]] dtype=fp16")) == "");
+  CHECK(classify_module(*parse_module_range("ak.function:rotate_half sizes=[[2, 16, 2048, 128]] dtype=fp16")) == "");
+}
+
+TEST_CASE("a module's shape is read in its type's terms from its inputs", "[profile][modules]") {
+  CHECK(module_shape("rmsnorm", *parse_module_range(kNorm)) == std::vector<long long>{4096, 2048});
+  CHECK(module_shape("rotary_embedding", *parse_module_range(kRotary)) == std::vector<long long>{2, 16, 2048, 128});
+  CHECK(module_shape("fused_mlp", *parse_module_range(kMlp)) == std::vector<long long>{4096, 2048, 5632});
+  CHECK(module_shape("rmsnorm", *parse_module_range("ak.module:LlamaRMSNorm sizes=[] dtype=")).empty());
+}
+
+TEST_CASE("the kernels inside a classified module add up to one candidate with its calls, time and shape", "[profile][modules]") {
+  auto p = build_profile(llama_layers(3), 0);
+  REQUIRE(p.ok());
+  const ProfiledKernel* norm = row_named(*p, "module LlamaRMSNorm");
+  REQUIRE(norm);
+  CHECK(norm->type == "rmsnorm");
+  CHECK(norm->calls == 3);                      // three layers: three module calls
+  CHECK(norm->total_us == Approx(3 * 5 * 10));  // five 10 us kernels a call
+  CHECK(norm->mean_us == Approx(50));
+  CHECK(norm->parts.size() == 5);
+  CHECK(norm->shape == std::vector<long long>{4096, 2048});
+  CHECK(norm->dtype == "fp16");
+  const ProfiledKernel* rotary = row_named(*p, "function apply_rotary_pos_emb");
+  REQUIRE(rotary);
+  CHECK(rotary->type == "rotary_embedding");
+  CHECK(rotary->total_us == Approx(3 * 4 * 6));
+  const ProfiledKernel* mlp = row_named(*p, "module LlamaMLP");
+  REQUIRE(mlp);
+  CHECK(mlp->type == "fused_mlp");
+  CHECK(mlp->total_us == Approx(3 * 5 * 50));
+  // Kernels in no classified module keep their own rows: the attention's projection stays a
+  // matmul with its operator's range, flash attention stays flash attention.
+  const ProfiledKernel* qkv = row_named(*p, "nvjet_sm90_hsh_qkv");
+  REQUIRE(qkv);
+  CHECK(qkv->type == "matmul");
+  CHECK_THAT(qkv->nvtx, Catch::StartsWith("aten::linear"));
+  CHECK(row_named(*p, "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"));
+  // A module's kernels are counted once: not also as rows of their own.
+  CHECK_FALSE(row_named(*p, "pow_kernel"));
+  CHECK_FALSE(row_named(*p, "CatArrayBatchedCopy"));
+  double shares = 0, us = 0;
+  for (auto& k : p->kernels) shares += k.share, us += k.total_us;
+  CHECK(shares == Approx(1.0));
+  CHECK(us == Approx(3 * (50 + 100 + 24 + 200 + 250)));
+}
+
+TEST_CASE("a profile with module candidates survives its JSON and the plan counts them with their shapes", "[profile][modules]") {
+  auto p = build_profile(llama_layers(2), 0);
+  REQUIRE(p.ok());
+  auto back = profile_from_json(json(*p));
+  REQUIRE(back.ok());
+  const ProfiledKernel* norm = row_named(*back, "module LlamaRMSNorm");
+  REQUIRE(norm);
+  CHECK(norm->module == "LlamaRMSNorm");
+  CHECK(norm->shape == std::vector<long long>{4096, 2048});
+  CHECK(norm->parts.size() == 5);
+  Plan plan = make_plan(*back, 10, 2.0);
+  bool planned_norm = false, planned_rotary = false;
+  for (auto& r : plan.rows) {
+    if (r.kernel.type == "rmsnorm") {
+      planned_norm = true;
+      CHECK(r.supported);
+      CHECK(r.shape == std::vector<long long>{4096, 2048});
+      CHECK_THAT(r.shape_source, Catch::Contains("LlamaRMSNorm"));
+    }
+    if (r.kernel.type == "rotary_embedding") planned_rotary = r.shape == std::vector<long long>{2, 16, 2048, 128};
+  }
+  CHECK(planned_norm);
+  CHECK(planned_rotary);
+  std::string toml = plan_toml(plan, "llama.json");
+  CHECK_THAT(toml, Catch::Contains("type = \"rmsnorm\"\nshape = [4096, 2048]"));
+  CHECK_THAT(toml, Catch::Contains("baseline_us = 50.00"));
+  CHECK_THAT(toml, Catch::Contains("# module: LlamaRMSNorm, 5 distinct kernels"));
+}
+
+TEST_CASE("ten thousand module ranges are attributed in one sweep", "[profile][modules]") {
+  // 800 layers: about 10k ranges and 12k kernels; a per-kernel scan of every range took minutes.
+  auto p = build_profile(llama_layers(800), 0);
+  REQUIRE(p.ok());
+  CHECK(row_named(*p, "module LlamaRMSNorm")->calls == 800);
+}
