@@ -83,17 +83,24 @@ Status ArgParser::parse(const std::vector<std::string>& args, bool& help_request
   return ok();
 }
 
+namespace {
+/// Spaces that bring `text` to `column`, at least two (a long name pushes its help right).
+std::string pad(const std::string& text, size_t column) {
+  return std::string(text.size() + 2 <= column ? column - text.size() : 2, ' ');
+}
+}  // namespace
+
 std::string ArgParser::help() const {
   std::string h = "usage: " + usage_ + "\n\n" + description_ + "\n";
   if (!pos_.empty() || rest_ || many_out_) h += "\narguments:\n";
   std::vector<Pos> shown = pos_;
   if (many_out_) shown.push_back(many_);
-  for (auto& p : shown) h += "  " + p.name + std::string(std::max<size_t>(2, 22 - p.name.size()), ' ') + p.help + "\n";
-  if (rest_) h += "  -- " + rest_name_ + std::string(std::max<size_t>(2, 19 - rest_name_.size()), ' ') + rest_help_ + "\n";
+  for (auto& p : shown) h += "  " + p.name + pad(p.name, 22) + p.help + "\n";
+  if (rest_) h += "  -- " + rest_name_ + pad(rest_name_, 19) + rest_help_ + "\n";
   h += "\noptions:\n";
   for (auto& o : opts_) {
     std::string left = "--" + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
-    h += "  " + left + std::string(std::max<size_t>(2, 22 - left.size()), ' ') + o.help + "\n";
+    h += "  " + left + pad(left, 22) + o.help + "\n";
   }
   h += "  --help                show this help\n";
   return h;
