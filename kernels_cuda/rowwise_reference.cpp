@@ -1,12 +1,15 @@
 #include "kernels_cuda/rowwise_reference.hpp"
 
+#include "kernels_cuda/grid_rules.h"
+
 namespace ak {
 
 const char* const kRowwiseLaunchHelp =
     "extern \"C\" __constant__ int ak_rows_per_block = ...;  // rows per block: grid = ceil(rows / ak_rows_per_block)";
 
 int64_t rowwise_grid(const Shape& s, const LaunchGeometry& g) {
-  return (leading_rows(s) + g.rows_per_block - 1) / g.rows_per_block;
+  std::vector<long long> dims(s.begin(), s.end());
+  return ak_rowwise_blocks(dims.data(), int(dims.size()), g.rows_per_block);
 }
 
 void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row) {
