@@ -8,6 +8,7 @@ packages=(
   cmake g++ make pkg-config git
   libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libgit2-dev catch2 libtomlplusplus-dev
   systemd   # systemd-analyze, to check config/autokernel.service in the tests
+  python3   # the tests of the Python autokernel writes out (profile --modules, export)
 )
 
 if [[ $(id -u) -ne 0 ]]; then

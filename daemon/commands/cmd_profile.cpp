@@ -41,7 +41,7 @@ Status write_module_hook(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return error("cannot create " + dir + ": " + ec.message());
-  return write_file_atomic(dir + "/sitecustomize.py", embedded_python().at("profile/module_hook/sitecustomize.py"));
+  return write_file_atomic(dir + "/sitecustomize.py", embedded_python().at("daemon/profile/module_hook/sitecustomize.py"));
 }
 
 /// Runs the command with the injection; its output and exit status are its own. With a hook

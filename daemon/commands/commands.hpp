@@ -24,6 +24,8 @@ int llm_command(const Args& args);      ///< llm check: one tiny request to the 
 int propose_command(const Args& args);  ///< one proposal for a kernel, no GPU
 int profile_command(const Args& args);  ///< profile any CUDA program
 int plan_command(const Args& args);     ///< the Amdahl plan of a profile
+int export_command(const Args& args);   ///< kept kernels as a PyTorch package
+int verify_command(const Args& args);   ///< a model with and without the exported ops
 
 /// Parses with `parser`; prints help or the error. Returns -1 to go on, else the exit code.
 class ArgParser;

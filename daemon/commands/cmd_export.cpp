@@ -1,0 +1,62 @@
+// autokernel export: the kept kernels of a run, or one kernel file, as a PyTorch package.
+#include <cstdio>
+
+#include "daemon/arg_parser.hpp"
+#include "daemon/commands/commands.hpp"
+#include "daemon/export/export_package.hpp"
+#include "daemon/loop/run_directory.hpp"
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+
+int export_command(const Args& args) {
+  std::string run, out, kernel, format = "torch", file;
+  ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels]",
+              "Writes the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
+              "shapes), or one kernel file, unchanged, into a PyTorch package whose custom ops launch them as the\n"
+              "harness did (torch.ops.autokernel.<type>), with a patch that puts them into a model\n"
+              "(autokernel_ops.patched()). The row-wise types are exported; others are listed as left out.\n"
+              "--format hf-kernels writes the layout of a Hugging Face kernel repository instead.");
+  p.positional("FILE.cu", "one kernel file to export (with --kernel)", &file, false)
+      .option("run", "DIR", "a run folder (runs/<name>): export what it kept", &run)
+      .option("kernel", "TYPE", "the kernel type of FILE.cu", &kernel)
+      .option("out", "DIR", "where to write the package (created)", &out)
+      .option("format", "torch|hf-kernels", "the package's layout (default torch)", &format);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (out.empty()) return std::fprintf(stderr, "autokernel export: give --out DIR\n"), kExitUsage;
+  if (run.empty() == file.empty())
+    return std::fprintf(stderr, "autokernel export: give either --run DIR or one FILE.cu with --kernel TYPE\n"), kExitUsage;
+  if (format != "torch" && format != "hf-kernels")
+    return std::fprintf(stderr, "autokernel export: --format %s: expected torch or hf-kernels\n", format.c_str()), kExitUsage;
+  std::vector<std::string> left_out;
+  std::vector<ExportedKernel> kernels;
+  if (!run.empty()) {
+    auto kept = kept_kernels(run, left_out);
+    if (!kept) return std::fprintf(stderr, "autokernel export: %s\n", kept.error().message.c_str()), kExitUsage;
+    kernels = *kept;
+  } else {
+    if (!find_spec(kernel))
+      return std::fprintf(stderr, "autokernel export: --kernel '%s': give the kernel type of %s (autokernel kernels lists them)\n",
+                          kernel.c_str(), file.c_str()), kExitUsage;
+    auto source = read_text(file);
+    if (!source) return std::fprintf(stderr, "autokernel export: %s\n", source.error().message.c_str()), kExitUsage;
+    kernels.push_back({kernel, "", file, *source, "", "", 0, 0, 0});
+  }
+  auto files = package_files(kernels, format == "torch" ? PackageFormat::Torch : PackageFormat::HfKernels, left_out);
+  for (auto& l : left_out) std::fprintf(stderr, "autokernel export: left out %s\n", l.c_str());
+  if (!files) return std::fprintf(stderr, "autokernel export: %s\n", files.error().message.c_str()), kExitFailure;
+  if (auto s = write_package(*files, out); !s)
+    return std::fprintf(stderr, "autokernel export: %s\n", s.error().message.c_str()), kExitFailure;
+  std::printf("wrote %zu files to %s (%s layout):\n", files->size(), out.c_str(), format.c_str());
+  for (auto& k : kernels)
+    if (files->count((format == "torch" ? "autokernel_ops/kernels/" : "autokernel_ops_cuda/kernels/") + k.type +
+                     (format == "torch" ? ".cu" : ".cuh")))
+      std::printf("  %-18s from %s\n", k.type.c_str(), k.origin.c_str());
+  if (format == "torch")
+    std::printf("use it: PYTHONPATH=%s python3 -c 'import autokernel_ops' (builds at first import), then\n"
+                "        with autokernel_ops.patched(): model(x)     or check it: autokernel verify --model M.py --ops %s\n",
+                out.c_str(), out.c_str());
+  return kExitOk;
+}
+
+}  // namespace ak

@@ -1,0 +1,138 @@
+// autokernel verify: a model with and without the exported ops; exit 1 when the outputs disagree.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "common/format.hpp"
+#include "daemon/arg_parser.hpp"
+#include "daemon/commands/commands.hpp"
+#include "daemon/loop/run_directory.hpp"
+#include "daemon/verify/verify_verdict.hpp"
+
+namespace ak {
+namespace fs = std::filesystem;
+namespace {
+
+/// Runs the package's runner (python -m autokernel_ops.verify) with the package first on PYTHONPATH.
+int run_runner(const std::string& python, const std::string& ops_dir, const std::vector<std::string>& runner_args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    const char* old = std::getenv("PYTHONPATH");
+    setenv("PYTHONPATH", (ops_dir + (old && *old ? std::string(":") + old : "")).c_str(), 1);
+    std::vector<std::string> cmd{python, "-m", "autokernel_ops.verify"};
+    cmd.insert(cmd.end(), runner_args.begin(), runner_args.end());
+    std::vector<char*> argv;
+    for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "autokernel verify: cannot run %s: %s\n", python.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+OutputError output_error(const nlohmann::json& j) {
+  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : INFINITY; };
+  return {num("rel_l2"), num("max_abs"), j.value("finite", false)};
+}
+
+std::string timing_row(const char* label, const nlohmann::json& j) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%-22s %9.3f  %9.3f  %9.3f  %12.3g\n", label, j.value("median_ms", 0.0),
+                j.value("min_ms", 0.0), j.value("max_ms", 0.0), j.value("rel_l2", 0.0));
+  return line;
+}
+
+}  // namespace
+
+int verify_command(const Args& args) {
+  std::string model, ops, dtype = "fp16", steps = "30", profile_path, out, python = "python3", compile_mode;
+  bool compile = false;
+  ArgParser p("autokernel verify --model FILE.py --ops DIR [--dtype fp16|bf16] [--steps N] [--compile] [--profile P.json]",
+              "Runs a model with and without the ops of an exported package (autokernel export), compares both\n"
+              "outputs with the model's own fp32 output, and times both (CUDA events, warm-up, median of N steps).\n"
+              "The outputs agree when the error with the ops is at most twice the model's own in that dtype (or\n"
+              "the dtype's floor). Prints the end-to-end speedup and, with --profile (the profile the run was\n"
+              "planned from), the one the Amdahl plan predicts from the kernels' speedups and shares. Exits 1\n"
+              "when the outputs disagree. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
+  p.option("model", "FILE.py", "the model file", &model)
+      .option("ops", "DIR", "the package autokernel export wrote", &ops)
+      .option("dtype", "fp16|bf16", "the dtype of the run (default fp16)", &dtype)
+      .option("steps", "N", "timed steps (default 30)", &steps)
+      .flag("compile", "also time torch.compile of the model, without and with the ops", &compile)
+      .option("compile-mode", "MODE", "torch.compile's mode (default max-autotune-no-cudagraphs)", &compile_mode)
+      .option("profile", "P.json", "the profile the run was planned from: predict the speedup", &profile_path)
+      .option("out", "FILE", "also write the report as JSON", &out)
+      .option("python", "PATH", "the Python with PyTorch (default python3)", &python);
+  if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (model.empty() || ops.empty()) return std::fprintf(stderr, "autokernel verify: give --model FILE.py and --ops DIR\n"), kExitUsage;
+  if (dtype != "fp16" && dtype != "bf16") return std::fprintf(stderr, "autokernel verify: --dtype %s: expected fp16 or bf16\n", dtype.c_str()), kExitUsage;
+  const std::string manifest_path = ops + "/autokernel_ops/manifest.json";
+  auto manifest_text = read_text(manifest_path);
+  if (!manifest_text)
+    return std::fprintf(stderr, "autokernel verify: %s is not a package autokernel export wrote (no %s)\n", ops.c_str(),
+                        manifest_path.c_str()), kExitUsage;
+  const auto manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
+  Profile profile;
+  if (!profile_path.empty()) {
+    auto text = read_text(profile_path);
+    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    auto parsed = j.is_discarded() ? Result<Profile>(error("not JSON")) : profile_from_json(j);
+    if (!parsed) return std::fprintf(stderr, "autokernel verify: --profile %s: %s\n", profile_path.c_str(),
+                                     text ? parsed.error().message.c_str() : text.error().message.c_str()), kExitUsage;
+    profile = *parsed;
+  }
+  const std::string report_path = (out.empty() ? fs::temp_directory_path().string() + "/autokernel-verify-" + std::to_string(getpid()) : out) + ".runner.json";
+  std::vector<std::string> runner{"--model", fs::absolute(model).string(), "--json", report_path, "--dtype", dtype, "--steps", steps};
+  if (compile) runner.push_back("--compile");
+  if (!compile_mode.empty()) runner.insert(runner.end(), {"--compile-mode", compile_mode});
+  if (int rc = run_runner(python, fs::absolute(ops).string(), runner); rc != 0)
+    return std::fprintf(stderr, "autokernel verify: the model run failed (exit %d): its output is above\n", rc), kExitFailure;
+  auto text = read_text(report_path);
+  auto report = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (report.is_discarded() || !report.contains("eager") || !report.contains("autokernel"))
+    return std::fprintf(stderr, "autokernel verify: %s: no report from the model run\n", report_path.c_str()), kExitFailure;
+  if (out.empty()) std::remove(report_path.c_str());
+
+  const Agreement agreement = judge_outputs(output_error(report["eager"]), output_error(report["autokernel"]), dtype);
+  const double eager_ms = report["eager"].value("median_ms", 0.0), ours_ms = report["autokernel"].value("median_ms", 0.0);
+  const double measured = ours_ms > 0 ? eager_ms / ours_ms : 0;
+  std::string text_out = "model " + model + " (" + dtype + ", " + report.value("gpu", std::string("?")) + ", PyTorch " +
+                         report.value("torch", std::string("?")) + ")\npatched:\n";
+  for (auto& n : report.value("patched", std::vector<std::string>{})) text_out += "  " + n + "\n";
+  text_out += "                       median ms     min ms     max ms  rel. L2 vs fp32\n";
+  text_out += timing_row("eager PyTorch", report["eager"]) + timing_row("with autokernel ops", report["autokernel"]);
+  if (report.contains("compile")) text_out += timing_row("torch.compile", report["compile"]);
+  if (report.contains("autokernel_compile")) text_out += timing_row("torch.compile + ops", report["autokernel_compile"]);
+  text_out += "outputs: " + std::string(agreement.agrees ? "agree" : "DISAGREE") + ": " + agreement.why + "\n";
+  text_out += format_numbers("end-to-end speedup with the ops: %.3fx", measured);
+  report["verdict"] = {{"agrees", agreement.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
+                       {"speedup", measured}};
+  if (!profile.kernels.empty()) {
+    auto parts = prediction_parts(profile, manifest);
+    const double predicted = predicted_speedup(parts);
+    text_out += format_numbers("; the Amdahl plan predicted %.3fx from", predicted);
+    nlohmann::json jp = nlohmann::json::array();
+    for (auto& part : parts) {
+      text_out += " " + part.type + format_numbers(" f=%.3f s=%.2fx", part.f, part.s);
+      jp.push_back({{"type", part.type}, {"shape", part.shape}, {"f", part.f}, {"s", part.s}});
+    }
+    if (parts.empty()) text_out += " no part (no profile row of an exported type)";
+    report["verdict"]["predicted_speedup"] = predicted;
+    report["verdict"]["prediction_parts"] = jp;
+  }
+  std::printf("%s\n", text_out.c_str());
+  if (!out.empty())
+    if (auto s = write_file_atomic(out, report.dump(2) + "\n"); !s)
+      std::fprintf(stderr, "autokernel verify: %s\n", s.error().message.c_str());
+  return agreement.agrees ? kExitOk : kExitFailure;
+}
+
+}  // namespace ak

@@ -1,0 +1,166 @@
+#include "daemon/export/export_package.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/format.hpp"
+#include "daemon/export/kernel_launcher.hpp"
+#include "daemon/loop/run_directory.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
+
+namespace ak {
+const std::map<std::string, std::string>& embedded_python();
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kPackage = "autokernel_ops";
+
+const std::string& packaged(const std::string& path) { return embedded_python().at("daemon/export/package/" + path); }
+
+nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::vector<std::string>& left_out,
+                        const std::string& kernel_dir, const std::string& suffix) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (auto& k : kernels)
+    ops.push_back({{"type", k.type}, {"file", kernel_dir + k.type + suffix}, {"structure", variant_name(k.source)},
+                   {"tag", k.tag}, {"origin", k.origin}, {"shape", k.shape}, {"dtype", k.dtype}, {"best_us", k.best_us},
+                   {"baseline_us", k.baseline_us}, {"speedup", k.speedup}});
+  return {{"schema", "autokernel-export-1"}, {"ops", ops}, {"left_out", left_out}};
+}
+
+std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat format) {
+  std::string table = "| op | structure | measured at | dtype | best µs | baseline µs | speedup |\n|---|---|---|---|---|---|---|\n";
+  for (auto& k : kernels)
+    table += "| `torch.ops.autokernel." + k.type + "` | " + variant_name(k.source) + " | " + (k.shape.empty() ? "-" : k.shape) +
+             " | " + (k.dtype.empty() ? "-" : k.dtype) + " | " + (k.best_us > 0 ? format_numbers("%.2f", k.best_us) : "-") +
+             " | " + (k.baseline_us > 0 ? format_numbers("%.2f", k.baseline_us) : "-") + " | " +
+             (k.speedup > 0 ? format_numbers("%.3fx", k.speedup) : "-") + " |\n";
+  std::string text = packaged("README.md");
+  const std::string mark = "{{ops}}";
+  text.replace(text.find(mark), mark.size(), table);
+  if (format == PackageFormat::HfKernels)
+    text += "\n## This layout\n\nThe folders and `build.toml` of a Hugging Face kernel repository, for kernel-builder "
+            "(`nix build`); the ops register under the builder's extension name (`from autokernel_ops import ops`). "
+            "autokernel writes and checks this layout; it does not run kernel-builder.\n";
+  return text;
+}
+
+/// The files both layouts share, under `py` (the Python package) and `csrc` (the C++).
+Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, const std::string& py, const std::string& csrc,
+                                  const std::string& kernel_dir, const std::string& kernel_include_dir, const std::string& suffix) {
+  PackageFiles files;
+  std::vector<std::string> types;
+  for (auto& k : kernels) {
+    auto launcher = launcher_source(*find_spec(k.type), k.source, kernel_include_dir + k.type + suffix);
+    if (!launcher) return error(k.origin + ": " + launcher.error().message);
+    files[kernel_dir + k.type + suffix] = k.source;
+    files[csrc + k.type + "_launch.cu"] = *launcher;
+    types.push_back(k.type);
+  }
+  files[csrc + "launch.h"] = launch_header(types);
+  files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
+  for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
+  return files;
+}
+
+}  // namespace
+
+Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std::vector<std::string>& left_out) {
+  auto text = read_text(run_dir + "/state.json");
+  if (!text) return error(run_dir + " is not a run folder (no state.json): give the folder autokernel run wrote, e.g. runs/<name>");
+  auto state = nlohmann::json::parse(*text, nullptr, false);
+  if (state.is_discarded() || !state.contains("kernels")) return error(run_dir + "/state.json: not a run's state");
+  std::map<std::string, std::pair<double, ExportedKernel>> best_of_type;
+  for (auto& k : state["kernels"]) {
+    ExportedKernel e;
+    e.type = k.value("type", "");
+    e.tag = k.value("tag", "");
+    e.origin = run_dir + "/kernels/" + e.tag + ".cu";
+    auto source = read_text(e.origin);
+    if (!source) return error(e.origin + ": " + source.error().message + " (the run kept no file for " + e.tag + ")");
+    e.source = *source;
+    e.shape = k.value("shape", "");
+    e.dtype = k.value("dtype", "");
+    e.best_us = k.value("best_us", 0.0);
+    e.baseline_us = k.value("baseline_us", 0.0);
+    e.speedup = k.value("speedup", 0.0);
+    const double weight = k.value("weight", 1.0);
+    auto it = best_of_type.find(e.type);
+    if (it == best_of_type.end() || weight > it->second.first) {
+      if (it != best_of_type.end()) left_out.push_back(it->second.second.tag + ": another " + e.type + " of more weight is exported");
+      best_of_type[e.type] = {weight, e};
+    } else {
+      left_out.push_back(e.tag + ": another " + e.type + " of more weight is exported");
+    }
+  }
+  std::vector<ExportedKernel> out;
+  for (auto& [type, wk] : best_of_type) out.push_back(wk.second);
+  if (out.empty()) return error(run_dir + "/state.json lists no kernel");
+  return out;
+}
+
+Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, PackageFormat format, std::vector<std::string>& left_out) {
+  std::vector<ExportedKernel> kernels;
+  for (auto& k : all) {
+    const KernelSpec* spec = find_spec(k.type);
+    if (!spec) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
+    if (!exportable(*spec))
+      left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
+                         " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
+    else
+      kernels.push_back(k);
+  }
+  if (kernels.empty()) return error("nothing to export: none of the kernels is of a row-wise type (rmsnorm, layernorm, softmax, "
+                                    "rotary_embedding, cross_entropy, reduce)");
+  const bool hf = format == PackageFormat::HfKernels;
+  const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
+  const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";
+  const std::string ops_dir = hf ? "torch-ext/ops/" : csrc;
+  const std::string kernel_dir = hf ? "autokernel_ops_cuda/kernels/" : "autokernel_ops/kernels/";
+  // A kernel file is included by its launcher, never compiled on its own: kernel-builder compiles
+  // every .cu it lists, so there the files are named .cuh.
+  const std::string suffix = hf ? ".cuh" : ".cu";
+  auto files = common_files(kernels, py, csrc, kernel_dir, hf ? "kernels/" : "../kernels/", suffix);
+  if (!files) return files.error();
+  PackageFiles& f = *files;
+  f[ops_dir + "common.h"] = packaged("ops/common.h");
+  for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = packaged("ops/" + k.type + ".cpp");
+  f[py + "manifest.json"] = manifest(kernels, left_out, hf ? "../../autokernel_ops_cuda/kernels/" : "kernels/", suffix).dump(2) + "\n";
+  f["README.md"] = readme(kernels, format);
+  if (!hf) {
+    for (const char* p : {"__init__.py", "_load.py", "verify.py"}) f[py + p] = packaged(std::string(kPackage) + "/" + p);
+    f["pyproject.toml"] = packaged("pyproject.toml");
+    return files;
+  }
+  f[py + "__init__.py"] = packaged("hf/__init__.py");
+  f["build.toml"] = packaged("hf/build.toml");
+  f["flake.nix"] = packaged("hf/flake.nix");
+  f["torch-ext/torch_binding.cpp"] = packaged("hf/torch_binding.cpp");
+  f["torch-ext/torch_binding.h"] = packaged("hf/torch_binding.h");
+  f[ops_dir + "ops_namespace.h"] = "// The ops register under kernel-builder's extension name.\n#define AK_OPS_NAMESPACE TORCH_EXTENSION_NAME\n";
+  // build.toml lists the sources of this export.
+  std::string torch_src, cuda_src;
+  for (auto& k : kernels) {
+    torch_src += ", \"" + ops_dir + k.type + ".cpp\"";
+    cuda_src += std::string(cuda_src.empty() ? "" : ", ") + "\"" + csrc + k.type + "_launch.cu\", \"" + kernel_dir + k.type + suffix + "\"";
+  }
+  std::string& toml = f["build.toml"];
+  for (auto [mark, value] : {std::pair<std::string, std::string>{"{{torch_src}}", torch_src}, {"{{cuda_src}}", cuda_src}})
+    toml.replace(toml.find(mark), mark.size(), value);
+  return files;
+}
+
+Status write_package(const PackageFiles& files, const std::string& out_dir) {
+  for (auto& [rel, text] : files) {
+    const fs::path p = fs::path(out_dir) / rel;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    if (ec) return error("cannot create " + p.parent_path().string() + ": " + ec.message());
+    if (auto s = write_file_atomic(p.string(), text); !s) return s;
+  }
+  return ok();
+}
+
+}  // namespace ak

@@ -1,0 +1,42 @@
+#pragma once
+/// `autokernel export`: the kept kernel files of a run (or one file) as a PyTorch package whose
+/// custom ops launch them as the harness did. Two layouts:
+///   torch       autokernel_ops/, built at first import with torch.utils.cpp_extension (its README
+///               says why), usable from PYTHONPATH or `pip install`
+///   hf-kernels  the folders and build.toml of a Hugging Face kernel repository (kernel-builder)
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace ak {
+
+/// One kernel file to export, with what the run measured of it.
+struct ExportedKernel {
+  std::string type;
+  std::string tag;        ///< its [[kernel]] tag in the run; "" for a single file
+  std::string origin;     ///< where the file came from
+  std::string source;     ///< the file's text, exported unchanged
+  std::string shape, dtype;
+  double best_us = 0, baseline_us = 0, speedup = 0;  ///< 0 when not measured (a single file)
+};
+
+enum class PackageFormat { Torch, HfKernels };
+
+/// A package: relative path -> text.
+using PackageFiles = std::map<std::string, std::string>;
+
+/// The kernels a run kept (runs/<name>/state.json and kernels/<tag>.cu), one per type: where a
+/// type was tuned at several shapes, the one of the largest weight, and `left_out` says which not.
+Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std::vector<std::string>& left_out);
+
+/// The package's files. Types that cannot be exported go into `left_out` with the reason; an Error
+/// when nothing is left to export, or when a file cannot be launched (no ak_block_threads).
+Result<PackageFiles> package_files(const std::vector<ExportedKernel>& kernels, PackageFormat format,
+                                   std::vector<std::string>& left_out);
+
+/// Writes the files under `out_dir` (created); files already there and not in the package stay.
+Status write_package(const PackageFiles& files, const std::string& out_dir);
+
+}  // namespace ak

@@ -1,0 +1,98 @@
+"""Which attributes a patch replaces, and putting them back. Pure Python over the namespaces it is
+given (no torch import here), so that the logic is tested without a GPU: tests/export/patch_test.py.
+
+Three kinds of target:
+  functional  torch.nn.functional.rms_norm / layer_norm / softmax / cross_entropy, torch.softmax
+  class       forward of a model's own norm classes (LlamaRMSNorm and its kin, *LayerNorm) defined
+              in transformers' model modules or the program's __main__
+  function    apply_rotary_pos_emb in those same modules
+A class or function target replaces code the package has not seen: its replacement is checked
+against the original on its first eager call and withdrawn if they disagree (_replacements.py)."""
+
+FUNCTIONAL = (
+    # (owner attribute path, attribute, kernel type)
+    ("torch.nn.functional", "rms_norm", "rmsnorm"),
+    ("torch.nn.functional", "layer_norm", "layernorm"),
+    ("torch.nn.functional", "softmax", "softmax"),
+    ("torch", "softmax", "softmax"),
+    ("torch.nn.functional", "cross_entropy", "cross_entropy"),
+)
+CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"))
+FUNCTIONS = (("apply_rotary_pos_emb", "rotary_embedding"),)
+
+
+def model_modules(modules, also=()):
+    """The modules whose classes and helpers may be patched: transformers' models, __main__, and
+    those named in `also` (a model file loaded under a name of its own)."""
+    for name, mod in sorted(modules.items()):
+        if mod is not None and (name == "__main__" or name in also or name.startswith("transformers.models.")):
+            yield name, mod
+
+
+class Target:
+    """One attribute to replace: owner.attr, which kernel type serves it, and of which kind."""
+
+    def __init__(self, owner, owner_name, attr, type_, kind):
+        self.owner, self.owner_name, self.attr, self.type, self.kind = owner, owner_name, attr, type_, kind
+
+    @property
+    def name(self):
+        return f"{self.owner_name}.{self.attr}"
+
+
+def find_targets(modules, available, also=()):
+    """Every target whose kernel type is in `available`, from the loaded `modules` (sys.modules)."""
+    targets = []
+    for owner_name, attr, type_ in FUNCTIONAL:
+        owner = modules.get(owner_name)
+        if type_ in available and owner is not None and callable(getattr(owner, attr, None)):
+            targets.append(Target(owner, owner_name, attr, type_, "functional"))
+    for mod_name, mod in model_modules(modules, also):
+        for cls_name, cls in sorted(vars(mod).items()):
+            if not isinstance(cls, type) or getattr(cls, "__module__", None) != mod_name:
+                continue  # imported from elsewhere: patched where it is defined
+            for suffix, type_ in CLASS_SUFFIXES:
+                if type_ in available and cls_name.endswith(suffix) and "forward" in vars(cls):
+                    targets.append(Target(cls, f"{mod_name}.{cls_name}", "forward", type_, "class"))
+        for fn_name, type_ in FUNCTIONS:
+            if type_ in available and callable(vars(mod).get(fn_name)):
+                targets.append(Target(mod, mod_name, fn_name, type_, "function"))
+    return targets
+
+
+class Patches:
+    """Replaced attributes, restorable. A `with` block restores them at its end; `restore()` does
+    it by hand. Patching what is already patched (by this package) is skipped, not stacked."""
+
+    MARK = "_autokernel_original"
+
+    def __init__(self):
+        self.applied = []  # (target, original)
+
+    def apply(self, targets, make_replacement):
+        for t in targets:
+            original = getattr(t.owner, t.attr)
+            if hasattr(original, self.MARK):
+                continue
+            replacement = make_replacement(t, original)
+            setattr(replacement, self.MARK, original)
+            setattr(t.owner, t.attr, replacement)
+            self.applied.append((t, original))
+        return self
+
+    def restore(self):
+        for t, original in reversed(self.applied):
+            setattr(t.owner, t.attr, original)
+        self.applied = []
+
+    @property
+    def names(self):
+        """What is patched, one line each: 'torch.nn.functional.rms_norm -> autokernel::rmsnorm'."""
+        return [f"{t.name} -> autokernel::{t.type}" for t, _ in self.applied]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
+        return False

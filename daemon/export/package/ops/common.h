@@ -1,0 +1,73 @@
+// What every exported op shares: the contract check, the fallback to PyTorch (logged once per op
+// and reason), the stream, and the dtype code the launchers take. Written by autokernel export.
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "launch.h"
+
+// The op namespace: torch.ops.autokernel, or in the hf-kernels layout the builder's extension name
+// (ops_namespace.h, written there). The _EXPAND macros let the namespace be a macro itself.
+#if __has_include("ops_namespace.h")
+#include "ops_namespace.h"
+#else
+#define AK_OPS_NAMESPACE autokernel
+#endif
+#define AK_LIBRARY_FRAGMENT_EXPAND(ns, m) TORCH_LIBRARY_FRAGMENT(ns, m)
+#define AK_LIBRARY_IMPL_EXPAND(ns, m) TORCH_LIBRARY_IMPL(ns, CUDA, m)
+
+namespace autokernel_ops {
+
+/// 0 fp16, 1 bf16, 2 fp32 (the launchers' order); -1 for any other dtype.
+inline int dtype_code(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kHalf: return 0;
+    case at::kBFloat16: return 1;
+    case at::kFloat: return 2;
+    default: return -1;
+  }
+}
+
+/// Why the kernel's contract does not cover `t` as its main operand, or "" when it does: a CUDA
+/// tensor of fp16, bf16 or fp32, contiguous, non-empty, with dimensions that fit the kernel's ints.
+inline std::string uncovered(const at::Tensor& t, const char* name) {
+  if (!t.is_cuda()) return std::string(name) + " is not on a CUDA device";
+  if (dtype_code(t) < 0) return std::string(name) + " is " + std::string(c10::toString(t.scalar_type())) + ", not fp16, bf16 or fp32";
+  if (!t.is_contiguous()) return std::string(name) + " is not contiguous";
+  if (t.numel() == 0) return std::string(name) + " is empty";
+  if (t.numel() > INT32_MAX) return std::string(name) + " has more than 2^31 elements";
+  return "";
+}
+
+/// Why `t` cannot go with `x` (same device and dtype, contiguous), or "".
+inline std::string unlike(const at::Tensor& t, const at::Tensor& x, const char* name) {
+  if (t.device() != x.device()) return std::string(name) + " is on another device";
+  if (t.scalar_type() != x.scalar_type()) return std::string(name) + " has another dtype than the input";
+  if (!t.is_contiguous()) return std::string(name) + " is not contiguous";
+  return "";
+}
+
+/// Says once per op and reason that PyTorch's op runs instead: a slower result, never a wrong one.
+inline void log_fallback(const char* op, const std::string& why) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(m);
+  if (said.insert(std::string(op) + why).second)
+    std::fprintf(stderr, "autokernel_ops: %s runs PyTorch's op instead: %s (said once)\n", op, why.c_str());
+}
+
+inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+/// A launcher's error (a CUDA error after the launch) as a Python exception naming the op.
+inline void check_launch(const char* op, const char* error) {
+  TORCH_CHECK(error == nullptr, "autokernel_ops: ", op, ": ", error ? error : "");
+}
+
+}  // namespace autokernel_ops

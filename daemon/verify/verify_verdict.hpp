@@ -1,0 +1,49 @@
+#pragma once
+/// What `autokernel verify` concludes from a model's runs (daemon/export/package/autokernel_ops/
+/// verify.py): whether the outputs with the exported ops agree with the model's, and the
+/// end-to-end speedup beside the one the Amdahl plan predicts.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/profile/profile_data.hpp"
+
+namespace ak {
+
+/// A model output against the same model's fp32 output.
+struct OutputError {
+  double rel_l2 = 0;   ///< ||out - ref|| / ||ref||
+  double max_abs = 0;
+  bool finite = true;
+};
+
+/// The error a run in `dtype` may have whatever PyTorch's own is: the dtype's unit roundoff (fp16
+/// 2^-11, bf16 2^-8, fp32 2^-24) times 2, for a model so small that its own error is near zero.
+double error_floor(const std::string& dtype);
+
+struct Agreement {
+  bool agrees = false;
+  double allowed = 0;   ///< the largest rel_l2 accepted
+  std::string why;      ///< a sentence for the report
+};
+
+/// The exported ops agree when their output is finite and within twice the model's own error in
+/// `dtype` (eager PyTorch against fp32), or within error_floor: a kernel that rounds as well as
+/// PyTorch's, in another order, stays near the model's own error; a wrong kernel is far off.
+Agreement judge_outputs(const OutputError& eager, const OutputError& ours, const std::string& dtype);
+
+/// One exported kernel's part in the prediction: its share f of the profile's GPU time and the
+/// speedup s the run measured for it.
+struct PredictedPart {
+  std::string type, shape;
+  double f = 0, s = 1;
+};
+
+/// The parts: for each op of the export's manifest with a measured speedup, the profile rows of
+/// its type whose shape matches the op's (or that have none), added up.
+std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest);
+/// Amdahl over several parts: 1 / ((1 - sum f) + sum f / s).
+double predicted_speedup(const std::vector<PredictedPart>& parts);
+
+}  // namespace ak

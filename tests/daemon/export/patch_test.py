@@ -1,0 +1,115 @@
+"""The patch logic of the exported package (daemon/export/package/autokernel_ops/_patch.py), on
+stand-in modules: which attributes it replaces, that it puts them back, that it never stacks.
+Run by ctest: python3 -m unittest tests/daemon/export/patch_test.py"""
+import importlib.util
+import os
+import types
+import unittest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "ak_patch", os.path.join(_HERE, "../../../daemon/export/package/autokernel_ops/_patch.py"))
+_patch = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_patch)
+
+
+def module(name, **attrs):
+    m = types.ModuleType(name)
+    for k, v in attrs.items():
+        if isinstance(v, type):
+            v.__module__ = name
+        setattr(m, k, v)
+    return m
+
+
+def fresh_modules():
+    """torch, torch.nn.functional, a transformers model module and an unrelated one."""
+    class LlamaRMSNorm:
+        def forward(self, x):
+            return "llama"
+
+    class GPT2Block:  # not a norm: left alone
+        def forward(self, x):
+            return "block"
+
+    class DerivedRMSNorm(LlamaRMSNorm):  # inherits forward: patched where it is defined
+        pass
+
+    def apply_rotary_pos_emb(q, k, cos, sin):
+        return "rope"
+
+    F = module("torch.nn.functional", rms_norm=lambda *a: "F.rms_norm", softmax=lambda *a: "F.softmax",
+               layer_norm=lambda *a: "F.layer_norm", cross_entropy=lambda *a: "F.cross_entropy")
+    torch = module("torch", softmax=lambda *a: "torch.softmax")
+    llama = module("transformers.models.llama.modeling_llama", LlamaRMSNorm=LlamaRMSNorm, GPT2Block=GPT2Block,
+                   DerivedRMSNorm=DerivedRMSNorm, apply_rotary_pos_emb=apply_rotary_pos_emb)
+    # A module that imports LlamaRMSNorm: the class is patched once, where it is defined.
+    mistral = module("transformers.models.mistral.modeling_mistral")
+    mistral.LlamaRMSNorm = LlamaRMSNorm
+    other = module("mylib.layers", MyRMSNorm=type("MyRMSNorm", (), {"forward": lambda self, x: "mine"}))
+    return {"torch": torch, "torch.nn.functional": F, llama.__name__: llama, mistral.__name__: mistral,
+            other.__name__: other}
+
+
+def tagged(target, original):
+    def replacement(*args, **kwargs):
+        return "autokernel:" + target.type
+    return replacement
+
+
+class FindTargets(unittest.TestCase):
+    def test_only_the_types_that_were_exported_are_targets(self):
+        names = sorted(t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}))
+        self.assertEqual(names, ["torch.nn.functional.rms_norm",
+                                 "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward"])
+
+    def test_softmax_is_patched_in_torch_and_in_functional(self):
+        names = sorted(t.name for t in _patch.find_targets(fresh_modules(), {"softmax"}))
+        self.assertEqual(names, ["torch.nn.functional.softmax", "torch.softmax"])
+
+    def test_the_rotary_helper_is_found_in_model_modules_only(self):
+        mods = fresh_modules()
+        mods["mylib.rope"] = module("mylib.rope", apply_rotary_pos_emb=lambda *a: None)
+        names = [t.name for t in _patch.find_targets(mods, {"rotary_embedding"})]
+        self.assertEqual(names, ["transformers.models.llama.modeling_llama.apply_rotary_pos_emb"])
+
+    def test_a_module_named_in_also_is_searched_like_a_model_module(self):
+        names = [t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}, also=("mylib.layers",))]
+        self.assertIn("mylib.layers.MyRMSNorm.forward", names)
+
+    def test_nothing_is_a_target_when_no_op_was_built(self):
+        self.assertEqual(_patch.find_targets(fresh_modules(), set()), [])
+
+
+class ApplyAndRestore(unittest.TestCase):
+    def test_a_with_block_replaces_and_then_restores_every_attribute(self):
+        mods = fresh_modules()
+        F, llama = mods["torch.nn.functional"], mods["transformers.models.llama.modeling_llama"]
+        original_rms, original_forward = F.rms_norm, llama.LlamaRMSNorm.forward
+        with _patch.Patches().apply(_patch.find_targets(mods, {"rmsnorm", "rotary_embedding"}), tagged) as p:
+            self.assertEqual(F.rms_norm(None), "autokernel:rmsnorm")
+            self.assertEqual(llama.LlamaRMSNorm().forward(None), "autokernel:rmsnorm")
+            self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "autokernel:rotary_embedding")
+            self.assertEqual(llama.GPT2Block().forward(None), "block")
+            self.assertIn("torch.nn.functional.rms_norm -> autokernel::rmsnorm", p.names)
+            self.assertEqual(len(p.names), 3)
+        self.assertIs(F.rms_norm, original_rms)
+        self.assertIs(llama.LlamaRMSNorm.forward, original_forward)
+        self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "rope")
+
+    def test_patching_twice_does_not_stack_and_restoring_the_second_leaves_the_first(self):
+        mods = fresh_modules()
+        F = mods["torch.nn.functional"]
+        original = F.rms_norm
+        first = _patch.Patches().apply(_patch.find_targets(mods, {"rmsnorm"}), tagged)
+        second = _patch.Patches().apply(_patch.find_targets(mods, {"rmsnorm"}), tagged)
+        self.assertEqual(second.names, [])
+        second.restore()
+        self.assertEqual(F.rms_norm(None), "autokernel:rmsnorm")
+        self.assertIs(getattr(F.rms_norm, _patch.Patches.MARK), original)
+        first.restore()
+        self.assertIs(F.rms_norm, original)
+
+
+if __name__ == "__main__":
+    unittest.main()

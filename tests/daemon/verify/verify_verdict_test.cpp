@@ -1,0 +1,117 @@
+// autokernel verify's verdict: the output tolerance, the Amdahl prediction, and the command's exit
+// code on a model run (a stand-in runner that writes the report a real one would).
+#include <catch2/catch.hpp>
+
+#include "daemon/verify/verify_verdict.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+
+TEST_CASE("the ops agree within twice the model's own error in its dtype, and never when not finite", "[verify]") {
+  const OutputError eager{3e-3, 0.05, true};
+  CHECK(judge_outputs(eager, {5e-3, 0.06, true}, "fp16").agrees);
+  CHECK(judge_outputs(eager, {6e-3, 0.06, true}, "fp16").agrees);
+  auto off = judge_outputs(eager, {7e-3, 0.5, true}, "fp16");
+  CHECK_FALSE(off.agrees);
+  CHECK(off.allowed == Approx(6e-3));
+  CHECK_THAT(off.why, Catch::Contains("over"));
+  CHECK_FALSE(judge_outputs(eager, {0, 0, false}, "fp16").agrees);
+}
+
+TEST_CASE("a model whose own error is near zero is held to the dtype's floor", "[verify]") {
+  const OutputError exact{1e-7, 1e-6, true};
+  CHECK(error_floor("fp16") == Approx(9.765625e-4));
+  CHECK(error_floor("bf16") == Approx(7.8125e-3));
+  CHECK(judge_outputs(exact, {9e-4, 0, true}, "fp16").agrees);
+  CHECK_FALSE(judge_outputs(exact, {2e-3, 0, true}, "fp16").agrees);
+  CHECK(judge_outputs(exact, {2e-3, 0, true}, "bf16").agrees);
+}
+
+TEST_CASE("the prediction adds up the profile's share of each exported type at its shape", "[verify]") {
+  Profile p;
+  ProfiledKernel norm, norm_other_shape, norm_kernel, rope, gemm;
+  norm.type = norm_other_shape.type = norm_kernel.type = "rmsnorm";
+  norm.shape = {4096, 2048};
+  norm.share = 0.10;
+  norm_other_shape.shape = {8, 2048};
+  norm_other_shape.share = 0.01;
+  norm_kernel.share = 0.02;  // a kernel row with no shape: of the type, counted
+  rope.type = "rotary_embedding";
+  rope.shape = {2, 16, 2048, 128};
+  rope.share = 0.12;
+  gemm.type = "matmul";
+  gemm.share = 0.5;
+  p.kernels = {norm, norm_other_shape, norm_kernel, rope, gemm};
+  auto manifest = nlohmann::json::parse(R"({"ops": [
+      {"type": "rmsnorm", "shape": "4096x2048", "speedup": 4.0},
+      {"type": "rotary_embedding", "shape": "2x16x2048x128", "speedup": 3.0},
+      {"type": "softmax", "shape": "8x8", "speedup": 2.0},
+      {"type": "layernorm", "shape": "", "speedup": 0}]})");
+  auto parts = prediction_parts(p, manifest);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].f == Approx(0.12));
+  CHECK(parts[0].s == 4.0);
+  CHECK(parts[1].f == Approx(0.12));
+  CHECK(predicted_speedup(parts) == Approx(1 / ((1 - 0.24) + 0.12 / 4 + 0.12 / 3)));
+  CHECK(predicted_speedup({}) == 1.0);
+}
+
+namespace {
+/// A package folder with a manifest, and a stand-in for python that writes `report` where the
+/// runner is told to.
+std::string fake_python(const test::TempDir& dir, const std::string& report) {
+  std::filesystem::create_directories(dir.path / "ops/autokernel_ops");
+  dir.write("ops/autokernel_ops/manifest.json", R"({"schema": "autokernel-export-1", "ops": [{"type": "rmsnorm", "shape": "4096x2048", "speedup": 4.0}]})");
+  dir.write("report.json", report);
+  const std::string script = dir.write("python",
+      "#!/bin/sh\n# the arguments autokernel verify gives: -m autokernel_ops.verify --model M --json OUT ...\n"
+      "while [ $# -gt 0 ]; do if [ \"$1\" = --json ]; then cp " + (dir.path / "report.json").string() + " \"$2\"; fi; shift; done\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script;
+}
+const char* kReport = R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11", "patched": ["torch.nn.functional.rms_norm -> autokernel::rmsnorm"],
+  "eager": {"rel_l2": 0.003, "max_abs": 0.1, "finite": true, "median_ms": 13.0, "min_ms": 12.9, "max_ms": 13.2},
+  "autokernel": {"rel_l2": %s, "max_abs": 0.1, "finite": true, "median_ms": 10.0, "min_ms": 9.9, "max_ms": 10.3}})";
+std::string report_with(const char* rel_l2) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, kReport, rel_l2);
+  return buf;
+}
+}  // namespace
+
+TEST_CASE("verify prints the end-to-end speedup beside the prediction and exits 0 when the outputs agree", "[verify]") {
+  test::TempDir dir;
+  const std::string python = fake_python(dir, report_with("0.004"));
+  dir.write("profile.json", R"({"schema": "autokernel-profile-1", "total_gpu_us": 100, "kernels": [
+      {"name": "module LlamaRMSNorm", "type": "rmsnorm", "calls": 16, "total_us": 20, "mean_us": 1.25, "share": 0.2,
+       "module": "LlamaRMSNorm", "shape": [4096, 2048]}]})");
+  auto r = test::run_autokernel("verify --model m.py --ops " + (dir.path / "ops").string() + " --python " + python +
+                                " --profile " + (dir.path / "profile.json").string() + " --out " + (dir.path / "v.json").string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("outputs: agree"));
+  CHECK_THAT(r.out, Catch::Contains("end-to-end speedup with the ops: 1.300x"));
+  CHECK_THAT(r.out, Catch::Contains("the Amdahl plan predicted 1.176x"));  // 1 / (0.8 + 0.2 / 4)
+  CHECK_THAT(r.out, Catch::Contains("torch.nn.functional.rms_norm -> autokernel::rmsnorm"));
+  auto v = nlohmann::json::parse(test::read_file((dir.path / "v.json").string()));
+  CHECK(v["verdict"]["agrees"] == true);
+  CHECK(v["verdict"]["predicted_speedup"].get<double>() == Approx(1 / 0.85));
+}
+
+TEST_CASE("verify exits 1 when the outputs with the ops are off the model's", "[verify]") {
+  test::TempDir dir;
+  const std::string python = fake_python(dir, report_with("0.02"));
+  auto r = test::run_autokernel("verify --model m.py --ops " + (dir.path / "ops").string() + " --python " + python);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("outputs: DISAGREE"));
+}
+
+TEST_CASE("verify says so when the folder is not an exported package or the model run fails", "[verify]") {
+  test::TempDir dir;
+  auto r = test::run_autokernel("verify --model m.py --ops " + dir.path.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("is not a package autokernel export wrote"));
+  const std::string python = fake_python(dir, "{}");
+  auto broken = test::run_autokernel("verify --model m.py --ops " + (dir.path / "ops").string() + " --python " + python);
+  CHECK(broken.exit_code == 1);
+  CHECK_THAT(broken.out, Catch::Contains("no report from the model run"));
+}
