@@ -20,13 +20,26 @@ constexpr const char* kPackage = "autokernel_ops";
 
 const std::string& packaged(const std::string& path) { return embedded_python().at("daemon/export/package/" + path); }
 
+/// What the harness validated a type on: the shapes of its five stages, its dtypes and tolerances.
+nlohmann::json validation(const KernelSpec& spec) {
+  std::vector<std::string> shapes{shape_str(spec.smoke_shape)};
+  for (auto& s : spec.sweep_shapes) shapes.push_back(shape_str(s));
+  shapes.push_back(shape_str(spec.stability_shape));
+  shapes.push_back(shape_str(spec.determinism_shape));
+  for (auto& s : spec.edge_shapes) shapes.push_back(shape_str(s));
+  nlohmann::json tolerance;
+  for (DType d : spec.dtypes) tolerance[dtype_name(d)] = spec.tolerance(d).atol;
+  return {{"stage_shapes", shapes}, {"stability_shape", shape_str(spec.stability_shape)},
+          {"determinism_shape", shape_str(spec.determinism_shape)}, {"tolerance", tolerance}, {"shape_names", spec.shape_names}};
+}
+
 nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::vector<std::string>& left_out,
                         const std::string& kernel_dir, const std::string& suffix) {
   nlohmann::json ops = nlohmann::json::array();
   for (auto& k : kernels)
     ops.push_back({{"type", k.type}, {"file", kernel_dir + k.type + suffix}, {"structure", variant_name(k.source)},
                    {"tag", k.tag}, {"origin", k.origin}, {"shape", k.shape}, {"dtype", k.dtype}, {"best_us", k.best_us},
-                   {"baseline_us", k.baseline_us}, {"speedup", k.speedup}});
+                   {"baseline_us", k.baseline_us}, {"speedup", k.speedup}, {"validated", validation(*find_spec(k.type))}});
   return {{"schema", "autokernel-export-1"}, {"ops", ops}, {"left_out", left_out}};
 }
 

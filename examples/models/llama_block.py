@@ -1,18 +1,26 @@
 """A LLaMA-like stack (8 blocks, d=2048, 16 heads, SwiGLU MLP to 5632, RMSNorm, rotary embedding),
 random weights, forward passes on the GPU. A profiling target for `autokernel profile`:
 
-    autokernel profile --warmup-s 1 --out llama.json -- python3 examples/models/llama_block.py --nvtx
+    autokernel profile --modules --warmup-s 1 --out llama.json -- python3 examples/models/llama_block.py
+
+and a model file for `autokernel verify` (build(dtype) below).
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import dtype_of, parse_args, run
+D, HEADS, HIDDEN, LAYERS, BATCH, SEQ = 2048, 16, 5632, 8, 4, 2048
 
 
 def rotate_half(x):
     a, b = x.chunk(2, dim=-1)
     return torch.cat((-b, a), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    """RoPE in the rotate-half convention; the name transformers gives it, which autokernel's module
+    hook and its exported package both recognise."""
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
 class Block(nn.Module):
@@ -26,32 +34,42 @@ class Block(nn.Module):
 
     def forward(self, x, cos, sin):
         b, t, d = x.shape
-        h = F.rms_norm(x, (d,), self.n1)
+        h = F.rms_norm(x, (d,), self.n1, eps=1e-6)
         q, k, v = self.qkv(h).split(d, dim=2)
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.o(y.transpose(1, 2).reshape(b, t, d))
-        h = F.rms_norm(x, (d,), self.n2)
+        h = F.rms_norm(x, (d,), self.n2, eps=1e-6)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
-if __name__ == "__main__":
-    args = parse_args(__doc__)
-    torch.manual_seed(0)
-    dt = dtype_of(args.dtype)
-    d, heads, hidden, layers, batch, seq = 2048, 16, 5632, 8, 4, 2048
-    blocks = nn.ModuleList(Block(d, heads, hidden) for _ in range(layers)).cuda().to(dt).eval()
-    pos = torch.arange(seq, device="cuda", dtype=torch.float32)
-    inv = 1.0 / (10000 ** (torch.arange(0, d // heads, 2, device="cuda", dtype=torch.float32) / (d // heads)))
-    ang = torch.outer(pos, inv)
-    cos, sin = (torch.cat((f(ang), f(ang)), dim=-1).to(dt) for f in (torch.cos, torch.sin))
-    x0 = torch.randn(batch, seq, d, device="cuda", dtype=dt)
+class Stack(nn.Module):
+    def __init__(self, d=D, heads=HEADS, hidden=HIDDEN, layers=LAYERS, seq=SEQ):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(d, heads, hidden) for _ in range(layers))
+        pos = torch.arange(seq, dtype=torch.float32)
+        inv = 1.0 / (10000 ** (torch.arange(0, d // heads, 2, dtype=torch.float32) / (d // heads)))
+        ang = torch.outer(pos, inv)
+        self.register_buffer("cos", torch.cat((ang.cos(), ang.cos()), dim=-1), persistent=False)
+        self.register_buffer("sin", torch.cat((ang.sin(), ang.sin()), dim=-1), persistent=False)
 
-    def step():
-        x = x0
-        for blk in blocks:
-            x = blk(x, cos, sin)
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x, self.cos, self.sin)
         return x
 
-    run(step, args, f"llama-like {layers} blocks, batch {batch} x {seq}")
+
+def build(dtype):
+    """The model and its input for `autokernel verify`: the same weights in every dtype."""
+    model = Stack().cuda().to(dtype).eval()
+    return model, (torch.randn(BATCH, SEQ, D, device="cuda").to(dtype),)
+
+
+if __name__ == "__main__":
+    from common import dtype_of, parse_args, run
+
+    args = parse_args(__doc__)
+    torch.manual_seed(0)
+    model, (x0,) = build(dtype_of(args.dtype))
+    run(lambda: model(x0), args, f"llama-like {LAYERS} blocks, batch {BATCH} x {SEQ}")

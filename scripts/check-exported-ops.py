@@ -1,0 +1,189 @@
+"""Checks an exported package on the GPU: each op against PyTorch on the shapes of the harness's
+five stages (every dtype, normal and adversarial values, bitwise repeatability), inside
+torch.compile, and its time at the shape the run measured beside the harness's time for the same file.
+
+    PYTHONPATH=PKG python3 scripts/check-exported-ops.py --autokernel BIN --json OUT.json
+
+Time of an op, two ways, each the median of --repetitions calls:
+  flushed       CUDA events around one call after a 256 MiB write that flushes L2 (the harness also
+                flushes L2): the op's dispatch, its launch and its kernel
+  back_to_back  CUDA events around --repetitions calls in a row, divided: throughput, L2 warm
+The harness's time comes from `autokernel bench FILE --shape S --json` in the same process tree.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import autokernel_ops
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def parse_shape(text):
+    return [int(x) for x in text.split("x")]
+
+
+def inputs(type_, shape, dtype, recipe, gen):
+    """The op's arguments for a spec shape, with data drawn by `recipe` (normal, one_huge, constant, mixed)."""
+    def data(*size):
+        x = torch.randn(*size, device="cuda", generator=gen)
+        if recipe == "one_huge":
+            x[..., 0] = 1000.0
+        elif recipe == "constant":
+            x = torch.full(size, 3.0, device="cuda")
+        elif recipe == "mixed":
+            x = torch.randint(1, 1001, size, device="cuda", generator=gen).float()
+            x[..., 1::2] *= -1
+        return x.to(dtype)
+
+    def uniform(lo, hi, *size):
+        return (lo + (hi - lo) * torch.rand(*size, device="cuda", generator=gen)).to(dtype)
+
+    if type_ == "rotary_embedding":
+        b, h, s, d = shape
+        return (data(b, h, s, d), uniform(-1, 1, s, d // 2), uniform(-1, 1, s, d // 2))
+    rows, cols = shape
+    if type_ == "rmsnorm":
+        return (data(rows, cols), uniform(0.5, 1.5, cols), 1e-6)
+    if type_ == "layernorm":
+        return (data(rows, cols), uniform(0.5, 1.5, cols), uniform(-0.5, 0.5, cols), 1e-5)
+    if type_ == "cross_entropy":
+        return (data(rows, cols), torch.randint(0, cols, (rows,), device="cuda", generator=gen))
+    return (data(rows, cols),)
+
+
+def reference(type_, args):
+    """PyTorch's op, computed in fp32: what the harness's reference computes."""
+    if type_ == "rmsnorm":
+        x, w, eps = args
+        return F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+    if type_ == "layernorm":
+        x, w, b, eps = args
+        return F.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float(), eps)
+    if type_ == "softmax":
+        return torch.softmax(args[0].float(), -1)
+    if type_ == "reduce":
+        return args[0].double().sum(-1).float()
+    if type_ == "cross_entropy":
+        loss = F.cross_entropy(args[0].float(), args[1], reduction="none")
+        return (loss, loss.mean())
+    q, cos, sin = args
+    c, s = torch.cat((cos, cos), -1).float(), torch.cat((sin, sin), -1).float()
+    half = q.shape[-1] // 2
+    rotated = torch.cat((-q[..., half:], q[..., :half]), -1).float()
+    return q.float() * c + rotated * s
+
+
+def matches(got, want, tol):
+    if isinstance(want, tuple):
+        return all(matches(g, w, tol) for g, w in zip(got, want))
+    return bool(torch.allclose(got.float(), want, rtol=tol, atol=tol))
+
+
+def check_stages(op, type_, validated):
+    """Every stage shape in every dtype on normal values; adversarial values on the stability shape;
+    two runs bitwise equal on the determinism shape."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    failures, cases = [], 0
+    shapes = validated["stage_shapes"]
+    for dname, tol in sorted(validated["tolerance"].items()):
+        dtype = DTYPES[dname]
+        for text in shapes:
+            shape = parse_shape(text)
+            recipes = ["normal"] + (["one_huge", "constant", "mixed"] if text == validated["stability_shape"] else [])
+            for recipe in recipes:
+                if recipe == "mixed" and dtype == torch.float16 and type_ in ("reduce", "cross_entropy"):
+                    continue  # sums of 1000s overflow fp16 in the reference's own output
+                args = inputs(type_, shape, dtype, recipe, gen)
+                got = op(*args)
+                cases += 1
+                if not matches(got, reference(type_, args), tol):
+                    failures.append(f"{dname} {text} {recipe}")
+        args = inputs(type_, parse_shape(validated["determinism_shape"]), dtype, "normal", gen)
+        a, b = op(*args), op(*args)
+        same = all(torch.equal(x, y) for x, y in zip(a, b)) if isinstance(a, tuple) else torch.equal(a, b)
+        cases += 1
+        if not same:
+            failures.append(f"{dname} determinism")
+    return cases, failures
+
+
+def time_op(op, args, repetitions):
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    for _ in range(10):
+        op(*args)
+    flushed = []
+    for _ in range(repetitions):
+        flush.fill_(1)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        op(*args)
+        e1.record()
+        e1.synchronize()
+        flushed.append(e0.elapsed_time(e1) * 1000)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    e0.record()
+    for _ in range(repetitions):
+        op(*args)
+    e1.record()
+    e1.synchronize()
+    return {"flushed_median_us": statistics.median(flushed), "flushed_min_us": min(flushed),
+            "flushed_max_us": max(flushed), "back_to_back_us": e0.elapsed_time(e1) * 1000 / repetitions}
+
+
+def harness_time(autokernel, file, type_, shape, dtype):
+    out = subprocess.run([autokernel, "bench", file, "--kernel", type_, "--shape", shape, "--dtype", dtype, "--json"],
+                         capture_output=True, text=True)
+    verdicts = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if not verdicts or "timing" not in verdicts[-1]:
+        return {"error": out.stderr[-500:]}
+    t = verdicts[-1]["timing"]
+    return {"median_us": t["median_us"], "p10_us": t["p10_us"], "p90_us": t["p90_us"], "event_median_us": t["event_median_us"]}
+
+
+def compiles(op, args):
+    compiled = torch.compile(lambda *a: op(*a), fullgraph=True)
+    got, want = compiled(*args), op(*args)
+    return all(torch.equal(x, y) for x, y in zip(got, want)) if isinstance(got, tuple) else bool(torch.equal(got, want))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--autokernel", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--repetitions", type=int, default=200)
+    a = p.parse_args()
+    report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "loaded": autokernel_ops.LOADED,
+              "failed": autokernel_ops.FAILED, "ops": {}}
+    ok = not autokernel_ops.FAILED
+    for entry in autokernel_ops.MANIFEST["ops"]:
+        t = entry["type"]
+        op = getattr(torch.ops.autokernel, t)
+        cases, failures = check_stages(op, t, entry["validated"])
+        r = {"cases": cases, "failures": failures}
+        shape, dtype = entry.get("shape") or entry["validated"]["determinism_shape"], entry.get("dtype") or "fp16"
+        args = inputs(t, parse_shape(shape), DTYPES[dtype], "normal", torch.Generator(device="cuda").manual_seed(1))
+        r["compile_matches"] = compiles(op, args)
+        r["shape"], r["dtype"] = shape, dtype
+        r["op"] = time_op(op, args, a.repetitions)
+        r["harness"] = harness_time(a.autokernel, autokernel_ops._load.HERE + "/" + entry["file"], t, shape, dtype)
+        if "median_us" in r["harness"]:
+            r["op_over_harness"] = r["op"]["flushed_median_us"] / r["harness"]["median_us"]
+        ok = ok and not failures and r["compile_matches"]
+        report["ops"][t] = r
+        print(f"{t}: {cases} cases, {len(failures)} failures {failures[:5]}; torch.compile "
+              f"{'matches' if r['compile_matches'] else 'DIFFERS'}; at {shape} {dtype}: op {r['op']['flushed_median_us']:.2f} us "
+              f"(flushed), {r['op']['back_to_back_us']:.2f} us (back to back); harness {r['harness']}")
+    with open(a.json, "w") as f:
+        json.dump(report, f, indent=2)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The model round, on the GPU machine, from the repository root, after scripts/gpu-round.sh bundle
+# on the build machine: a model from profile to verified export, the way a user would go.
+#   scripts/gpu-models.sh tune MODEL     profile --modules, plan, the loop on the memory-bound types
+#                                        the plan ranks, export, the exported ops checked
+#                                        (scripts/check-exported-ops.py); in /tmp/ak-models/MODEL
+#   scripts/gpu-models.sh verify MODEL [--compile]   autokernel verify of the export above
+# MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
+# MODEL-* to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-round-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+export TORCH_EXTENSIONS_DIR=/tmp/torch-extensions
+ak=$PWD/.gpu-bundle/autokernel
+
+# The [[kernel]] entries of a plan whose type is memory-bound: those the builtin tuner brings
+# past PyTorch (docs/results.md); the tensor-core types stay with cuBLAS and cuDNN.
+memory_bound_entries() {
+  python3 - <<'PY'
+import re, sys
+blocks = sys.stdin.read().split("\n\n")
+keep = ("rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce")
+for b in blocks:
+    m = re.search(r'^type = "(\w+)"', b, re.M)
+    if m and m.group(1) in keep:
+        print(b.strip() + "\n")
+PY
+}
+
+tune() {
+  local model=$1 work=/tmp/ak-models/$1
+  rm -rf "$work" && mkdir -p "$work"
+  local t0=$(date +%s)
+  "$ak" profile --modules --warmup-s 3 --top 20 --out "$work/profile.json" -- \
+      python3 "examples/models/$model.py" --steps 10 > "$out/$model-profile.log" 2>&1
+  echo "profile exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-profile.log"
+  cp "$work/profile.json" "$out/$model-profile.json"
+  "$ak" plan "$work/profile.json" --top 20 > "$out/$model-plan.txt" 2>&1
+  {
+    printf '# Planned from examples/models/%s.py (autokernel plan), memory-bound types only.\n' "$model"
+    printf '[run]\nname = "%s"\nworkdir = "%s/runs"\nmax_hours = 0.04\n\n' "$model" "$work"
+    printf '[llm]\nprovider = "builtin"\n\n[convergence]\ntarget_speedup = 20\n\n'
+    sed -n '/^# \[\[kernel\]\] entries planned/,$p' "$out/$model-plan.txt" | memory_bound_entries
+  } > "$work/config.toml"
+  cp "$work/config.toml" "$out/$model-config.toml"
+  t0=$(date +%s)
+  "$ak" run --config "$work/config.toml" > "$out/$model-run.log" 2>&1
+  echo "run exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-run.log"
+  "$ak" status --run "$work/runs/$model" > "$out/$model-status.txt" 2>&1
+  cp "$work/runs/$model/results.tsv" "$out/$model-results.tsv"
+  "$ak" export --run "$work/runs/$model" --out "$work/pkg" > "$out/$model-export.log" 2>&1
+  "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels >> "$out/$model-export.log" 2>&1
+  tar -czf "$out/$model-pkg.tar.gz" -C "$work" pkg hf
+  t0=$(date +%s)
+  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/$model-ops.json" \
+      > "$out/$model-ops.log" 2>&1
+  echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/$model-ops.log"
+}
+
+verify() {
+  local model=$1 work=/tmp/ak-models/$1
+  shift
+  local t0=$(date +%s)
+  "$ak" verify --model "examples/models/$model.py" --ops "$work/pkg" --profile "$work/profile.json" \
+      --out "$out/$model-verify.json" "$@" > "$out/$model-verify.log" 2>&1
+  echo "verify exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-verify.log"
+}
+
+case ${1:-} in
+  tune) tune "${2:?model}" ;;
+  verify) verify "${2:?model}" "${@:3}" ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
