@@ -19,15 +19,13 @@ ak=$PWD/.gpu-bundle/autokernel
 # The [[kernel]] entries of a plan whose type is memory-bound: those the builtin tuner brings
 # past PyTorch (docs/results.md); the tensor-core types stay with cuBLAS and cuDNN.
 memory_bound_entries() {
-  python3 - <<'PY'
+  python3 -c '
 import re, sys
-blocks = sys.stdin.read().split("\n\n")
-keep = ("rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce")
-for b in blocks:
-    m = re.search(r'^type = "(\w+)"', b, re.M)
-    if m and m.group(1) in keep:
-        print(b.strip() + "\n")
-PY
+for block in sys.stdin.read().split("\n\n"):
+    m = re.search(r"^type = \"(\w+)\"", block, re.M)
+    if m and m.group(1) in ("rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce"):
+        print(block.strip() + "\n")
+'
 }
 
 tune() {

@@ -70,6 +70,7 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
     if (!launcher) return error(k.origin + ": " + launcher.error().message);
     files[kernel_dir + k.type + suffix] = k.source;
     files[csrc + k.type + "_launch.cu"] = *launcher;
+    files[csrc + k.type + "_symbols.cpp"] = host_symbols_source(k.type, k.source);
     types.push_back(k.type);
   }
   files[csrc + "launch.h"] = launch_header(types);
@@ -157,7 +158,8 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   std::string torch_src, cuda_src;
   for (auto& k : kernels) {
     torch_src += ", \"" + ops_dir + k.type + ".cpp\"";
-    cuda_src += std::string(cuda_src.empty() ? "" : ", ") + "\"" + csrc + k.type + "_launch.cu\", \"" + kernel_dir + k.type + suffix + "\"";
+    cuda_src += std::string(cuda_src.empty() ? "" : ", ") + "\"" + csrc + k.type + "_launch.cu\", \"" + csrc + k.type +
+                "_symbols.cpp\", \"" + kernel_dir + k.type + suffix + "\"";
   }
   std::string& toml = f["build.toml"];
   for (auto [mark, value] : {std::pair<std::string, std::string>{"{{torch_src}}", torch_src}, {"{{cuda_src}}", cuda_src}})

@@ -30,4 +30,10 @@ std::string launch_header(const std::vector<std::string>& types);
 Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source,
                                     const std::string& kernel_include);
 
+/// <type>_symbols.cpp: the host side of the file's extern "C" __constant__ values. nvcc declares
+/// but does not define it without separate compilation, and the runtime's registration of the
+/// module refers to it; defined here, in a translation unit of its own, the library loads and
+/// cudaMemcpyFromSymbol reads the device's value through it.
+std::string host_symbols_source(const std::string& type, const std::string& kernel_source);
+
 }  // namespace ak

@@ -62,7 +62,14 @@ std::vector<long long> module_shape(const std::string& type, const ModuleRange& 
   if (m.sizes.empty() || m.sizes[0].empty()) return {};
   const std::vector<long long>& x = m.sizes[0];
   if (type == "rmsnorm" || type == "layernorm" || type == "softmax") return {leading_product(x), x.back()};
-  if (type == "rotary_embedding") return x.size() == 4 ? x : std::vector<long long>{};
+  if (type == "rotary_embedding") {
+    // The helper rotates q and k: as much work as one rotation over both, [B, Hq + Hk, S, D].
+    if (x.size() != 4) return {};
+    std::vector<long long> shape = x;
+    if (m.sizes.size() > 1 && m.sizes[1].size() == 4 && m.sizes[1][0] == x[0] && m.sizes[1][2] == x[2] && m.sizes[1][3] == x[3])
+      shape[1] += m.sizes[1][1];
+    return shape;
+  }
   if (type == "fused_mlp") {
     // [M, K, I]: tokens, model width, hidden width, as the fused_mlp spec names them.
     const LinearChild* gate = linear_named(m, "gate");

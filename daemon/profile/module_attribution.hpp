@@ -34,7 +34,7 @@ std::optional<ModuleRange> parse_module_range(const std::string& range);
 std::string classify_module(const ModuleRange& m);
 
 /// The shape in the type's terms (its spec's shape names), from the module's inputs; empty when
-/// they do not give it.
+/// they do not give it. The rotary helper, which rotates q and k, counts as one rotation of both.
 std::vector<long long> module_shape(const std::string& type, const ModuleRange& m);
 
 }  // namespace ak

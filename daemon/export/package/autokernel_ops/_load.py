@@ -33,7 +33,8 @@ def _arch():
 
 def _sources(type_):
     csrc = os.path.join(HERE, "csrc")
-    return [os.path.join(csrc, f"{type_}_launch.cu"), os.path.join(csrc, f"{type_}.cpp")]
+    return [os.path.join(csrc, f"{type_}_launch.cu"), os.path.join(csrc, f"{type_}_symbols.cpp"),
+            os.path.join(csrc, f"{type_}.cpp")]
 
 
 def _digest(type_, arch):
