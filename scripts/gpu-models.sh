@@ -32,8 +32,8 @@ tune() {
   local model=$1 work=/tmp/ak-models/$1
   rm -rf "$work" && mkdir -p "$work"
   local t0=$(date +%s)
-  "$ak" profile --modules --warmup-s 3 --top 20 --out "$work/profile.json" -- \
-      python3 "examples/models/$model.py" --steps 10 > "$out/$model-profile.log" 2>&1
+  "$ak" profile --modules --warmup-s 1 --top 20 --out "$work/profile.json" -- \
+      python3 "examples/models/$model.py" --steps 100 --nvtx > "$out/$model-profile.log" 2>&1
   echo "profile exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-profile.log"
   cp "$work/profile.json" "$out/$model-profile.json"
   "$ak" plan "$work/profile.json" --top 20 > "$out/$model-plan.txt" 2>&1

@@ -3,25 +3,27 @@
 
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
+#include "daemon/commands/kernel_file.hpp"
 #include "daemon/export/export_package.hpp"
 #include "daemon/loop/run_directory.hpp"
-#include "kernels_cuda/registry.hpp"
 
 namespace ak {
 
 int export_command(const Args& args) {
   std::string run, out, kernel, format = "torch", file;
+  bool include_slower = false;
   ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels]",
               "Writes the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
               "shapes), or one kernel file, unchanged, into a PyTorch package whose custom ops launch them as the\n"
               "harness did (torch.ops.autokernel.<type>), with a patch that puts them into a model\n"
               "(autokernel_ops.patched()). The row-wise types are exported; others are listed as left out.\n"
               "--format hf-kernels writes the layout of a Hugging Face kernel repository instead.");
-  p.positional("FILE.cu", "one kernel file to export (with --kernel)", &file, false)
+  p.positional("FILE.cu", "one kernel file to export (with --kernel), 'starter' or a variant's name", &file, false)
       .option("run", "DIR", "a run folder (runs/<name>): export what it kept", &run)
       .option("kernel", "TYPE", "the kernel type of FILE.cu", &kernel)
       .option("out", "DIR", "where to write the package (created)", &out)
-      .option("format", "torch|hf-kernels", "the package's layout (default torch)", &format);
+      .option("format", "torch|hf-kernels", "the package's layout (default torch)", &format)
+      .flag("include-slower", "also export a kept kernel slower than its baseline", &include_slower);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (out.empty()) return std::fprintf(stderr, "autokernel export: give --out DIR\n"), kExitUsage;
   if (run.empty() == file.empty())
@@ -31,14 +33,13 @@ int export_command(const Args& args) {
   std::vector<std::string> left_out;
   std::vector<ExportedKernel> kernels;
   if (!run.empty()) {
-    auto kept = kept_kernels(run, left_out);
+    auto kept = kept_kernels(run, include_slower, left_out);
     if (!kept) return std::fprintf(stderr, "autokernel export: %s\n", kept.error().message.c_str()), kExitUsage;
     kernels = *kept;
   } else {
-    if (!find_spec(kernel))
-      return std::fprintf(stderr, "autokernel export: --kernel '%s': give the kernel type of %s (autokernel kernels lists them)\n",
-                          kernel.c_str(), file.c_str()), kExitUsage;
-    auto source = read_text(file);
+    auto spec = spec_for(kernel);
+    if (!spec) return std::fprintf(stderr, "autokernel export: --kernel: %s\n", spec.error().message.c_str()), kExitUsage;
+    auto source = read_kernel_file(file, **spec);
     if (!source) return std::fprintf(stderr, "autokernel export: %s\n", source.error().message.c_str()), kExitUsage;
     kernels.push_back({kernel, "", file, *source, "", "", 0, 0, 0});
   }

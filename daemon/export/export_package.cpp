@@ -81,7 +81,8 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
 
 }  // namespace
 
-Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std::vector<std::string>& left_out) {
+Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
+                                                 std::vector<std::string>& left_out) {
   auto text = read_text(run_dir + "/state.json");
   if (!text) return error(run_dir + " is not a run folder (no state.json): give the folder autokernel run wrote, e.g. runs/<name>");
   auto state = nlohmann::json::parse(*text, nullptr, false);
@@ -101,6 +102,10 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std
     e.baseline_us = k.value("baseline_us", 0.0);
     e.speedup = k.value("speedup", 0.0);
     const double weight = k.value("weight", 1.0);
+    if (e.speedup > 0 && e.speedup < 1 && !include_slower) {
+      left_out.push_back(e.tag + format_numbers(": %.3fx its baseline, slower: left out (--include-slower exports it)", e.speedup));
+      continue;
+    }
     auto it = best_of_type.find(e.type);
     if (it == best_of_type.end() || weight > it->second.first) {
       if (it != best_of_type.end()) left_out.push_back(it->second.second.tag + ": another " + e.type + " of more weight is exported");
@@ -111,7 +116,7 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std
   }
   std::vector<ExportedKernel> out;
   for (auto& [type, wk] : best_of_type) out.push_back(wk.second);
-  if (out.empty()) return error(run_dir + "/state.json lists no kernel");
+  if (out.empty()) return error(run_dir + "/state.json lists no kernel to export");
   return out;
 }
 

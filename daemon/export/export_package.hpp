@@ -28,8 +28,11 @@ enum class PackageFormat { Torch, HfKernels };
 using PackageFiles = std::map<std::string, std::string>;
 
 /// The kernels a run kept (runs/<name>/state.json and kernels/<tag>.cu), one per type: where a
-/// type was tuned at several shapes, the one of the largest weight, and `left_out` says which not.
-Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, std::vector<std::string>& left_out);
+/// type was tuned at several shapes, the one of the largest weight. A kernel slower than its
+/// baseline (the op it would replace, when the config came from plan) is left out unless
+/// `include_slower`. `left_out` says what was not taken, and why.
+Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
+                                                 std::vector<std::string>& left_out);
 
 /// The package's files. Types that cannot be exported go into `left_out` with the reason; an Error
 /// when nothing is left to export, or when a file cannot be launched (no ak_block_threads).

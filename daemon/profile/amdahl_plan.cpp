@@ -64,6 +64,9 @@ std::string shape_placeholder(const std::string& type) {
 
 }  // namespace
 
+/// The share of GPU time under which a kernel is not worth a run of the loop.
+constexpr double kWorthARun = 0.005;
+
 double amdahl(double f, double s) { return 1.0 / ((1.0 - f) + f / s); }
 
 Plan make_plan(const Profile& p, size_t top, double target) {
@@ -116,6 +119,11 @@ std::string plan_toml(const Plan& plan, const std::string& profile_name) {
                     format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
   for (auto& r : plan.rows) {
     if (!r.supported) continue;
+    if (r.f < kWorthARun) {
+      out += "\n# " + r.kernel.type + format_numbers(" at %.2f%% of the GPU time: left out (under ", r.f * 100) +
+             format_numbers("%.1f%%, not worth a run)\n", kWorthARun * 100);
+      continue;
+    }
     const bool known = !r.shape.empty();
     const std::string c = known ? "" : "# ";
     out += "\n";

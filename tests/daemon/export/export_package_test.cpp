@@ -96,27 +96,34 @@ TEST_CASE("a kernel file that exports no ak_block_threads is refused by name", "
   CHECK_THAT(files.error().message, Catch::Contains("broken.cu") && Catch::Contains("exports no ak_block_threads"));
 }
 
-TEST_CASE("a run's kept kernels are read from its state, one per type: the heaviest", "[export]") {
+TEST_CASE("a run's kept kernels are read from its state, one per type (the heaviest), a slower one only when asked", "[export]") {
   test::TempDir run;
   std::filesystem::create_directories(run.path / "kernels");
   run.write("kernels/norm_a.cu", "// a\n");
   run.write("kernels/norm_b.cu", "// b\n");
   run.write("kernels/rope.cu", "// rope\n");
+  run.write("kernels/soft.cu", "// softmax\n");
   run.write("state.json", R"({"kernels": [
     {"tag": "norm_a", "type": "rmsnorm", "shape": "4096x2048", "dtype": "fp16", "weight": 0.05, "baseline_us": 40, "best_us": 10, "speedup": 4},
     {"tag": "norm_b", "type": "rmsnorm", "shape": "8x2048", "dtype": "fp16", "weight": 0.01, "baseline_us": 5, "best_us": 4, "speedup": 1.25},
-    {"tag": "rope", "type": "rotary_embedding", "shape": "2x16x2048x128", "dtype": "fp16", "weight": 0.1, "baseline_us": 60, "best_us": 20, "speedup": 3}]})");
+    {"tag": "rope", "type": "rotary_embedding", "shape": "2x16x2048x128", "dtype": "fp16", "weight": 0.1, "baseline_us": 60, "best_us": 20, "speedup": 3},
+    {"tag": "soft", "type": "softmax", "shape": "98304x512", "dtype": "fp16", "weight": 0.13, "baseline_us": 85.6, "best_us": 88.0, "speedup": 0.973}]})");
   std::vector<std::string> left_out;
-  auto kept = kept_kernels(run.path.string(), left_out);
+  auto kept = kept_kernels(run.path.string(), false, left_out);
   REQUIRE(kept.ok());
   REQUIRE(kept->size() == 2);
   CHECK((*kept)[0].tag == "norm_a");
   CHECK((*kept)[0].source == "// a\n");
   CHECK((*kept)[0].speedup == 4);
   CHECK((*kept)[1].type == "rotary_embedding");
-  REQUIRE(left_out.size() == 1);
+  REQUIRE(left_out.size() == 2);
   CHECK_THAT(left_out[0], Catch::StartsWith("norm_b:"));
-  auto missing = kept_kernels((run.path / "nope").string(), left_out);
+  CHECK_THAT(left_out[1], Catch::StartsWith("soft: 0.973x its baseline, slower"));
+  left_out.clear();
+  auto all = kept_kernels(run.path.string(), true, left_out);
+  REQUIRE(all.ok());
+  CHECK(all->size() == 3);
+  auto missing = kept_kernels((run.path / "nope").string(), false, left_out);
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("not a run folder"));
 }
@@ -173,4 +180,20 @@ TEST_CASE("the launchers compile with nvcc against the real kernel files", "[exp
     CHECK_THAT(undefined.out, !Catch::Contains("ak_export_"));
     CHECK_THAT(test::run_shell("nm -D --defined-only " + o + ".so").out, Catch::Contains("launch_"));
   }
+}
+
+TEST_CASE("autokernel export writes a package from a starter and refuses what it cannot export, saying why", "[export][cli]") {
+  test::TempDir dir;
+  auto r = test::run_autokernel("export starter --kernel rmsnorm --out " + (dir.path / "pkg").string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("rmsnorm            from starter"));
+  CHECK(std::filesystem::exists(dir.path / "pkg/autokernel_ops/kernels/rmsnorm.cu"));
+  auto tiled = test::run_autokernel("export starter --kernel matmul --out " + (dir.path / "mm").string());
+  CHECK(tiled.exit_code == 1);
+  CHECK_THAT(tiled.out, Catch::Contains("left out matmul: matmul is not exported yet") && Catch::Contains("nothing to export"));
+  auto no_run = test::run_autokernel("export --run " + dir.path.string() + " --out " + (dir.path / "x").string());
+  CHECK(no_run.exit_code == 2);
+  CHECK_THAT(no_run.out, Catch::Contains("is not a run folder"));
+  auto both = test::run_autokernel("export starter --kernel rmsnorm --run " + dir.path.string() + " --out x");
+  CHECK(both.exit_code == 2);
 }

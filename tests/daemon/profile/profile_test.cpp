@@ -131,6 +131,18 @@ TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes
   CHECK_THAT(toml, Catch::Contains("# shape = [B, H, S, D]"));
 }
 
+TEST_CASE("a kernel under half a percent of the GPU time is named but not planned for a run", "[profile][plan]") {
+  Profile p = recorded();
+  ProfiledKernel tiny = p.kernels.back();
+  tiny.type = "reduce";
+  tiny.nvtx = "aten::sum, seq = 9, sizes = [[1, 2], [], []]";
+  tiny.share = 0.0004;
+  p.kernels.push_back(tiny);
+  std::string toml = plan_toml(make_plan(p, 10, 2.0), "profile.json");
+  CHECK_THAT(toml, Catch::Contains("# reduce at 0.04% of the GPU time: left out (under 0.5%, not worth a run)"));
+  CHECK_THAT(toml, !Catch::Contains("type = \"reduce\""));
+}
+
 TEST_CASE("profile.json survives the round trip, and another file is refused", "[profile]") {
   Profile p = recorded();
   p.command = {"python3", "model.py"};
