@@ -2,12 +2,12 @@
 passes with a cross-entropy loss, on the GPU. A profiling target for `autokernel profile`:
 
     autokernel profile --warmup-s 1 --out gpt2.json -- python3 examples/models/gpt2_small.py --nvtx
+
+and a model file for `autokernel verify` (build(dtype) below; its output is the loss).
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-from common import dtype_of, parse_args, run
 
 
 class Block(nn.Module):
@@ -42,10 +42,18 @@ class GPT2(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
 
 
-if __name__ == "__main__":
-    args = parse_args(__doc__)
-    torch.manual_seed(0)
-    model = GPT2().cuda().to(dtype_of(args.dtype)).eval()
+def build(dtype):
+    """The model and its inputs for `autokernel verify`: the same weights in every dtype."""
+    model = GPT2().cuda().to(dtype).eval()
     idx = torch.randint(0, 50257, (8, 1024), device="cuda")
     targets = torch.randint(0, 50257, (8, 1024), device="cuda")
+    return model, (idx, targets)
+
+
+if __name__ == "__main__":
+    from common import dtype_of, parse_args, run
+
+    args = parse_args(__doc__)
+    torch.manual_seed(0)
+    model, (idx, targets) = build(dtype_of(args.dtype))
     run(lambda: model(idx, targets), args, "gpt2-small batch 8 x 1024")
