@@ -89,7 +89,7 @@ int verify_command(const Args& args) {
                                      text ? parsed.error().message.c_str() : text.error().message.c_str()), kExitUsage;
     profile = *parsed;
   }
-  const std::string report_path = (out.empty() ? fs::temp_directory_path().string() + "/autokernel-verify-" + std::to_string(getpid()) : out) + ".runner.json";
+  const std::string report_path = fs::temp_directory_path().string() + "/autokernel-verify-" + std::to_string(getpid()) + ".json";
   std::vector<std::string> runner{"--model", fs::absolute(model).string(), "--json", report_path, "--dtype", dtype, "--steps", steps};
   if (compile) runner.push_back("--compile");
   if (!compile_mode.empty()) runner.insert(runner.end(), {"--compile-mode", compile_mode});
@@ -99,7 +99,7 @@ int verify_command(const Args& args) {
   auto report = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   if (report.is_discarded() || !report.contains("eager") || !report.contains("autokernel"))
     return std::fprintf(stderr, "autokernel verify: %s: no report from the model run\n", report_path.c_str()), kExitFailure;
-  if (out.empty()) std::remove(report_path.c_str());
+  std::remove(report_path.c_str());  // what it held goes into --out, with the verdict
 
   const Agreement agreement = judge_outputs(output_error(report["eager"]), output_error(report["autokernel"]), dtype);
   const double eager_ms = report["eager"].value("median_ms", 0.0), ours_ms = report["autokernel"].value("median_ms", 0.0);
