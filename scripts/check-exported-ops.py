@@ -131,6 +131,90 @@ def check_stages(op, type_, validated):
     return cases, failures
 
 
+def fallback_cases(type_, args):
+    """Calls outside the kernel's contract, each with PyTorch's own answer: the op must give it."""
+    def strided(x):  # the same values, not contiguous
+        return x.t().contiguous().t() if x.dim() == 2 else x.transpose(1, 2).contiguous().transpose(1, 2)
+    x = args[0]
+    cases = {"x not contiguous": (strided(x),) + tuple(args[1:])}
+    if type_ == "rmsnorm":
+        cases["weight of another dtype"] = (x, args[1].float(), args[2])
+    if type_ == "layernorm":
+        cases["weight and bias of another dtype"] = (x, args[1].float(), args[2].float(), args[3])
+    if type_ == "cross_entropy":
+        target = args[1].clone()
+        target[::7] = -100  # an ignore_index
+        cases["targets outside [0, classes)"] = (x, target)
+    if type_ == "rotary_embedding":
+        cases["cos of another dtype"] = (x, args[1].float(), args[2].float())
+    return cases
+
+
+def pytorch_op(type_, args):
+    if type_ == "rmsnorm":
+        return F.rms_norm(args[0], (args[0].shape[-1],), args[1], args[2])
+    if type_ == "layernorm":
+        return F.layer_norm(args[0], (args[0].shape[-1],), args[1], args[2], args[3])
+    if type_ == "softmax":
+        return torch.softmax(args[0], -1)
+    if type_ == "reduce":
+        return args[0].sum(-1)
+    if type_ == "cross_entropy":
+        return (F.cross_entropy(args[0], args[1], reduction="none"), F.cross_entropy(args[0], args[1]))
+    return None  # rotary: compared with the fp64 reference instead
+
+
+def check_fallbacks(op, type_, dtype):
+    """Each call outside the contract gives PyTorch's result (or the reference's, for rotary)."""
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    shape = [4, 8, 64, 128] if type_ == "rotary_embedding" else [64, 1000]
+    failures = []
+    for why, args in fallback_cases(type_, inputs(type_, shape, dtype, "normal", gen)).items():
+        try:
+            want = pytorch_op(type_, args)
+        except RuntimeError:  # PyTorch refuses the call: the op must refuse it too
+            want = "refused"
+        try:
+            got = op(*args)
+        except RuntimeError:
+            got = "refused"
+        if isinstance(got, str) or isinstance(want, str):
+            ok = isinstance(got, str) and isinstance(want, str)
+        elif want is None:
+            ok = matches(got, reference(type_, args), 1e-2, term_scale(type_, args))
+        elif isinstance(want, tuple):
+            ok = all(torch.allclose(g.float(), w.float(), rtol=1e-2, atol=1e-2, equal_nan=True) for g, w in zip(got, want))
+        else:
+            ok = torch.allclose(got.float(), want.float(), rtol=1e-2, atol=1e-2)
+        if not ok:
+            failures.append(why)
+    return failures
+
+
+def check_withdrawn_patch():
+    """A norm class the package has not seen, computing something else (Gemma's 1 + weight): the
+    patch must check it on its first call, find it differs, and leave it alone."""
+    class OffsetRMSNorm(torch.nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.weight, self.variance_epsilon = torch.nn.Parameter(torch.randn(d, device="cuda") * 0.1), 1e-6
+
+        def forward(self, x):
+            return F.rms_norm(x, (x.shape[-1],), None, self.variance_epsilon) * (1 + self.weight)
+
+    globals()["OffsetRMSNorm"] = OffsetRMSNorm
+    OffsetRMSNorm.__module__ = "__main__"
+    norm = OffsetRMSNorm(1024).half()
+    x = torch.randn(64, 1024, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        want = norm(x)
+        with autokernel_ops.patched() as p:
+            patched = any("OffsetRMSNorm" in n for n in p.names)
+            first, second = norm(x), norm(x)
+    return {"patched": patched, "first_call_right": bool(torch.equal(first, want)),
+            "later_calls_right": bool(torch.equal(second, want))}
+
+
 def time_op(op, args, repetitions):
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
     for _ in range(10):
@@ -202,6 +286,7 @@ def main():
         shape, dtype = entry.get("shape") or entry["validated"]["determinism_shape"], entry.get("dtype") or "fp16"
         args = inputs(t, parse_shape(shape), DTYPES[dtype], "normal", torch.Generator(device="cuda").manual_seed(1))
         r["compile_matches"] = compiles(op, args)
+        r["fallback_failures"] = check_fallbacks(op, t, torch.float16)
         r["shape"], r["dtype"] = shape, dtype
         r["op"] = time_op(op, args, a.repetitions)
         r["op"]["kernel_median_us"] = kernel_time(op, args, t, a.repetitions)
@@ -210,12 +295,17 @@ def main():
             # Kernel against kernel (CUPTI both), and call against launch (CUDA events both).
             r["kernel_over_harness"] = r["op"]["kernel_median_us"] / r["harness"]["median_us"]
             r["events_over_harness_events"] = r["op"]["flushed_median_us"] / r["harness"]["event_median_us"]
-        ok = ok and not failures and r["compile_matches"]
+        ok = ok and not failures and r["compile_matches"] and not r["fallback_failures"]
         report["ops"][t] = r
-        print(f"{t}: {cases} cases, {len(failures)} failures {failures[:5]}; torch.compile "
+        print(f"{t}: {cases} cases, {len(failures)} failures {failures[:5]}; outside the contract: "
+              f"{len(fallback_cases(t, args))} calls, wrong: {r['fallback_failures']}; torch.compile "
               f"{'matches' if r['compile_matches'] else 'DIFFERS'}; at {shape} {dtype}: op kernel {r['op']['kernel_median_us']:.2f} us, "
               f"call {r['op']['flushed_median_us']:.2f} us (events, flushed), {r['op']['back_to_back_us']:.2f} us (back to back); "
               f"harness {r['harness']}")
+    if "rmsnorm" in autokernel_ops.LOADED:
+        report["withdrawn_patch"] = check_withdrawn_patch()
+        print(f"a norm class computing something else: {report['withdrawn_patch']}")
+        ok = ok and report["withdrawn_patch"]["first_call_right"] and report["withdrawn_patch"]["later_calls_right"]
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
     sys.exit(0 if ok else 1)

@@ -5,6 +5,8 @@
 #                                        the plan ranks, export, the exported ops checked
 #                                        (scripts/check-exported-ops.py); in /tmp/ak-models/MODEL
 #   scripts/gpu-models.sh verify MODEL [--compile]   autokernel verify of the export above
+#   scripts/gpu-models.sh starters       the six row-wise starters exported as one package (from a
+#                                        folder laid out as a run's) and checked the same way
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
@@ -67,7 +69,24 @@ verify() {
   echo "verify exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-verify.log"
 }
 
+starters() {
+  local work=/tmp/ak-models/starters types="rmsnorm layernorm softmax rotary_embedding cross_entropy reduce" t
+  rm -rf "$work" && mkdir -p "$work/run/kernels"
+  local entries=""
+  for t in $types; do
+    cp "kernels_cuda/$t/$t.cu" "$work/run/kernels/$t.cu"
+    entries+="${entries:+,}{\"tag\": \"$t\", \"type\": \"$t\"}"
+  done
+  echo "{\"kernels\": [$entries]}" > "$work/run/state.json"
+  "$ak" export --run "$work/run" --out "$work/pkg" > "$out/starters-export.log" 2>&1
+  local t0=$(date +%s)
+  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/starters-ops.json" \
+      > "$out/starters-ops.log" 2>&1
+  echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/starters-ops.log"
+}
+
 case ${1:-} in
+  starters) starters ;;
   tune) tune "${2:?model}" ;;
   verify) verify "${2:?model}" "${@:3}" ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;

@@ -52,7 +52,7 @@ def _checked_on_first_call(target, original, fast):
 
 def _rms_norm(ops, original):
     def rms_norm(input, normalized_shape, weight=None, eps=None):
-        if weight is None or len(normalized_shape) != 1 or _needs_grad(input, weight):
+        if weight is None or len(normalized_shape) != 1 or weight.dtype != input.dtype or _needs_grad(input, weight):
             return original(input, normalized_shape, weight, eps)
         return ops.rmsnorm(input, weight, torch.finfo(input.dtype).eps if eps is None else eps)
     return rms_norm
@@ -60,7 +60,8 @@ def _rms_norm(ops, original):
 
 def _layer_norm(ops, original):
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-        if weight is None or bias is None or len(normalized_shape) != 1 or _needs_grad(input, weight, bias):
+        if weight is None or bias is None or len(normalized_shape) != 1 or _needs_grad(input, weight, bias) \
+                or weight.dtype != input.dtype or bias.dtype != input.dtype:
             return original(input, normalized_shape, weight, bias, eps)
         return ops.layernorm(input, weight, bias, eps)
     return layer_norm

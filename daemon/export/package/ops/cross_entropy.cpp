@@ -1,5 +1,5 @@
 // schema: cross_entropy(Tensor logits, Tensor target) -> (Tensor, Tensor)
-// F.cross_entropy(logits, target, reduction='none') and its mean, logits [rows, classes], int64
+// F.cross_entropy(logits, target) with reduction 'none' and 'mean', logits [rows, classes], int64
 // targets. A target outside [0, classes) (an ignore_index, say) is outside the kernel's contract:
 // the op checks for one (a small reduction and a sync) and then runs PyTorch's op.
 #include "common.h"
@@ -28,8 +28,9 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const
     why = "a target lies outside [0, classes) (an ignore_index?)";
   if (!why.empty()) {
     log_fallback("cross_entropy", why);
-    at::Tensor loss = at::cross_entropy_loss(logits, target, {}, at::Reduction::None);
-    return {loss, loss.mean()};
+    // PyTorch's own 'mean': over the rows whose target is not ignored.
+    return {at::cross_entropy_loss(logits, target, {}, at::Reduction::None),
+            at::cross_entropy_loss(logits, target, {}, at::Reduction::Mean)};
   }
   const c10::cuda::CUDAGuard guard(logits.device());
   at::Tensor loss = at::empty({logits.size(0)}, logits.options()), mean = at::empty({}, logits.options());
