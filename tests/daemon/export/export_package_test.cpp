@@ -197,3 +197,28 @@ TEST_CASE("autokernel export writes a package from a starter and refuses what it
   auto both = test::run_autokernel("export starter --kernel rmsnorm --run " + dir.path.string() + " --out x");
   CHECK(both.exit_code == 2);
 }
+
+TEST_CASE("the six row-wise starters, exported, build and match PyTorch on the five stages' shapes", "[gpu][export][torch]") {
+  if (!test::gpu_or_skip()) return;
+  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
+    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
+    return;
+  }
+  test::TempDir dir;
+  std::vector<ExportedKernel> kernels;
+  for (const char* t : {"rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce"}) kernels.push_back(starter(t));
+  std::vector<std::string> left_out;
+  auto files = package_files(kernels, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
+  // scripts/check-exported-ops.py: every stage shape and dtype against PyTorch, calls outside the
+  // contract, torch.compile, an unseen norm class; exit 0 only when all hold.
+  auto r = test::run_shell("cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
+                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 scripts/check-exported-ops.py --autokernel " +
+                           test::autokernel_binary() + " --repetitions 20 --json " + (dir.path / "ops.json").string());
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  auto report = nlohmann::json::parse(test::read_file((dir.path / "ops.json").string()));
+  CHECK(report["ops"].size() == 6);
+  CHECK(report["failed"].empty());
+}
