@@ -1,7 +1,6 @@
 // autokernel profile -- CMD ARGS... and autokernel plan profile.json: where a program's GPU time
 // goes, and which kernels are worth autokernel's effort by Amdahl's law.
 #include <dlfcn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
+#include "daemon/commands/foreground_command.hpp"
 #include "daemon/profile/profile_data.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "harness/cupti_library.hpp"
@@ -47,25 +47,11 @@ Status write_module_hook(const std::string& dir) {
 /// Runs the command with the injection; its output and exit status are its own. With a hook
 /// folder, Python finds the module hook there first (PYTHONPATH) and runs it at start.
 int run_profiled(const std::vector<std::string>& cmd, const std::string& records, const std::string& hook_dir) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!hook_dir.empty()) {
-      const char* old = std::getenv("PYTHONPATH");
-      setenv("PYTHONPATH", (hook_dir + (old && *old ? std::string(":") + old : "")).c_str(), 1);
-    }
-    setenv("CUDA_INJECTION64_PATH", injection_library().c_str(), 1);
-    if (std::string cupti = loaded_cupti_library(); !cupti.empty()) setenv("NVTX_INJECTION64_PATH", cupti.c_str(), 1);
-    setenv("AUTOKERNEL_PROFILE_OUT", records.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "autokernel profile: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::vector<std::pair<std::string, std::string>> env{{"CUDA_INJECTION64_PATH", injection_library()},
+                                                       {"AUTOKERNEL_PROFILE_OUT", records}};
+  if (std::string cupti = loaded_cupti_library(); !cupti.empty()) env.push_back({"NVTX_INJECTION64_PATH", cupti});
+  if (!hook_dir.empty()) env.push_back({"PYTHONPATH", hook_dir});
+  return run_foreground(cmd, env, "profile");
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 // autokernel verify: a model with and without the exported ops; exit 1 when the outputs disagree.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 #include "common/format.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
+#include "daemon/commands/foreground_command.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/verify/verify_verdict.hpp"
 
@@ -20,22 +19,9 @@ namespace {
 
 /// Runs the package's runner (python -m autokernel_ops.verify) with the package first on PYTHONPATH.
 int run_runner(const std::string& python, const std::string& ops_dir, const std::vector<std::string>& runner_args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    const char* old = std::getenv("PYTHONPATH");
-    setenv("PYTHONPATH", (ops_dir + (old && *old ? std::string(":") + old : "")).c_str(), 1);
-    std::vector<std::string> cmd{python, "-m", "autokernel_ops.verify"};
-    cmd.insert(cmd.end(), runner_args.begin(), runner_args.end());
-    std::vector<char*> argv;
-    for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "autokernel verify: cannot run %s: %s\n", python.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::vector<std::string> cmd{python, "-m", "autokernel_ops.verify"};
+  cmd.insert(cmd.end(), runner_args.begin(), runner_args.end());
+  return run_foreground(cmd, {{"PYTHONPATH", ops_dir}}, "verify");
 }
 
 OutputError output_error(const nlohmann::json& j) {
