@@ -5,6 +5,8 @@
 #                                        the plan ranks, export, the exported ops checked
 #                                        (scripts/check-exported-ops.py); in /tmp/ak-models/MODEL
 #   scripts/gpu-models.sh verify MODEL [--compile]   autokernel verify of the export above
+#   scripts/gpu-models.sh patched-profile  the transformers LLaMA profiled with its export patched in
+#                                        (after tune hf_llama): where the step's time goes now
 #   scripts/gpu-models.sh starters       the six row-wise starters exported as one package (from a
 #                                        folder laid out as a run's) and checked the same way
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
@@ -85,8 +87,23 @@ starters() {
   echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/starters-ops.log"
 }
 
+patched_profile() {
+  local work=/tmp/ak-models/hf_llama
+  PYTHONPATH=$work/pkg:examples/models "$ak" profile --modules --warmup-s 1 --top 25 --out "$out/hf_llama-patched-profile.json" -- \
+      python3 -c '
+import runpy, sys
+import transformers.models.llama.modeling_llama  # the classes the patch looks for
+import autokernel_ops
+print("patched:", autokernel_ops.patch().names, file=sys.stderr)
+sys.argv = ["hf_llama.py", "--steps", "100"]
+runpy.run_path("examples/models/hf_llama.py", run_name="__main__")
+' > "$out/hf_llama-patched-profile.log" 2>&1
+  echo "profile exit $?" >> "$out/hf_llama-patched-profile.log"
+}
+
 case ${1:-} in
   starters) starters ;;
+  patched-profile) patched_profile ;;
   tune) tune "${2:?model}" ;;
   verify) verify "${2:?model}" "${@:3}" ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;
