@@ -130,11 +130,8 @@ int plan_command(const Args& args) {
       .option("target", "S", "the speedup each supported kernel is assumed to reach (default 2.0)", &target)
       .option("write", "CONFIG", "append the [[kernel]] entries to this config and check it", &write);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
-  auto text = read_text(file);
-  if (!text) return std::fprintf(stderr, "autokernel plan: %s\n", text.error().message.c_str()), kExitUsage;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  auto profile = j.is_discarded() ? Result<Profile>(error("not JSON")) : profile_from_json(j);
-  if (!profile) return std::fprintf(stderr, "autokernel plan: %s: %s\n", file.c_str(), profile.error().message.c_str()), kExitUsage;
+  auto profile = read_profile(file);
+  if (!profile) return std::fprintf(stderr, "autokernel plan: %s\n", profile.error().message.c_str()), kExitUsage;
   const double s = std::atof(target.c_str());
   if (s < 1) return std::fprintf(stderr, "autokernel plan: --target %s: expected a speedup of at least 1\n", target.c_str()), kExitUsage;
   Plan plan = make_plan(*profile, size_t(std::max(1, std::atoi(top.c_str()))), s);

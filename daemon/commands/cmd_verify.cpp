@@ -68,11 +68,8 @@ int verify_command(const Args& args) {
   const auto manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
   Profile profile;
   if (!profile_path.empty()) {
-    auto text = read_text(profile_path);
-    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    auto parsed = j.is_discarded() ? Result<Profile>(error("not JSON")) : profile_from_json(j);
-    if (!parsed) return std::fprintf(stderr, "autokernel verify: --profile %s: %s\n", profile_path.c_str(),
-                                     text ? parsed.error().message.c_str() : text.error().message.c_str()), kExitUsage;
+    auto parsed = read_profile(profile_path);
+    if (!parsed) return std::fprintf(stderr, "autokernel verify: --profile %s\n", parsed.error().message.c_str()), kExitUsage;
     profile = *parsed;
   }
   const std::string report_path = fs::temp_directory_path().string() + "/autokernel-verify-" + std::to_string(getpid()) + ".json";

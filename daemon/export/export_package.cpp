@@ -87,12 +87,13 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
   if (!text) return error(run_dir + " is not a run folder (no state.json): give the folder autokernel run wrote, e.g. runs/<name>");
   auto state = nlohmann::json::parse(*text, nullptr, false);
   if (state.is_discarded() || !state.contains("kernels")) return error(run_dir + "/state.json: not a run's state");
-  std::map<std::string, std::pair<double, ExportedKernel>> best_of_type;
+  const RunDirectory run(run_dir);
+  std::map<std::string, std::pair<double, ExportedKernel>> best_of_type;  // type -> (weight, kernel)
   for (auto& k : state["kernels"]) {
     ExportedKernel e;
     e.type = k.value("type", "");
     e.tag = k.value("tag", "");
-    e.origin = run_dir + "/kernels/" + e.tag + ".cu";
+    e.origin = run.path(run.kernel_file(e.tag));
     auto source = read_text(e.origin);
     if (!source) return error(e.origin + ": " + source.error().message + " (the run kept no file for " + e.tag + ")");
     e.source = *source;
@@ -101,18 +102,14 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
     e.best_us = k.value("best_us", 0.0);
     e.baseline_us = k.value("baseline_us", 0.0);
     e.speedup = k.value("speedup", 0.0);
-    const double weight = k.value("weight", 1.0);
     if (e.speedup > 0 && e.speedup < 1 && !include_slower) {
       left_out.push_back(e.tag + format_numbers(": %.3fx its baseline, slower: left out (--include-slower exports it)", e.speedup));
       continue;
     }
-    auto it = best_of_type.find(e.type);
-    if (it == best_of_type.end() || weight > it->second.first) {
-      if (it != best_of_type.end()) left_out.push_back(it->second.second.tag + ": another " + e.type + " of more weight is exported");
-      best_of_type[e.type] = {weight, e};
-    } else {
-      left_out.push_back(e.tag + ": another " + e.type + " of more weight is exported");
-    }
+    std::pair<double, ExportedKernel> candidate{k.value("weight", 1.0), e};
+    auto [it, first] = best_of_type.try_emplace(e.type, candidate);
+    if (!first && candidate.first > it->second.first) std::swap(it->second, candidate);
+    if (!first) left_out.push_back(candidate.second.tag + ": another " + e.type + " of more weight is exported");
   }
   std::vector<ExportedKernel> out;
   for (auto& [type, wk] : best_of_type) out.push_back(wk.second);

@@ -255,6 +255,16 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
   }
 }
 
+Result<Profile> read_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error(path + ": cannot be read (make one with autokernel profile)");
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return error(path + ": not JSON");
+  auto p = profile_from_json(j);
+  if (!p) return error(path + ": " + p.error().message);
+  return p;
+}
+
 std::string profile_table(const Profile& p, size_t top) {
   char line[512];
   std::snprintf(line, sizeof line, "%zu kernels, %.1f ms of GPU time%s%s\n rank  share   total ms   calls    mean us  type              name\n",

@@ -52,6 +52,8 @@ Result<std::vector<nlohmann::json>> read_records(const std::string& path);
 
 void to_json(nlohmann::json& j, const Profile& p);
 Result<Profile> profile_from_json(const nlohmann::json& j);
+/// A profile file `autokernel profile` wrote; the Error names the file and what is wrong with it.
+Result<Profile> read_profile(const std::string& path);
 
 /// The ranked table a person reads: rank, share, total, calls, mean, type, name.
 std::string profile_table(const Profile& p, size_t top);
