@@ -59,6 +59,17 @@ __global__ void ak_diff(const unsigned char* a, const unsigned char* b, long lon
     for (long long i = words * 4; i < bytes; ++i) mine += a[i] != b[i];
   if (mine) atomicAdd(differ, mine);
 }
+
+// The first byte at which a and b differ, as the smallest offset any thread saw (bytes, since a
+// module's memory need not be word-aligned).
+__global__ void ak_first_change(const unsigned char* a, const unsigned char* b, long long bytes,
+                                unsigned long long* first) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
+    if (a[i] != b[i]) {
+      atomicMin(first, (unsigned long long)i);
+      return;
+    }
+}
 )";
 
 }  // namespace
@@ -68,12 +79,14 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   std::vector<std::string> names;
   for (DType d : dtypes) names.push_back(std::string("ak_screen<") + dtype_cuda_type(d) + ">");
   names.push_back("ak_diff");
+  names.push_back("ak_first_change");
   auto h = load_harness_module(gpu, kSource, "ak_device_checks.cu", names);
   if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
   c->module_ = std::move(h->module);
   for (size_t i = 0; i < dtypes.size(); ++i) c->screen_[dtypes[i]] = h->functions[i];
-  c->diff_ = h->functions.back();
+  c->diff_ = h->functions[dtypes.size()];
+  c->first_change_ = h->functions[dtypes.size() + 1];
   auto counter = gpu.alloc(sizeof(uint64_t));
   if (!counter) return counter.error();
   c->counter_ = std::move(*counter);
@@ -105,6 +118,18 @@ Result<uint64_t> DeviceChecks::differing_bytes(const DeviceBuffer& a, const Devi
   long long n = (long long)bytes;
   void* params[] = {&pa, &pb, &n, &c};
   return count(diff_, params, int64_t(bytes / 4 + 1));
+}
+
+}  // namespace ak
+
+namespace ak {
+
+Status DeviceChecks::first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot) const {
+  long long n = (long long)bytes;
+  void* params[] = {&a, &b, &n, &slot};
+  const unsigned blocks = unsigned(std::min<size_t>(std::max<size_t>(1, (bytes + 255) / 256), 1024));
+  return cu_check(gpu_.driver().cuLaunchKernel(first_change_, blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+                  "checking a module's memory on the GPU");
 }
 
 }  // namespace ak

@@ -1,8 +1,5 @@
 #include "harness/kernel_launch.hpp"
 
-#include "harness/module_state.hpp"
-
-
 #include <functional>
 #include <tuple>
 
@@ -62,7 +59,9 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
                  std::to_string(g.tile_n) + ") gives no blocks for " + shape_str(spec.smoke_shape) +
                  ": a " + spec.type + " file must export the constants its grid is computed from "
                  "(kernels_cuda/" + spec.type + "/README.md)");
-  if (auto s = k.hold_initialized_memory(compiled.cubin); !s) return s.error();
+  auto memory = ModuleMemory::hold(gpu, k.module_, compiled.cubin);
+  if (!memory) return memory.error();
+  k.memory_ = std::move(*memory);
   auto smem = k.module_.read_int(kSmemBytesSymbol);
   if (!smem) return smem.error();
   k.smem_bytes_ = smem->value_or(0);
@@ -84,19 +83,6 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
   k.geometry_.block_threads = spec.reference_threads;
   k.is_reference_ = true;
   return k;
-}
-
-Status LaunchableKernel::hold_initialized_memory(const std::vector<char>& cubin) {
-  // Variables that lie back to back on the device are written back in one copy.
-  for (auto& v : initialized_memory(cubin)) {
-    auto at = module_.address_of(v.name);
-    if (!at) return at.error();
-    if (!restores_.empty() && restores_.back().at + restores_.back().image.size() == *at)
-      restores_.back().image.insert(restores_.back().image.end(), v.image.begin(), v.image.end());
-    else
-      restores_.push_back({*at, v.image});
-  }
-  return ok();
 }
 
 FunctionInfo LaunchableKernel::attributes(DType d) const {
@@ -146,8 +132,7 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
     grid = spec.rows(shape) * per_row;
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
-  for (const Restore& r : restores_)
-    if (CUresult e = d_->cuMemcpyHtoDAsync(r.at, r.image.data(), r.image.size(), s); e != CUDA_SUCCESS) return e;
+  if (CUresult e = memory_.reset(s); e != CUDA_SUCCESS) return e;
   return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
                             unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
 }

@@ -6,6 +6,7 @@
 
 #include "harness/gpu_context.hpp"
 #include "harness/kernel_contract.hpp"
+#include "harness/module_memory.hpp"
 #include "harness/nvrtc_compile.hpp"
 #include "harness/run_buffers.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -25,10 +26,19 @@ class LaunchableKernel {
   /// shared memory bytes. The cubin's own account, where NVRTC's log has none.
   FunctionInfo attributes(DType d) const;
 
-  /// Enqueues one launch, after writing the module's initialised memory back to its image (a
-  /// candidate's launch starts from what the file says, never from what a launch left there).
+  /// Enqueues one launch, after writing the module's writable memory back to its image (a
+  /// candidate's launch starts from what the file says, never from what a launch left there) and
+  /// copying its range aside for check_module_memory.
   /// The CUresult is returned as is so the caller can tell sticky errors.
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;
+
+  /// Enqueues, after a launch, the check that the launch left the module's memory unchanged: the
+  /// first changed byte's offset lands in `slot` (ModuleMemory::kNoChange when none).
+  Status check_module_memory(const DeviceChecks& checks, CUdeviceptr slot) const {
+    return memory_.check_into(checks, slot);
+  }
+  /// "" when nothing changed; else where the kernel wrote (ModuleMemory::describe_change).
+  std::string module_memory_change(uint64_t slot_value) const { return memory_.describe_change(slot_value); }
 
   int block_threads() const { return geometry_.block_threads; }
   int rows_per_block() const { return geometry_.rows_per_block; }
@@ -36,19 +46,13 @@ class LaunchableKernel {
   const std::string& lowered_name(DType d) const { return names_.at(d); }
 
  private:
-  Status hold_initialized_memory(const std::vector<char>& cubin);
   const CudaDriver* d_ = nullptr;
   LoadedModule module_;
   std::map<DType, CUfunction> functions_;
   std::map<DType, std::string> names_;
   LaunchGeometry geometry_;
   int smem_bytes_ = 0;
-  /// The module's initialised variables and where they live, written back before each launch.
-  struct Restore {
-    CUdeviceptr at;
-    std::vector<char> image;
-  };
-  std::vector<Restore> restores_;
+  ModuleMemory memory_;   ///< a candidate's writable memory; empty for a reference
   bool is_reference_ = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ak {
@@ -29,12 +30,28 @@ bool is_heap_function(const std::string& name) {
          name == "realloc";
 }
 
-constexpr const char* kZeroedMemory = ".nv.global";
-constexpr const char* kInitializedMemory = ".nv.global.init";
+std::string what_extern_call_is(const std::string& name) {
+  if (is_heap_function(name)) return "device heap (" + name + ")";
+  if (name == "vprintf") return "device printf (vprintf): its output would reach the operator's console";
+  if (name == "__assertfail") return "assert (__assertfail): its message would reach the operator's console";
+  return "a call to " + name + ", outside the module";
+}
+
+/// Global memory a launch can write: the sections the harness locates, resets and checks.
+bool is_global_memory(const std::string& section) { return section == ".nv.global" || section == ".nv.global.init"; }
+
+/// Per-block and per-thread memory: it starts undefined at every launch and ends with it.
+bool is_launch_local(const std::string& section) {
+  return section.rfind(".nv.shared", 0) == 0 || section.rfind(".nv.local", 0) == 0;
+}
+
+/// The symbol attribute NVRTC sets on `__managed__` variables.
+constexpr unsigned char kManagedAttribute = 0x4;
 
 /// The cubin's sections and symbols, each symbol with the name of its section.
 struct Elf {
   std::vector<Elf64_Shdr> sections;
+  std::vector<std::string> section_names;
   struct Symbol {
     std::string name, section;
     Elf64_Sym sym;
@@ -62,6 +79,7 @@ Elf read_elf(const std::vector<char>& cubin) {
     const Elf64_Shdr& names = elf.sections[eh.e_shstrndx];
     return in.str(size_t(names.sh_offset), size_t(names.sh_size), elf.sections[i].sh_name);
   };
+  for (size_t i = 0; i < elf.sections.size(); ++i) elf.section_names.push_back(section_name(i));
   for (const Elf64_Shdr& symtab : elf.sections) {
     if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= elf.sections.size()) continue;
     const Elf64_Shdr& strtab = elf.sections[symtab.sh_link];
@@ -81,45 +99,83 @@ Elf read_elf(const std::vector<char>& cubin) {
 
 }  // namespace
 
+const std::vector<std::string> kAllowedExternFunctions = {};
+
 std::vector<ModuleState> module_state(const std::vector<char>& cubin) {
   Elf elf = read_elf(cubin);
   if (!elf.problem.empty()) return {{"(module)", elf.problem}};
   std::vector<ModuleState> found;
   for (auto& s : elf.symbols) {
     const int type = ELF64_ST_TYPE(s.sym.st_info);
-    if (type == STT_FUNC && s.sym.st_shndx == SHN_UNDEF && is_heap_function(s.name))
-      found.push_back({s.name, "device heap (" + s.name + ")"});
-    else if (type == STT_OBJECT && s.section == kZeroedMemory)
-      found.push_back({s.name, "writable device memory, " + std::to_string(s.sym.st_size) + " bytes"});
-    else if (type == STT_OBJECT && s.section == kInitializedMemory && (s.name.empty() || s.name[0] == '$'))
-      found.push_back({s.name, "a string literal in device code (printf, assert): writable, and it cannot be reset"});
+    const bool allowed = std::find(kAllowedExternFunctions.begin(), kAllowedExternFunctions.end(), s.name) !=
+                         kAllowedExternFunctions.end();
+    if (type == STT_FUNC && s.sym.st_shndx == SHN_UNDEF && !allowed)
+      found.push_back({s.name, what_extern_call_is(s.name)});
+    else if (type == STT_OBJECT && is_global_memory(s.section) && (s.sym.st_other & kManagedAttribute))
+      found.push_back({s.name, "managed memory, " + std::to_string(s.sym.st_size) + " bytes, which the host shares"});
+  }
+  for (size_t i = 0; i < elf.sections.size(); ++i) {
+    const Elf64_Shdr& sec = elf.sections[i];
+    const std::string& name = elf.section_names[i];
+    if (!(sec.sh_flags & SHF_WRITE) || !(sec.sh_flags & SHF_ALLOC) || sec.sh_size == 0 || is_launch_local(name)) continue;
+    if (!is_global_memory(name)) {
+      found.push_back({name, "a writable section the harness does not know how to reset"});
+      continue;
+    }
+    bool anchored = false;
+    for (auto& s : elf.symbols) anchored = anchored || (s.sym.st_shndx == i && !s.name.empty());
+    if (!anchored) found.push_back({name, "writable memory with no symbol to locate it by, so it cannot be reset"});
   }
   return found;
 }
 
-std::vector<InitializedVariable> initialized_memory(const std::vector<char>& cubin) {
-  std::vector<InitializedVariable> vars;
+std::vector<WritableSection> writable_sections(const std::vector<char>& cubin) {
+  std::vector<WritableSection> out;
   Elf elf = read_elf(cubin);
-  if (!elf.problem.empty()) return vars;
-  for (auto& s : elf.symbols) {
-    if (ELF64_ST_TYPE(s.sym.st_info) != STT_OBJECT || s.section != kInitializedMemory || s.name.empty() || s.name[0] == '$')
-      continue;
-    const Elf64_Shdr& sec = elf.sections[s.sym.st_shndx];
-    const uint64_t begin = sec.sh_offset + s.sym.st_value, end = begin + s.sym.st_size;
-    if (s.sym.st_value + s.sym.st_size > sec.sh_size || end > cubin.size()) continue;
-    vars.push_back({s.name, std::vector<char>(cubin.begin() + long(begin), cubin.begin() + long(end))});
+  if (!elf.problem.empty()) return out;
+  for (size_t i = 0; i < elf.sections.size(); ++i) {
+    const Elf64_Shdr& sec = elf.sections[i];
+    if (!(sec.sh_flags & SHF_WRITE) || !is_global_memory(elf.section_names[i]) || sec.sh_size == 0) continue;
+    if (sec.sh_size > (1ull << 30)) continue;  // module_state() has no say here; the load refuses it
+    WritableSection w;
+    w.name = elf.section_names[i];
+    w.image.assign(size_t(sec.sh_size), 0);
+    if (sec.sh_type != SHT_NOBITS) {
+      if (sec.sh_offset > cubin.size() || cubin.size() - sec.sh_offset < sec.sh_size) continue;
+      std::memcpy(w.image.data(), cubin.data() + sec.sh_offset, size_t(sec.sh_size));
+    }
+    for (auto& s : elf.symbols) {
+      if (s.sym.st_shndx != i || ELF64_ST_TYPE(s.sym.st_info) == STT_SECTION) continue;
+      w.symbols.push_back({s.name, s.sym.st_value, s.sym.st_size});
+      // Prefer a plain name: the driver may not look up NVRTC's "$str" names.
+      const bool plain = !s.name.empty() && s.name[0] != '$';
+      if (w.anchor.empty() || (plain && w.anchor[0] == '$')) w.anchor = s.name, w.anchor_offset = s.sym.st_value;
+    }
+    std::sort(w.symbols.begin(), w.symbols.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+    if (!w.anchor.empty()) out.push_back(std::move(w));
   }
-  return vars;
+  return out;
+}
+
+std::string WritableSection::describe(uint64_t offset) const {
+  const SectionSymbol* before = nullptr;
+  for (const SectionSymbol& s : symbols) {
+    if (offset >= s.offset && offset < s.offset + std::max<uint64_t>(s.size, 1))
+      return (s.name.empty() ? "an unnamed variable" : s.name) + (offset > s.offset ? " + " + std::to_string(offset - s.offset) : "");
+    if (s.offset <= offset) before = &s;
+  }
+  return before ? "padding after " + (before->name.empty() ? std::string("an unnamed variable") : before->name)
+                : "padding at the start of " + name;
 }
 
 std::string describe_module_state(const std::vector<ModuleState>& found) {
   std::string list;
   for (auto& f : found) list += (list.empty() ? "" : ", ") + f.symbol + " (" + f.what + ")";
-  return "the module keeps state of its own: " + list +
-         ". A kernel file may hold no __device__ or __managed__ variables without an initialiser, no "
-         "static variables in device code and no device malloc: memory that outlives a launch lets a "
-         "kernel remember answers between launches. Keep per-launch data in registers or shared "
-         "memory, and constants in __constant__, constexpr or #define";
+  return "the module keeps or calls what a kernel file may not: " + list +
+         ". A kernel file may not call device printf, assert, malloc or any function outside itself, "
+         "and may hold no __managed__ variables: output the harness does not judge and memory the "
+         "host shares are outside the contract. Keep per-launch data in registers or shared memory, "
+         "and constants in __constant__, constexpr or #define";
 }
 
 }  // namespace ak
