@@ -5,6 +5,7 @@
 #include "harness/benchmark.hpp"
 #include "harness/cublas_gemm.hpp"
 #include "harness/candidate_compile.hpp"
+#include "harness/evaluation_seeds.hpp"
 #include "harness/judged_timing.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/roofline.hpp"
@@ -23,10 +24,6 @@ CompileRequest compile_request(const KernelSpec& spec, const std::string& source
   CompileRequest c{source, spec.type + "_reference.cu", reference_expressions(spec), arch};
   return c;
 }
-
-/// Seeds of the harness's own choices (inputs, checked launches): from the verdict's seed, so a
-/// run can be repeated, yet not from anything the candidate sees.
-uint64_t timing_seed(uint64_t seed) { return seed * 0x2545f4914f6cdd1dull + 0x7a11; }
 
 Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
   v.total_seconds = since(t0);
@@ -88,23 +85,39 @@ Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
 
 Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                                 const EvalRequest& req, bool& sticky) {
-  JudgedTimingPlan plan{{req.warmup, req.repetitions}, 0, timing_seed(req.seed) ^ 0xb0b0};
-  TimedKernel timed{k.lowered_name(d), [&](const RunBuffers& b) { return k.launch(spec, d, shape, b); }};
-  auto t = judged_timing(*gpu_, *inputs_, *checks_, spec, shape, d, {timed}, nullptr, plan, sticky);
+  auto seed = req.seed ? Result<uint64_t>(mix_seed(req.seed ^ 0xb0b0)) : csprng_u64();
+  if (!seed) return seed.error();
+  JudgedTimingPlan plan{{req.warmup, req.repetitions}, 0, *seed, *seed};
+  auto t = judged_timing(*gpu_, *inputs_, *checks_, spec, shape, d, {&k}, nullptr, plan, sticky);
   if (!t) return t.error();
   return t->timings.at(0);
 }
 
-Result<const LaunchableKernel*> Harness::best_kernel(const KernelSpec& spec, const std::string& source,
-                                                     const std::string& arch) {
+Result<const CompileOutput*> Harness::best_compiled(const KernelSpec& spec, const std::string& source,
+                                                    const std::string& arch) {
   if (auto it = best_.find(spec.type); it != best_.end() && it->second.first == source) return &it->second.second;
   best_.erase(spec.type);  // one per type: the best changes only when a candidate is kept
-  auto compiled = compile_candidate(spec, source, spec.type + "_best.cu", arch);
+  auto compiled = compile_candidate(spec, source, spec.type + ".cu", arch);
   if (!compiled) return compiled.error();
   if (!compiled->ok) return error("the current best does not compile any more: " + compiled->message);
-  auto k = LaunchableKernel::candidate(*gpu_, spec, compiled->output);
-  if (!k) return error("the current best cannot be loaded: " + k.error().message);
-  return &best_.emplace(spec.type, std::make_pair(source, std::move(*k))).first->second.second;
+  return &best_.emplace(spec.type, std::make_pair(source, std::move(compiled->output))).first->second.second;
+}
+
+Result<std::vector<LaunchableKernel>> Harness::timing_modules(const KernelSpec& spec,
+                                                              const std::vector<const CompileOutput*>& compiled,
+                                                              uint64_t choice_seed) {
+  // Loaded afresh for every timing, in an order drawn at random: neither module's place in
+  // memory, nor its age, tells a kernel whether it is the candidate or the best.
+  std::vector<std::optional<LaunchableKernel>> loaded(compiled.size());
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    const size_t at = compiled.size() == 2 && (choice_seed >> 1 & 1) ? 1 - i : i;
+    auto k = LaunchableKernel::candidate(*gpu_, spec, *compiled[at]);
+    if (!k) return error((at == 0 ? "the candidate" : "the current best") + std::string(" cannot be loaded: ") + k.error().message);
+    loaded[at] = std::move(*k);
+  }
+  std::vector<LaunchableKernel> out;
+  for (auto& k : loaded) out.push_back(std::move(*k));
+  return out;
 }
 
 Result<double> Harness::cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
@@ -138,7 +151,16 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.kernel_type = req.kernel_type;
   v.gpu = gpu_->info().name;
   v.arch = req.arch.empty() ? gpu_->info().arch : req.arch;
-  v.seed = req.seed ? req.seed : uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  auto seeds = req.seed ? Result<EvaluationSeeds>(EvaluationSeeds::from(req.seed)) : EvaluationSeeds::fresh();
+  if (!seeds) {
+    v.message = seeds.error().message;
+    return finish(v, t0);
+  }
+  v.seed = seeds->stage_inputs;
+  v.fixed_seed = seeds->fixed;
+  if (seeds->fixed)
+    v.notes.push_back("made with the fixed seed " + std::to_string(req.seed) +
+                      ": its inputs and checked launches could be known in advance; the loop never uses one");
   const KernelSpec* spec = find_spec(req.kernel_type);
   auto dtype = parse_dtype(req.dtype);
   if (!spec || !dtype) {
@@ -190,7 +212,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
 
   // The five stages.
   CaseRunner runner(*gpu_, *checks_, *spec, *cand, (*ref)->validate);
-  if (!run_five_stages(runner, *spec, v.seed, v, on_stage)) return finish(v, t0);
+  if (!run_five_stages(runner, *spec, seeds->stage_inputs, seeds->sampled_rows, v, on_stage)) return finish(v, t0);
 
   // Benchmark: the judged timing at the timed shape, beside the current best when there is one.
   if (on_stage) on_stage("benchmark");
@@ -200,27 +222,40 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
     v.stages.push_back({"benchmark", false, since(tb), f.message});
     return finish(v, t0);
   };
-  std::vector<TimedKernel> timed{{cand->lowered_name(*dtype), [&](const RunBuffers& b) { return cand->launch(*spec, *dtype, shape, b); }}};
+  std::vector<const CompileOutput*> files{&compiled->output};
   if (!req.best_source.empty()) {
     // A best kept by an older autokernel may break today's rules (module state): the candidate
     // is then timed alone, and the verdict says so, rather than failing every candidate after it.
-    if (auto best = best_kernel(*spec, req.best_source, v.arch); best) {
-      const LaunchableKernel* b = *best;
-      timed.push_back({b->lowered_name(*dtype), [=, &shape](const RunBuffers& bufs) { return b->launch(*spec, *dtype, shape, bufs); }});
-    } else {
-      v.notes.push_back("not paired with the current best (" + best.error().message + "): judged on its median alone");
-    }
+    if (auto best = best_compiled(*spec, req.best_source, v.arch); best) files.push_back(*best);
+    else v.notes.push_back("not paired with the current best (" + best.error().message + "): judged on its median alone");
   }
-  bool sticky = false;
-  JudgedTimingPlan plan{{req.warmup, req.repetitions}, kCheckedLaunches, timing_seed(v.seed)};
-  auto judged = judged_timing(*gpu_, *inputs_, *checks_, *spec, shape, *dtype, timed, &(*ref)->validate, plan, sticky);
-  if (!judged || judged->failure) {
+  auto modules = timing_modules(*spec, files, seeds->timing_choices);
+  if (!modules && files.size() == 2) {
+    v.notes.push_back("not paired with the current best (" + modules.error().message + "): judged on its median alone");
+    files.pop_back();
+    modules = timing_modules(*spec, files, seeds->timing_choices);
+  }
+  if (!modules) {
     StageFailure f;
-    if (judged) f = *judged->failure;
+    f.message = modules.error().message;
+    return bench_fail(f);
+  }
+  std::vector<const LaunchableKernel*> timed;
+  for (auto& m : *modules) timed.push_back(&m);
+  bool sticky = false;
+  JudgedTimingPlan plan{{req.warmup, req.repetitions}, kCheckedLaunches, seeds->timing_inputs, seeds->timing_choices};
+  auto judged = judged_timing(*gpu_, *inputs_, *checks_, *spec, shape, *dtype, timed, &(*ref)->validate, plan, sticky);
+  if (!judged || judged->failures.at(0)) {
+    StageFailure f;
+    if (judged) f = *judged->failures.at(0);
     else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message;
-    f.at = {shape, *dtype, Recipe::Normal, v.seed};
+    f.at = {shape, *dtype, Recipe::Normal, seeds->timing_inputs};
     f.context_lost = sticky;
     return bench_fail(f);
+  }
+  if (judged->failures.size() == 2 && judged->failures[1]) {
+    judged->paired.best_failure = judged->failures[1]->message;
+    v.notes.push_back("the current best failed its own checks beside this candidate: " + judged->failures[1]->message);
   }
   const Result<Timing> timing = judged->timings.at(0);
   v.paired = judged->paired;
@@ -262,6 +297,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.stages.push_back({"benchmark", true, since(tb),
                       std::to_string(timing->samples) + " timed launches on fresh inputs, L2 flushed before each, " +
                           std::to_string(plan.checked_launches) + " of them checked" +
+                          (timed.size() == 2 ? " (as many of the best's)" : "") +
                           (v.paired.pairs ? ", paired with the current best" : "")});
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";

@@ -27,7 +27,7 @@ struct EvalRequest {
   std::string dtype = "fp16";          ///< the dtype to time (all of the spec's are validated)
   Shape shape;                         ///< the shape to time; empty: the spec's benchmark shape
   std::string arch;                    ///< empty: the device's own
-  uint64_t seed = 0;                   ///< 0: drawn from the clock (and recorded in the verdict)
+  uint64_t seed = 0;                   ///< 0: every choice drawn from the CSPRNG (EvaluationSeeds)
   std::optional<double> baseline_us;   ///< the user's time today; else the reference kernel's
   bool time_starter = true;            ///< also time the type's starter (cached per shape)
   /// The current best file: timed beside the candidate, launch for launch, for the keep decision
@@ -53,8 +53,12 @@ class Harness {
   /// Times a trusted kernel (reference, starter) at a shape; its outputs are not checked.
   Result<Timing> time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                          const EvalRequest& req, bool& sticky);
-  /// The current best of a request, compiled and loaded once per source.
-  Result<const LaunchableKernel*> best_kernel(const KernelSpec& spec, const std::string& source, const std::string& arch);
+  /// The current best of a request, compiled once per source (loaded afresh for each timing).
+  Result<const CompileOutput*> best_compiled(const KernelSpec& spec, const std::string& source, const std::string& arch);
+  /// The files to time, each loaded afresh, in an order drawn from `choice_seed`; in the order given.
+  Result<std::vector<LaunchableKernel>> timing_modules(const KernelSpec& spec,
+                                                       const std::vector<const CompileOutput*>& compiled,
+                                                       uint64_t choice_seed);
   /// The median time of the reference (what == "reference") or of the starter, once per
   /// shape and dtype. `sticky` is set when timing them broke the context.
   Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
@@ -64,7 +68,7 @@ class Harness {
   std::unique_ptr<DeviceInputs> inputs_;
   std::unique_ptr<DeviceChecks> checks_;
   DevicePeaks peaks_;
-  std::map<std::string, std::pair<std::string, LaunchableKernel>> best_;   ///< per type: source, kernel
+  std::map<std::string, std::pair<std::string, CompileOutput>> best_;   ///< per type: source, compiled
   std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
 };

@@ -1,11 +1,12 @@
 #include "harness/judged_timing.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "harness/cupti_timer.hpp"
+#include "harness/evaluation_seeds.hpp"
+#include "harness/module_memory.hpp"
 #include "harness/reference_outputs.hpp"
 
 namespace ak {
@@ -21,232 +22,310 @@ struct Event {
   }
 };
 
-uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/// A launch whose outputs and inputs are copied aside, to be judged after the timing.
-struct CheckedLaunch {
-  int pair = 0;
-  std::vector<DeviceBuffer> outputs, inputs;
-};
-
-/// The pairs whose first-kernel launch is checked: `count` distinct ones among the timed pairs.
+/// `count` distinct pairs among the timed ones, drawn from `seed`, in increasing order.
 std::vector<int> pick_checked(int first, int count, int available, uint64_t seed) {
   std::vector<int> all(static_cast<size_t>(available));
   for (int i = 0; i < available; ++i) all[size_t(i)] = first + i;
-  for (int i = available - 1; i > 0; --i) std::swap(all[size_t(i)], all[size_t(mix(seed + uint64_t(i)) % uint64_t(i + 1))]);
+  for (int i = available - 1; i > 0; --i)
+    std::swap(all[size_t(i)], all[size_t(mix_seed(seed + uint64_t(i)) % uint64_t(i + 1))]);
   all.resize(size_t(std::min(count, available)));
   std::sort(all.begin(), all.end());
   return all;
 }
 
-Status allocate_like(GpuContext& gpu, const std::vector<DeviceBuffer>& like, std::vector<DeviceBuffer>& out) {
-  for (auto& b : like) {
-    auto c = gpu.alloc(b.bytes());
-    if (!c) return c.error();
-    out.push_back(std::move(*c));
+/// A device buffer set to one byte value, on allocation and whenever asked: logs and scratch
+/// that a kernel could read hold the same bytes whatever the harness has done so far.
+Result<DeviceBuffer> filled(GpuContext& gpu, size_t bytes, unsigned char value) {
+  auto b = gpu.alloc(std::max<size_t>(bytes, 8));
+  if (!b) return b.error();
+  if (auto s = cu_check(gpu.driver().cuMemsetD8(b->ptr(), value, b->bytes()), "clearing a harness buffer"); !s)
+    return s.error();
+  return b;
+}
+
+/// One judged timing in progress: the buffers, the logs and the launches of every pair.
+class Session {
+ public:
+  Session(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks, const KernelSpec& spec,
+          const Shape& shape, DType d, const std::vector<const LaunchableKernel*>& kernels,
+          const LaunchableKernel* reference, const JudgedTimingPlan& plan)
+      : gpu_(gpu), drv_(gpu.driver()), inputs_(inputs), checks_(checks), spec_(spec), shape_(shape), d_(d),
+        kernels_(kernels), reference_(reference), plan_(plan), n_(int(kernels.size())) {}
+
+  Result<JudgedTiming> run(bool& sticky);
+
+ private:
+  uint64_t inputs_of(int pair) const { return mix_seed(plan_.input_seed ^ (uint64_t(pair) * 0xd1342543de82ef95ull)); }
+  int kernel_at(int pair, int i) const {
+    return n_ == 1 ? 0 : ((pair + int(plan_.choice_seed & 1)) % 2 == 0 ? i : 1 - i);
+  }
+  std::string launch_name(int pair) const {
+    return pair < warm_ ? "warm-up launch " + std::to_string(pair + 1)
+                        : "timed launch " + std::to_string(pair - warm_ + 1) + " of " + std::to_string(reps_);
+  }
+  Status allocate();
+  Status prepare(int pair);
+  /// Launches kernel k for `pair` and enqueues its checks into log slot `slot`.
+  Result<CUresult> launch(int pair, int k, size_t slot);
+  /// Judges kernel k's launch of `pair` now, against the reference for that pair's inputs.
+  Result<std::optional<StageFailure>> judge(int pair, int k, CUresult& cuda_error);
+  /// After the launches: the first slot of kernel k whose counters or module memory were left set.
+  Result<std::optional<StageFailure>> read_logs(int k);
+  StageFailure failure(const std::string& msg) const;
+
+  GpuContext& gpu_;
+  const CudaDriver& drv_;
+  const DeviceInputs& inputs_;
+  const DeviceChecks& checks_;
+  const KernelSpec& spec_;
+  const Shape& shape_;
+  const DType d_;
+  const std::vector<const LaunchableKernel*>& kernels_;
+  const LaunchableKernel* reference_;
+  const JudgedTimingPlan& plan_;
+  const int n_;
+  int warm_ = 0, reps_ = 0, pairs_ = 0;
+
+  std::optional<RunSet> set_, regenerated_;   ///< the launches' buffers; the inputs drawn again to check them
+  DeviceBuffer flush_, counter_log_, memory_log_;
+  size_t counter_bytes_ = 0;
+  std::vector<std::vector<int>> checked_;     ///< per kernel, the timed pairs judged
+  std::vector<std::pair<int, int>> slots_;    ///< per log slot: pair, kernel
+};
+
+StageFailure Session::failure(const std::string& msg) const {
+  StageFailure f;
+  f.message = msg;
+  f.at = {shape_, d_, Recipe::Normal, plan_.input_seed};
+  return f;
+}
+
+Status Session::allocate() {
+  auto set = allocate_run_set(gpu_, spec_, shape_, d_);
+  if (!set) return set.error();
+  set_ = std::move(*set);
+  for (auto& c : set_->counters) counter_bytes_ += c.bytes();
+  // Writing a buffer twice the size of L2 before each launch evicts the previous launch's data;
+  // always the same bytes, so that it says nothing of how many launches came before.
+  auto flush = filled(gpu_, std::max<size_t>(gpu_.info().l2_bytes * 2, 64 << 20), 0);
+  if (!flush) return flush.error();
+  flush_ = std::move(*flush);
+  if (plan_.checked_launches > 0) {
+    auto again = allocate_run_set(gpu_, spec_, shape_, d_);
+    if (!again) return again.error();
+    regenerated_ = std::move(*again);
+    for (auto& b : regenerated_->inputs)
+      if (auto s = cu_check(drv_.cuMemsetD8(b.ptr(), kPoisonByte, b.bytes()), "clearing a harness buffer"); !s) return s;
   }
   return ok();
 }
 
-Status copy_aside(GpuContext& gpu, const std::vector<DeviceBuffer>& from, const std::vector<DeviceBuffer>& to) {
-  for (size_t i = 0; i < from.size(); ++i)
-    if (auto s = cu_check(gpu.driver().cuMemcpyDtoDAsync(to[i].ptr(), from[i].ptr(), from[i].bytes(), nullptr),
-                          "copying a timed launch's buffers aside");
-        !s)
-      return s;
-  return ok();
+Status Session::prepare(int pair) {
+  if (auto s = inputs_.fill(spec_, shape_, d_, *set_, inputs_of(pair)); !s) return s;
+  if (auto s = poison_writable(gpu_, *set_); !s) return s;
+  return cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2");
 }
 
-/// The first kernel's counters left set, if any: "counter 3 is 1 after timed launch 17".
-Result<std::string> counters_in_log(GpuContext& gpu, const DeviceBuffer& log, size_t slot_bytes,
-                                    const std::vector<int>& slots_to_check, const std::vector<std::string>& slot_names) {
-  std::vector<uint32_t> all(log.bytes() / sizeof(uint32_t));
-  if (auto s = gpu.download(all.data(), log, log.bytes()); !s) return s.error();
-  const size_t per_slot = slot_bytes / sizeof(uint32_t);
-  for (int slot : slots_to_check)
-    if (std::string left = first_counter_set(all.data() + size_t(slot) * per_slot, per_slot, slot_names[size_t(slot)]);
-        !left.empty())
-      return left;
-  return std::string();
+Result<CUresult> Session::launch(int pair, int k, size_t slot) {
+  if (auto s = prepare(pair); !s) return s.error();
+  const CUresult r = kernels_[size_t(k)]->launch(spec_, d_, shape_, set_->view());
+  if (r != CUDA_SUCCESS) return r;
+  if (auto s = kernels_[size_t(k)]->check_module_memory(checks_, memory_log_.ptr() + slot * sizeof(uint64_t)); !s)
+    return s.error();
+  size_t off = slot * counter_bytes_;
+  for (auto& c : set_->counters) {
+    if (auto s = cu_check(drv_.cuMemcpyDtoDAsync(counter_log_.ptr() + off, c.ptr(), c.bytes(), nullptr), "logging the counters"); !s)
+      return s.error();
+    off += c.bytes();
+  }
+  slots_.push_back({pair, k});
+  return CUDA_SUCCESS;
 }
 
-}  // namespace
+Result<std::optional<StageFailure>> Session::judge(int pair, int k, CUresult& cuda_error) {
+  const std::string which = launch_name(pair) + " on " + shape_str(shape_) + " " + dtype_name(d_);
+  cuda_error = drv_.cuCtxSynchronize();
+  if (cuda_error != CUDA_SUCCESS) return error("the " + which + " failed: " + cu_error_text(cuda_error));
+  if (auto s = inputs_.fill(spec_, shape_, d_, *regenerated_, inputs_of(pair)); !s) return s.error();
+  std::optional<StageFailure> found;
+  for (size_t i = 0; i < set_->inputs.size() && !found; ++i) {
+    auto differ = checks_.differing_bytes(set_->inputs[i], regenerated_->inputs[i], set_->inputs[i].bytes());
+    if (!differ) return differ.error();
+    if (*differ) found = failure("the kernel wrote into its input during " + which + ": inputs are read-only");
+  }
+  if (!found) {
+    const uint64_t rows_seed = mix_seed(plan_.choice_seed ^ (uint64_t(pair) << 1 | uint64_t(k)));
+    auto expected = reference_outputs(gpu_, checks_, spec_, *reference_, set_->view(), shape_, d_, rows_seed, cuda_error);
+    if (!expected) return expected.error();
+    for (size_t i = 0; i < set_->outputs.size() && !found; ++i) {
+      auto cmp = expected->judge(i, set_->outputs[i], d_, spec_.tolerance(d_));
+      if (!cmp) return cmp.error();
+      if (!cmp->pass()) {
+        found = failure("wrong output during timing (" + which + "): " + cmp->describe() + expected->sampled_note() +
+                        ": the kernel behaves differently when it is timed");
+        found->comparison = *cmp;
+      }
+    }
+    if (auto s = expected->wipe(); !s) return s.error();
+  }
+  for (auto& b : regenerated_->inputs)
+    if (auto s = cu_check(drv_.cuMemsetD8(b.ptr(), kPoisonByte, b.bytes()), "wiping the drawn-again inputs"); !s)
+      return s.error();
+  return found;
+}
 
-Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
-                                   const KernelSpec& spec,
-                                   const Shape& shape, DType d, const std::vector<TimedKernel>& kernels,
-                                   const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky) {
-  const CudaDriver& drv = gpu.driver();
+Result<std::optional<StageFailure>> Session::read_logs(int k) {
+  std::vector<uint64_t> memory(slots_.size());
+  if (auto s = gpu_.download(memory.data(), memory_log_, memory.size() * sizeof(uint64_t)); !s) return s.error();
+  std::vector<uint32_t> counters(counter_bytes_ * slots_.size() / sizeof(uint32_t));
+  if (counter_bytes_ > 0)
+    if (auto s = gpu_.download(counters.data(), counter_log_, counters.size() * sizeof(uint32_t)); !s) return s.error();
+  const std::string at = " (on " + shape_str(shape_) + " " + dtype_name(d_) + ")";
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot].second != k) continue;
+    const std::string when = launch_name(slots_[slot].first);
+    if (std::string changed = kernels_[size_t(k)]->module_memory_change(memory[slot]); !changed.empty())
+      return std::optional(failure(changed + " after " + when + at + ": a launch may keep nothing for the next"));
+    const size_t per_slot = counter_bytes_ / sizeof(uint32_t);
+    if (per_slot > 0)
+      if (std::string left = first_counter_set(counters.data() + slot * per_slot, per_slot, when); !left.empty())
+        return std::optional(failure(left + at));
+  }
+  return std::optional<StageFailure>();
+}
+
+Result<JudgedTiming> Session::run(bool& sticky) {
   sticky = false;
   auto fail = [&](CUresult r, const std::string& when) -> Result<JudgedTiming> {
     sticky = cu_error_is_sticky(r);
     return error(when + ": " + cu_error_text(r));
   };
-  if (kernels.empty() || kernels.size() > 2) return error("judged_timing takes one or two kernels");
-  for (auto& k : kernels)
-    if (k.name != kernels[0].name) return error("paired kernels must share their entry point's name");
-  if (plan.checked_launches > 0 && !reference) return error("checked launches need the reference");
-  auto set = allocate_run_set(gpu, spec, shape, d);
-  if (!set) return set.error();
-  const RunBuffers bufs = set->view();
-  // Writing a buffer twice the size of L2 before each launch evicts the previous launch's data.
-  auto flush = gpu.alloc(std::max<size_t>(gpu.info().l2_bytes * 2, 64 << 20));
-  if (!flush) return flush.error();
-  size_t counter_bytes = 0;
-  for (auto& c : set->counters) counter_bytes += c.bytes();
-
-  const int n = int(kernels.size());
-  auto seed_of = [&](int pair) { return mix(plan.seed ^ (uint64_t(pair) * 0xd1342543de82ef95ull)); };
-  auto prepare = [&](int pair, int launch_no) -> Status {
-    if (auto s = inputs.fill(spec, shape, d, *set, seed_of(pair)); !s) return s;
-    if (auto s = poison_writable(gpu, *set); !s) return s;
-    return cu_check(drv.cuMemsetD8Async(flush->ptr(), (unsigned char)(launch_no & 0xff), flush->bytes(), nullptr),
-                    "flushing the L2");
-  };
-  auto order = [&](int pair, int i) { return n == 1 ? 0 : (pair % 2 == 0 ? i : 1 - i); };
-
-  // The first warm-up launch, timed, sizes the rest: a slow kernel (a reference attention takes
-  // a tenth of a second) gets fewer launches so one timing stays within seconds, never below 10.
-  Event w0(drv), w1(drv);
-  if (auto s = prepare(0, 0); !s) return s.error();
-  drv.cuEventRecord(w0.e, nullptr);
-  if (CUresult r = kernels[0].launch(bufs); r != CUDA_SUCCESS) return fail(r, "warm-up launch failed");
-  drv.cuEventRecord(w1.e, nullptr);
-  if (CUresult r = drv.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-  float first_ms = 0;
-  drv.cuEventElapsedTime(&first_ms, w0.e, w1.e);
-  const BenchmarkPlan sized = fit_plan(plan.launches, first_ms);
-  const int warm = std::max(1, sized.warmup), reps = sized.repetitions, pairs = warm + reps;
-
-  // Every launch's counters are copied into a slot of this log, to be read once at the end.
-  std::vector<std::string> slot_names;
-  std::vector<int> first_kernel_slots;
-  DeviceBuffer counter_log;
-  if (counter_bytes > 0) {
-    auto log = gpu.alloc(counter_bytes * size_t(pairs * n));
-    if (!log) return log.error();
-    counter_log = std::move(*log);
+  if (auto s = allocate(); !s) return s.error();
+  // The first pair, both kernels, sizes the rest: a slow kernel (a reference attention takes a
+  // tenth of a second) gets fewer launches so one timing stays within seconds, never below 10.
+  // Its logs are read at once, before the logs of the plan exist.
+  {
+    auto log = filled(gpu_, sizeof(uint64_t) * size_t(n_), 0xff);
+    auto counters = filled(gpu_, counter_bytes_ * size_t(n_), 0);
+    if (!log || !counters) return error(!log ? log.error().message : counters.error().message);
+    memory_log_ = std::move(*log);
+    counter_log_ = std::move(*counters);
+    Event w0(drv_), w1(drv_);
+    drv_.cuEventRecord(w0.e, nullptr);
+    for (int i = 0; i < n_; ++i) {
+      auto r = launch(0, kernel_at(0, i), size_t(i));
+      if (!r) return r.error();
+      if (*r != CUDA_SUCCESS) return fail(*r, "warm-up launch failed");
+    }
+    drv_.cuEventRecord(w1.e, nullptr);
+    if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
+    float ms = 0;
+    drv_.cuEventElapsedTime(&ms, w0.e, w1.e);
+    const BenchmarkPlan sized = fit_plan(plan_.launches, double(ms) / n_);
+    warm_ = std::max(1, sized.warmup), reps_ = sized.repetitions, pairs_ = warm_ + reps_;
   }
-  const std::vector<int> checked_pairs = pick_checked(warm, plan.checked_launches, reps, plan.seed ^ 0xc4ec4ed);
-  std::vector<CheckedLaunch> checked(checked_pairs.size());
-  for (size_t c = 0; c < checked.size(); ++c) {
-    checked[c].pair = checked_pairs[c];
-    if (auto s = allocate_like(gpu, set->outputs, checked[c].outputs); !s) return s.error();
-    if (auto s = allocate_like(gpu, set->inputs, checked[c].inputs); !s) return s.error();
+  JudgedTiming out;
+  out.bytes = set_->bytes;
+  out.failures.resize(size_t(n_));
+  for (int k = 0; k < n_; ++k) {
+    auto f = read_logs(k);
+    if (!f) return f.error();
+    if (*f) out.failures[size_t(k)] = *f;
   }
+  if (out.failures[0]) return out;
+  slots_.clear();
+  {
+    auto log = filled(gpu_, sizeof(uint64_t) * size_t(pairs_ * n_), 0xff);
+    auto counters = filled(gpu_, counter_bytes_ * size_t(pairs_ * n_), 0);
+    if (!log || !counters) return error(!log ? log.error().message : counters.error().message);
+    memory_log_ = std::move(*log);
+    counter_log_ = std::move(*counters);
+  }
+  for (int k = 0; k < n_; ++k)
+    checked_.push_back(pick_checked(warm_, plan_.checked_launches, reps_, mix_seed(plan_.choice_seed + uint64_t(k) + 1)));
+
   std::vector<Event> starts, ends;
   std::vector<int> timed_kernel;   // which kernel each timed launch ran, in launch order
-  starts.reserve(size_t(reps * n));
-  ends.reserve(size_t(reps * n));
-
-  for (int pair = 0; pair < pairs; ++pair) {
-    const bool timed = pair >= warm;
-    if (pair == warm) {
-      if (CUresult r = drv.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
+  starts.reserve(size_t(reps_ * n_));
+  ends.reserve(size_t(reps_ * n_));
+  for (int pair = 1; pair < pairs_; ++pair) {
+    const bool timed = pair >= warm_;
+    if (pair == warm_) {
+      if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
       if (auto s = CuptiKernelTimer::start(); !s) return s.error();
     }
-    for (int i = 0; i < n; ++i) {
-      const int k = order(pair, i);
-      const int launch_no = pair * n + i;
-      if (pair > 0 || i > 0)
-        if (auto s = prepare(pair, launch_no); !s) return s.error();
-      if (timed) starts.emplace_back(drv), drv.cuEventRecord(starts.back().e, nullptr);
-      if (pair > 0 || i > 0)  // the very first launch ran above, to size the plan
-        if (CUresult r = kernels[size_t(k)].launch(bufs); r != CUDA_SUCCESS) {
-          if (timed) (void)CuptiKernelTimer::stop(kernels[0].name, 0);
-          return fail(r, std::string(timed ? "timed" : "warm-up") + " launch failed");
-        }
-      if (timed) ends.emplace_back(drv), drv.cuEventRecord(ends.back().e, nullptr), timed_kernel.push_back(k);
-      if (counter_bytes > 0) {
-        size_t off = size_t(launch_no) * counter_bytes;
-        for (auto& c : set->counters) {
-          drv.cuMemcpyDtoDAsync(counter_log.ptr() + off, c.ptr(), c.bytes(), nullptr);
-          off += c.bytes();
-        }
-        slot_names.push_back(std::string(timed ? "timed" : "warm-up") + " launch " + std::to_string(timed ? pair - warm + 1 : pair + 1));
-        if (k == 0) first_kernel_slots.push_back(launch_no);
+    for (int i = 0; i < n_; ++i) {
+      const int k = kernel_at(pair, i);
+      if (timed) starts.emplace_back(drv_), drv_.cuEventRecord(starts.back().e, nullptr);
+      auto r = launch(pair, k, slots_.size());
+      if (!r || *r != CUDA_SUCCESS) {
+        if (timed) (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        if (!r) return r.error();
+        return fail(*r, std::string(timed ? "timed" : "warm-up") + " launch failed");
       }
-      if (k == 0)
-        for (CheckedLaunch& c : checked)
-          if (c.pair == pair) {
-            if (auto s = copy_aside(gpu, set->outputs, c.outputs); !s) return s.error();
-            if (auto s = copy_aside(gpu, set->inputs, c.inputs); !s) return s.error();
-          }
+      if (timed) ends.emplace_back(drv_), drv_.cuEventRecord(ends.back().e, nullptr), timed_kernel.push_back(k);
+      const auto& mine = checked_[size_t(k)];
+      if (!timed || out.failures[size_t(k)] || !std::binary_search(mine.begin(), mine.end(), pair)) continue;
+      CUresult cuda_error = CUDA_SUCCESS;
+      auto judged = judge(pair, k, cuda_error);
+      if (!judged) {
+        (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        return cuda_error != CUDA_SUCCESS ? fail(cuda_error, judged.error().message) : judged.error();
+      }
+      if (*judged) out.failures[size_t(k)] = *judged;
+      if (out.failures[0]) {
+        (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        return out;
+      }
     }
   }
-  CUresult r = drv.cuCtxSynchronize();
-  auto cupti = CuptiKernelTimer::stop(kernels[0].name, size_t(reps * n));
+  CUresult r = drv_.cuCtxSynchronize();
+  auto cupti = CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), size_t(reps_ * n_));
   if (r != CUDA_SUCCESS) return fail(r, "timed launches failed");
   if (!cupti) return cupti.error();
 
-  JudgedTiming out;
-  out.bytes = set->bytes;
-  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(n)), events_k(static_cast<size_t>(n));
+  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(n_)), events_k(static_cast<size_t>(n_));
   const bool all_records = cupti->size() == timed_kernel.size();
   for (size_t i = 0; i < timed_kernel.size(); ++i) {
     float ms = 0;
-    drv.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
+    drv_.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
     events_k[size_t(timed_kernel[i])].push_back(double(ms) * 1000.0);
     if (all_records) cupti_k[size_t(timed_kernel[i])].push_back((*cupti)[i]);
   }
-  for (int k = 0; k < n; ++k) {
+  for (int k = 0; k < n_; ++k) {
     out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
     if (!all_records) {
       out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti->size()) + " of " +
                                   std::to_string(timed_kernel.size()) + " kernel records";
-      spdlog::warn("timing {}: {}", kernels[0].name, out.timings.back().source);
+      spdlog::warn("timing {}: {}", kernels_[0]->lowered_name(d_), out.timings.back().source);
     }
   }
-  if (n == 2) out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
-
-  // The judging: counters, then each checked launch against the reference for its own inputs.
-  const RunCase at{shape, d, Recipe::Normal, plan.seed};
-  auto failure = [&](const std::string& msg) {
-    StageFailure f;
-    f.message = msg;
-    f.at = at;
-    return f;
-  };
-  if (counter_bytes > 0) {
-    auto left = counters_in_log(gpu, counter_log, counter_bytes, first_kernel_slots, slot_names);
-    if (!left) return left.error();
-    if (!left->empty()) {
-      out.failure = failure(*left + " (on " + shape_str(shape) + " " + dtype_name(d) + ")");
-      return out;
-    }
+  if (n_ == 2) {
+    out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
+    out.paired.best_spread = out.timings[1].spread();
   }
-  for (const CheckedLaunch& c : checked) {
-    const std::string which = "timed launch " + std::to_string(c.pair - warm + 1) + " of " + std::to_string(reps) +
-                              " on " + shape_str(shape) + " " + dtype_name(d);
-    if (auto s = inputs.fill(spec, shape, d, *set, seed_of(c.pair)); !s) return s.error();
-    CUresult ref_error = CUDA_SUCCESS;
-    auto expected = reference_outputs(gpu, checks, spec, *reference, bufs, shape, d, seed_of(c.pair) ^ 0x5a3b1e, ref_error);
-    if (!expected) return ref_error != CUDA_SUCCESS ? fail(ref_error, expected.error().message) : expected.error();
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      auto differ = checks.differing_bytes(c.inputs[i], set->inputs[i], c.inputs[i].bytes());
-      if (!differ) return differ.error();
-      if (*differ) {
-        out.failure = failure("the kernel wrote into its input during " + which + ": inputs are read-only");
-        return out;
-      }
-    }
-    for (size_t i = 0; i < c.outputs.size(); ++i) {
-      auto cmp = expected->judge(i, c.outputs[i], d, spec.tolerance(d));
-      if (!cmp) return cmp.error();
-      if (!cmp->pass()) {
-        out.failure = failure("wrong output during timing (" + which + "): " + cmp->describe() + expected->sampled_note() +
-                              ": the kernel behaves differently when it is timed");
-        out.failure->comparison = *cmp;
-        return out;
-      }
-    }
+  for (int k = 0; k < n_; ++k) {
+    if (out.failures[size_t(k)]) continue;
+    auto f = read_logs(k);
+    if (!f) return f.error();
+    out.failures[size_t(k)] = *f;
   }
   return out;
+}
+
+}  // namespace
+
+Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
+                                   const KernelSpec& spec, const Shape& shape, DType d,
+                                   const std::vector<const LaunchableKernel*>& kernels,
+                                   const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky) {
+  sticky = false;
+  if (kernels.empty() || kernels.size() > 2) return error("judged_timing takes one or two kernels");
+  for (auto* k : kernels)
+    if (k->lowered_name(d) != kernels[0]->lowered_name(d)) return error("paired kernels must share their entry point's name");
+  if (plan.checked_launches > 0 && !reference) return error("checked launches need the reference");
+  Session session(gpu, inputs, checks, spec, shape, d, kernels, reference, plan);
+  return session.run(sticky);
 }
 
 }  // namespace ak

@@ -23,6 +23,15 @@ Result<Comparison> ExpectedOutputs::judge(size_t i, const DeviceBuffer& got, DTy
                        : compare_rows(bytes.data(), d, expected.data(), rows_, row_length_, tol);
 }
 
+Status ExpectedOutputs::wipe() const {
+  const CudaDriver& d = gpu_->driver();
+  for (const DeviceBuffer& e : values_)
+    if (auto s = cu_check(d.cuMemsetD8(e.ptr(), 0xff, e.bytes()), "wiping the expected outputs"); !s) return s;
+  if (d_rows_.bytes() > 0)
+    if (auto s = cu_check(d.cuMemsetD8(d_rows_.ptr(), 0xff, d_rows_.bytes()), "wiping the sampled rows"); !s) return s;
+  return ok();
+}
+
 std::string ExpectedOutputs::sampled_note() const {
   return rows_.empty() ? "" : " (" + std::to_string(rows_.size()) + " sampled rows checked)";
 }

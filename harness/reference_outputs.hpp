@@ -16,6 +16,9 @@ class ExpectedOutputs {
  public:
   /// Judges output `i` of the candidate (dtype d, on the GPU).
   Result<Comparison> judge(size_t i, const DeviceBuffer& got, DType d, Tolerance tol) const;
+  /// Overwrites the expected values and the sampled rows with a fixed pattern: device memory a
+  /// later launch could read then says nothing of what was checked, or that anything was.
+  Status wipe() const;
   /// " (64 sampled rows checked)" under sampled validation, else "".
   std::string sampled_note() const;
 

@@ -1,5 +1,6 @@
 #include "harness/stages.hpp"
 
+#include "harness/evaluation_seeds.hpp"
 #include "harness/reference_outputs.hpp"
 
 #include <chrono>
@@ -50,6 +51,21 @@ std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed) {
   return out;
 }
 
+Result<std::string> CaseRunner::module_memory_change(const LaunchableKernel& k) {
+  if (memory_slot_.bytes() == 0) {
+    auto slot = gpu_.alloc(sizeof(uint64_t));
+    if (!slot) return slot.error();
+    memory_slot_ = std::move(*slot);
+  }
+  const CudaDriver& d = gpu_.driver();
+  if (auto s = cu_check(d.cuMemsetD8(memory_slot_.ptr(), 0xff, sizeof(uint64_t)), "clearing a check's slot"); !s)
+    return s.error();
+  if (auto s = k.check_module_memory(checks_, memory_slot_.ptr()); !s) return s.error();
+  uint64_t first = 0;
+  if (auto s = gpu_.download(&first, memory_slot_, sizeof first); !s) return s.error();
+  return k.module_memory_change(first);
+}
+
 std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   const CudaDriver& d = gpu_.driver();
   auto fail = [&](const std::string& msg) { return failure(Correctness::Fail, msg, c); };
@@ -57,59 +73,63 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   if (!set) return fail(set.error().message);
   peak_bytes_ = std::max(peak_bytes_, set->bytes);
   const RunBuffers cand_bufs = set->view();
-  // Copies on the GPU of what must not change (the inputs) and of the first run's outputs.
-  std::vector<DeviceBuffer> pristine, first;
-  auto copy_of = [&](const DeviceBuffer& b, std::vector<DeviceBuffer>& into) -> Status {
-    auto copy = gpu_.alloc(b.bytes());
-    if (!copy) return copy.error();
-    if (auto s = cu_check(d.cuMemcpyDtoD(copy->ptr(), b.ptr(), b.bytes()), "copying a buffer on the GPU"); !s) return s;
-    into.push_back(std::move(*copy));
-    return ok();
-  };
-  for (auto& in : set->inputs)
-    if (auto s = copy_of(in, pristine); !s) return fail(s.error().message);
-  CUresult r = CUDA_SUCCESS;
-  auto expected = reference_outputs(gpu_, checks_, spec_, ref_, cand_bufs, c.shape, c.dtype, c.seed, r);
-  if (!expected && r != CUDA_SUCCESS) return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
-  if (!expected) return fail(expected.error().message);
-
+  // A copy on the GPU of what must not change: it holds nothing the kernel does not see anyway.
+  std::vector<DeviceBuffer> pristine;
+  for (auto& in : set->inputs) {
+    auto copy = gpu_.alloc(in.bytes());
+    if (!copy) return fail(copy.error().message);
+    if (auto s = cu_check(d.cuMemcpyDtoD(copy->ptr(), in.ptr(), in.bytes()), "copying a buffer on the GPU"); !s)
+      return fail(s.error().message);
+    pristine.push_back(std::move(*copy));
+  }
+  // The first run's outputs, kept on the host, where a later run cannot read them.
+  std::vector<std::vector<char>> first(set->outputs.size());
   for (int rep = 0; rep < repeats; ++rep) {
     if (auto s = poison_writable(gpu_, *set); !s) return fail(s.error().message);
-    r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
+    CUresult r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
+    auto changed = module_memory_change(cand_);
     r = d.cuCtxSynchronize();
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the kernel failed", c);
+    if (!changed) return fail(changed.error().message);
+    if (!changed->empty()) return fail(*changed + " (on " + where(c) + "): a launch may keep nothing for the next");
     if (std::string left = counters_left_set(gpu_, *set); !left.empty()) return fail(left + " (on " + where(c) + ")");
-    for (size_t i = 0; i < set->outputs.size(); ++i) {
-      const DeviceBuffer& out = set->outputs[i];
-      if (rep == 0) {
-        auto cmp = expected->judge(i, out, c.dtype, spec_.tolerance(c.dtype));
+    for (size_t i = 0; i < set->inputs.size(); ++i) {
+      auto differ = checks_.differing_bytes(set->inputs[i], pristine[i], pristine[i].bytes());
+      if (!differ) return fail(differ.error().message);
+      if (*differ) return fail("the kernel wrote into its input on " + where(c) + ": inputs are read-only");
+    }
+    if (rep == 0) {
+      // Only now, with the candidate done, does the reference compute what it should have written.
+      auto expected = reference_outputs(gpu_, checks_, spec_, ref_, cand_bufs, c.shape, c.dtype, c.sample_seed, r);
+      if (!expected && r != CUDA_SUCCESS)
+        return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
+      if (!expected) return fail(expected.error().message);
+      for (size_t i = 0; i < set->outputs.size(); ++i) {
+        auto cmp = expected->judge(i, set->outputs[i], c.dtype, spec_.tolerance(c.dtype));
         if (!cmp) return fail(cmp.error().message);
         if (!cmp->pass()) {
           StageFailure f = fail("wrong output on " + where(c) + ": " + cmp->describe() + expected->sampled_note());
           f.comparison = *cmp;
           return f;
         }
-        if (repeats > 1)
-          if (auto s = copy_of(out, first); !s) return fail(s.error().message);
+      }
+      if (auto s = expected->wipe(); !s) return fail(s.error().message);
+    }
+    for (size_t i = 0; i < set->outputs.size() && repeats > 1; ++i) {
+      const DeviceBuffer& out = set->outputs[i];
+      std::vector<char> now(out.bytes());
+      if (auto s = gpu_.download(now.data(), out, now.size()); !s) return fail(s.error().message);
+      if (rep == 0) {
+        first[i] = std::move(now);
         continue;
       }
-      auto differ = checks_.differing_bytes(out, first[i], out.bytes());
-      if (!differ) return fail(differ.error().message);
-      if (*differ == 0) continue;
-      std::vector<char> now(out.bytes()), then(out.bytes());
-      if (auto s = gpu_.download(now.data(), out, now.size()); !s) return fail(s.error().message);
-      if (auto s = gpu_.download(then.data(), first[i], then.size()); !s) return fail(s.error().message);
       size_t at = 0;
-      while (at < now.size() && now[at] == then[at]) ++at;
-      return fail("not deterministic on " + where(c) + ": run " + std::to_string(rep + 1) + " differs from run 1 at element " +
-                  std::to_string(at / dtype_size(c.dtype)) + " (a race, or unordered atomics)");
+      while (at < now.size() && now[at] == first[i][at]) ++at;
+      if (at < now.size())
+        return fail("not deterministic on " + where(c) + ": run " + std::to_string(rep + 1) + " differs from run 1 at element " +
+                    std::to_string(at / dtype_size(c.dtype)) + " (a race, or unordered atomics)");
     }
-  }
-  for (size_t i = 0; i < set->inputs.size(); ++i) {
-    auto differ = checks_.differing_bytes(set->inputs[i], pristine[i], pristine[i].bytes());
-    if (!differ) return fail(differ.error().message);
-    if (*differ) return fail("the kernel wrote into its input on " + where(c) + ": inputs are read-only");
   }
   return std::nullopt;
 }
@@ -127,9 +147,9 @@ void record_failure(const StageFailure& f, const std::string& stage, Verdict& v)
   v.context_lost = f.context_lost;
 }
 
-bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, Verdict& v,
+bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, uint64_t sample_seed, Verdict& v,
                      const StageListener& on_stage) {
-  uint64_t next_seed = seed * 1000003ull;
+  uint64_t next_seed = seed * 1000003ull, next_sample = sample_seed;
   auto stage = [&](const std::string& name, const std::vector<RunCase>& cases, int repeats,
                    const std::string& what) {
     if (on_stage) on_stage(name);
@@ -137,6 +157,7 @@ bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, 
     std::optional<StageFailure> f;
     for (RunCase c : cases) {
       c.seed = ++next_seed;
+      c.sample_seed = mix_seed(++next_sample);
       if ((f = runner.run(c, repeats))) break;
     }
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -2,7 +2,8 @@
 /// The five correctness stages of DESIGN.md, in their fixed order: smoke, shape sweep,
 /// numerical stability, determinism, edge cases. Each run draws fresh inputs from its own seed,
 /// poisons the outputs first, checks every element against the reference and checks that the
-/// inputs were left untouched.
+/// inputs and the module's own memory were left untouched. The reference runs only after the
+/// candidate's launch, so no expected output lies in device memory while a candidate runs.
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ struct RunCase {
   DType dtype;
   Recipe recipe = Recipe::Normal;
   uint64_t seed = 0;
+  uint64_t sample_seed = 0;   ///< which rows a sampled validation checks: not derived from `seed`
 };
 
 /// Why a stage failed, with where.
@@ -42,6 +44,8 @@ class CaseRunner {
   std::optional<StageFailure> run(const RunCase& c, int repeats = 1);
   /// The most device memory the candidate's buffers took, in bytes.
   size_t peak_bytes() const { return peak_bytes_; }
+  /// After a launch of `k`: empty when it left its module memory as it found it, else where not.
+  Result<std::string> module_memory_change(const LaunchableKernel& k);
 
  private:
   GpuContext& gpu_;
@@ -50,6 +54,7 @@ class CaseRunner {
   const LaunchableKernel& cand_;
   const LaunchableKernel& ref_;
   size_t peak_bytes_ = 0;
+  DeviceBuffer memory_slot_;   ///< where check_module_memory writes the first changed byte
 };
 
 /// The rows a sampled validation checks (KernelSpec::validation_rows): every row when there are
@@ -61,7 +66,8 @@ using StageListener = std::function<void(const std::string& stage)>;
 
 /// Runs the stages in order into v.stages, stopping at the first failure, which fills the
 /// verdict's correctness, message and failed_* fields. Returns true when all five passed.
-bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, Verdict& v,
+/// `seed` draws the cases' inputs and `sample_seed` their sampled rows (EvaluationSeeds).
+bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, uint64_t sample_seed, Verdict& v,
                      const StageListener& on_stage);
 
 /// Fills the verdict's failure fields from a StageFailure.

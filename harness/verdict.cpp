@@ -45,6 +45,7 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"arch", v.arch},
                      {"gpu", v.gpu},
                      {"seed", v.seed},
+                     {"fixed_seed", v.fixed_seed},
                      {"failed_stage", v.failed_stage},
                      {"failed_shape", v.failed_shape},
                      {"failed_dtype", v.failed_dtype},
@@ -74,7 +75,8 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"notes", v.notes}};
   if (v.paired.pairs > 0)
     j["paired"] = {{"pairs", v.paired.pairs}, {"best_us", v.paired.best_us}, {"ratio", v.paired.ratio},
-                   {"noise", v.paired.noise}};
+                   {"noise", v.paired.noise}, {"best_spread", v.paired.best_spread},
+                   {"best_failure", v.paired.best_failure}};
   auto& stages = j["stages"] = nlohmann::json::array();
   for (auto& s : v.stages)
     stages.push_back({{"name", s.name}, {"passed", s.passed}, {"seconds", s.seconds}, {"detail", s.detail}});
@@ -91,7 +93,7 @@ void from_json(const nlohmann::json& j, Verdict& v) {
   v.correctness = parse_correctness(j.value("correctness", "FAIL")).value_or(Correctness::Fail);
 #define AK_GET(field) v.field = j.value(#field, v.field)
   AK_GET(message); AK_GET(kernel_type); AK_GET(dtype); AK_GET(shape); AK_GET(arch); AK_GET(gpu);
-  AK_GET(seed); AK_GET(failed_stage); AK_GET(failed_shape); AK_GET(failed_dtype); AK_GET(failed_input);
+  AK_GET(seed); AK_GET(fixed_seed); AK_GET(failed_stage); AK_GET(failed_shape); AK_GET(failed_dtype); AK_GET(failed_input);
   AK_GET(worst_index); AK_GET(compile_log);
   v.worst_got = number_from(j, "worst_got");
   v.worst_expected = number_from(j, "worst_expected");
@@ -102,7 +104,8 @@ void from_json(const nlohmann::json& j, Verdict& v) {
 #undef AK_GET
   if (j.contains("paired")) {
     const auto& p = j["paired"];
-    v.paired = PairedTiming{p.value("pairs", 0), p.value("best_us", 0.0), p.value("ratio", 0.0), p.value("noise", 0.0)};
+    v.paired = PairedTiming{p.value("pairs", 0),         p.value("best_us", 0.0),     p.value("ratio", 0.0),
+                            p.value("noise", 0.0),       p.value("best_spread", 0.0), p.value("best_failure", "")};
   }
   if (j.contains("notes")) v.notes = j["notes"].get<std::vector<std::string>>();
   if (j.contains("stages"))

@@ -37,15 +37,22 @@ struct PairedTiming {
   double best_us = 0;          ///< the best's median in these very launches
   double ratio = 0;            ///< median over pairs of candidate / best
   double noise = 0;            ///< half-width of the 95% interval of that median
+  double best_spread = 0;      ///< (p90 - p10) / median of the best's own launches here
+  /// What the checks of the best's own timed launches found: the best is judged as the
+  /// candidate is. Non-empty: the pairing proves nothing and the best needs a verdict of its own.
+  std::string best_failure;
   /// Faster than the best by more than `threshold` beyond the noise: worth keeping.
-  bool clears(double threshold) const { return pairs > 0 && ratio < 1 - threshold - noise; }
+  bool clears(double threshold) const {
+    return pairs > 0 && best_failure.empty() && ratio < 1 - threshold - noise;
+  }
 };
 
 struct Verdict {
   Correctness correctness = Correctness::Fail;
   std::string message;          ///< one line a person (or an LLM) can act on
   std::string kernel_type, dtype, shape, arch, gpu;
-  uint64_t seed = 0;
+  uint64_t seed = 0;            ///< the stage inputs' seed (EvaluationSeeds::stage_inputs)
+  bool fixed_seed = false;      ///< made with a given seed: its choices were predictable
 
   // Where it failed, when it did.
   std::string failed_stage, failed_shape, failed_dtype, failed_input;
