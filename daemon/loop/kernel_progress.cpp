@@ -48,6 +48,10 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
         k.best_throughput = row.throughput;
         k.best_pct_peak = row.pct_peak;
       }
+    } else if (row.correctness == kBestJudgedAgain) {
+      k.best_us = row.latency_us;   // the same file, timed again: what it takes now
+      k.best_throughput = row.throughput;
+      k.best_pct_peak = row.pct_peak;
     } else if (row.kept) {
       k.best_us = row.latency_us;
       k.best_throughput = row.throughput;
@@ -58,6 +62,19 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
     }
     return;
   }
+}
+
+std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const std::string& tag) {
+  std::vector<ResultRow> chain;
+  for (const ResultRow& r : rows) {
+    if (r.tag != tag) continue;
+    if (r.correctness == kBestDemoted) {
+      if (chain.size() > 1) chain.pop_back();   // the demoted best; the one before it stands again
+    } else if (r.kept) {
+      chain.push_back(r);
+    }
+  }
+  return chain;
 }
 
 std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c) {

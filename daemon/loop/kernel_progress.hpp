@@ -31,9 +31,23 @@ struct KernelProgress {
   bool waiting = false;               ///< the proposer had nothing new beside those in flight
   int best_version = 0;               ///< bumped at every keep: a verdict paired with an older best is stale
   std::string model;                  ///< the GPU model it is held to ([gpu] mixed_models = "per-kernel")
+  bool best_to_rejudge = false;       ///< a pairing found the best slower than when it was kept
+  bool best_rejudging = false;        ///< its verdict of its own is being made now
+
 
   double speedup() const { return best_us > 0 ? baseline_us / best_us : 0; }
 };
+
+/// The correctness of a row that judged the current best again, alone (a pairing found it slower
+/// than when it was kept, or failing its checks): it passed, and its time is what it takes now;
+/// or it failed, and the best before it is the best again (the row carries that one's numbers,
+/// and its commit puts that file back).
+inline constexpr const char* kBestJudgedAgain = "BEST_PASS";
+inline constexpr const char* kBestDemoted = "DEMOTED";
+
+/// The rows of `tag` that made each best still standing, oldest first (the baseline, then each
+/// keep not undone by a demotion); the last is the current best.
+std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const std::string& tag);
 
 /// One entry per [[kernel]], with tags: the type, or type-N when a type appears more than once.
 std::vector<KernelProgress> initial_progress(const Config& cfg);

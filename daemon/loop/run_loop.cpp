@@ -18,6 +18,16 @@ bool faster_than_best(const Verdict& v, double best_us, double keep_threshold) {
   return v.timing && v.timing->median_us <= best_us * (1 - keep_threshold);
 }
 
+std::string best_out_of_line(const Verdict& v, double kept_us) {
+  if (v.paired.pairs == 0) return "";
+  if (!v.paired.best_failure.empty()) return "the best failed its own checks beside it (" + v.paired.best_failure + ")";
+  const double allowed = kept_us * (1 + kBestSlowdownAllowance + v.paired.best_spread);
+  if (kept_us > 0 && v.paired.best_us > allowed)
+    return format_numbers("the best ran %.2f us beside it, %.0f%% slower than the %.2f us it was kept at", v.paired.best_us,
+                          (v.paired.best_us / kept_us - 1) * 100, kept_us);
+  return "";
+}
+
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit) {
   std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " + row.description + "\n\n";
   m += format_numbers("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + format_numbers(", %.1f%% of peak", row.pct_peak * 100);
@@ -34,6 +44,7 @@ std::string commit_message(const ResultRow& row, double previous_best_us, const 
   m += format_numbers("Autokernel-Peak-Vram-Mb: %.1f\n", row.peak_vram_mb);
   m += "Autokernel-Llm-Tokens: " + std::to_string(row.llm_tokens) + "\n";
   m += format_numbers("Autokernel-Seconds: %.2f\n", row.seconds);
+  if (row.correctness != "PASS") m += "Autokernel-Correctness: " + row.correctness + "\n";
   return m;
 }
 
@@ -51,7 +62,7 @@ Result<ResultRow> row_from_commit(const CommitInfo& c) {
     r.peak_vram_mb = std::stod(t.at("Autokernel-Peak-Vram-Mb"));
     r.llm_tokens = std::stoll(t.at("Autokernel-Llm-Tokens"));
     r.seconds = std::stod(t.at("Autokernel-Seconds"));
-    r.correctness = "PASS";
+    r.correctness = t.count("Autokernel-Correctness") ? t.at("Autokernel-Correctness") : "PASS";
     r.kept = true;
     r.commit = c.id;
     std::string subject = c.message.substr(0, c.message.find('\n'));

@@ -77,6 +77,10 @@ class RunLoop {
   /// The keep/revert decision on a finished experiment, its commit and its row.
   Status finish(FinishedJob f);
   Status judge_again(ExperimentJob job);
+  /// The current best judged again, alone, when a pairing found it out of line with the time it
+  /// was kept at (daemon/loop/run_loop_best.cpp): started on a free GPU, then kept or demoted.
+  Status dispatch_best_rejudgements();
+  Status finish_best_rejudgement(const ExperimentJob& job, const Verdict& v);
   Status proposal_arrived(const ExperimentJob& job);
   Status record_no_proposal(const ExperimentJob& job, const std::string& why);
   ProposalContext context(size_t k) const;
@@ -126,6 +130,13 @@ class RunLoop {
 /// paired ratio must clear the threshold by more than its noise; an evaluator that times alone
 /// (a scripted one) is judged on its median against the recorded best.
 bool faster_than_best(const Verdict& v, double best_us, double keep_threshold);
+
+/// Why the best timed beside a candidate cannot be trusted in that pairing: it failed its own
+/// checks there, or it ran slower than the time it was kept at by more than kBestSlowdownAllowance
+/// plus its own spread; "" when it can. A best that sandbags when paired would otherwise make
+/// every candidate look fast.
+std::string best_out_of_line(const Verdict& v, double kept_us);
+inline constexpr double kBestSlowdownAllowance = 0.05;
 
 /// The commit message of a kept experiment, metrics as trailers.
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit);

@@ -41,6 +41,7 @@ Status RunLoop::dispatch_free_gpus() {
     job.request.source = job.proposal.source;
     if (auto s = start(std::move(job), e.description); !s) return s;
   }
+  if (auto s = dispatch_best_rejudgements(); !s) return s;
   for (size_t w = 0; w < gpus_.size(); ++w) {
     while (!threads_[w].joinable()) {
       if (stop_requested() || budget_spent(true)) return ok();
@@ -208,6 +209,7 @@ Status RunLoop::finish(FinishedJob f) {
   }
   at("evaluated");
   const Verdict& v = *f.verdict;
+  if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;
   const Proposal& proposal = job.proposal;
   // The whole verdict beside the candidate: the compile log and the worst element, for the
@@ -221,7 +223,11 @@ Status RunLoop::finish(FinishedJob f) {
     return judge_again(std::move(job));
   cost_usd_ += proposal.cost_usd;
   const double latency = v.timing ? v.timing->median_us : 0;
-  const bool keep = v.passed() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
+  // Only a pairing with the current best says anything of it: one with a best replaced since
+  // is measured against another file's time.
+  const bool with_current_best = job.best_version == k.best_version;
+  const std::string doubt = baseline || !v.passed() || !with_current_best ? "" : best_out_of_line(v, k.best_us);
+  const bool keep = v.passed() && doubt.empty() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
 
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
                 v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
@@ -237,6 +243,11 @@ Status RunLoop::finish(FinishedJob f) {
   row.paired_ratio = v.paired.ratio;
   row.paired_noise = v.paired.noise;
   if (!v.passed()) row.description += " -- " + v.message;
+  if (!doubt.empty()) {
+    row.description += " -- not kept: " + doubt + "; the best is judged again on its own";
+    spdlog::warn("experiment {} {}: {}: the best is judged again on its own before anything is kept beside it", n, k.tag, doubt);
+    k.best_to_rejudge = true;
+  }
   row.seconds = clock_.now_s() - job.started_s;
   const double best_before = k.best_us;
   if (keep) {

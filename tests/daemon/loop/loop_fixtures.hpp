@@ -37,7 +37,9 @@ class ManualClock : public Clock {
 /// fails the shape sweep, anything else (the starters) passes at `starter_us`. With
 /// `pair_noise` >= 0 it also times the request's best beside the candidate, as the real harness
 /// does: the ratio is the latencies' unless the line says " ratio=<r>" (a slow moment of the GPU
-/// that moved the medians, not the pair).
+/// that moved the medians, not the pair), and the best's own time in that pairing is its
+/// latency unless the line says " best_us=<us>". A source whose first line says " fails_alone"
+/// fails when it is judged with no best beside it (the current best judged again on its own).
 class ScriptedEvaluator : public Evaluator {
  public:
   double starter_us = 100, reference_us = 150, peak_gbps = 3000;
@@ -64,7 +66,9 @@ class ScriptedEvaluator : public Evaluator {
       v.compile_log = "rmsnorm.cu(3): error: identifier \"flaot\" is undefined";
       return v;
     }
-    if (req.source.rfind("// FAIL", 0) == 0) {
+    const std::string first_line = req.source.substr(0, req.source.find('\n'));
+    const bool fails_alone = req.best_source.empty() && first_line.find(" fails_alone") != std::string::npos;
+    if (req.source.rfind("// FAIL", 0) == 0 || fails_alone) {
       v.correctness = Correctness::Fail;
       v.failed_stage = "shape sweep";
       v.message = "shape sweep: wrong output on 100x3000 fp16";
@@ -76,6 +80,7 @@ class ScriptedEvaluator : public Evaluator {
       const std::string line = req.source.substr(0, req.source.find('\n'));
       const size_t r = line.find(" ratio=");
       v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), pair_noise};
+      if (const size_t b = line.find(" best_us="); b != std::string::npos) v.paired.best_us = std::stod(line.substr(b + 9));
     }
     v.correctness = Correctness::Pass;
     v.timing = Timing{100, us, us, us, us, us, us + 3};

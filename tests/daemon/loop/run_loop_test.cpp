@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "daemon/loop/git_history.hpp"
+#include "daemon/loop/kernel_progress.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
@@ -117,6 +118,78 @@ TEST_CASE("with paired timings a candidate is kept only when its ratio to the be
   CHECK(rows[2].paired_ratio == Approx(0.97));
   CHECK(ev.best_sources[3] == "// us=103 ratio=0.97\nslow moment\n");
   CHECK(rows[3].kept);                                     // 95 / 103
+}
+
+TEST_CASE("a best that runs slower beside a candidate than when kept is judged again alone, and demoted if it fails", "[loop][best]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.001;
+  ScriptedProposer pr;
+  ManualClock clock;
+  {
+    pr.queue.push_back({"// us=80 fails_alone\nA\n", "A", 10, 0});   // kept beside the starter
+    pr.queue.push_back({"// us=70 best_us=120\nB\n", "B", 10, 0});   // the best sandbags beside it
+    pr.add(90, "C");
+    RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 2\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    auto rows = rows_of(loop);
+    REQUIRE(rows.size() >= 5);
+    CHECK(rows[1].kept);
+    CHECK_FALSE(rows[2].kept);   // 0.58x beside a best that ran 50% slower than it was kept at
+    CHECK(rows[2].paired_best_us == Approx(120));
+    CHECK_THAT(rows[2].description, Catch::Contains("not kept") && Catch::Contains("slower than the 80.00 us it was kept at"));
+    CHECK(rows[3].correctness == "DEMOTED");
+    CHECK(rows[3].kept);
+    CHECK(rows[3].latency_us == Approx(100));   // the starter's numbers: it is the best again
+    CHECK_THAT(rows[3].description, Catch::Contains("experiment 1 is the best again"));
+    CHECK(ev.best_sources[3].empty());          // judged alone
+    CHECK(rows[4].kept);                        // C beside the starter: 0.9x
+    CHECK(rows[4].description == "C");
+    CHECK(read_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=90.000000\nC\n");
+  }
+  // A restart finds the same best from results.tsv alone.
+  ScriptedProposer none;
+  RunLoop again(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 2\n"), ev, none, clock);
+  auto resumed = again.run();
+  INFO((resumed.ok() ? std::string() : resumed.error().message));
+  REQUIRE(resumed.ok());
+  CHECK(again.kernels()[0].best_us == Approx(90));
+  auto standing = standing_bests(rows_of(again), "rmsnorm");
+  REQUIRE(standing.size() == 2);
+  CHECK(standing.back().experiment == 5);
+}
+
+TEST_CASE("a best judged again that passes keeps its place at the time it takes now, and no revert is counted", "[loop][best]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.001;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(80, "A");
+  pr.queue.push_back({"// us=70 best_us=120\nB\n", "B", 10, 0});
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 1\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[3].correctness == "BEST_PASS");
+  CHECK_FALSE(rows[3].kept);
+  CHECK(loop.kernels()[0].best_us == Approx(80));
+  CHECK(loop.kernels()[0].consecutive_reverts == 1);   // B's alone
+}
+
+TEST_CASE("a best is out of line when it fails its own checks or runs slower than kept beyond its noise", "[loop][best]") {
+  Verdict v;
+  v.correctness = Correctness::Pass;
+  v.paired = {100, 104, 0.9, 0.002, 0.02, ""};
+  CHECK(best_out_of_line(v, 100).empty());                 // within 5% + its spread
+  v.paired.best_us = 140;
+  CHECK_THAT(best_out_of_line(v, 100), Catch::Contains("40% slower"));
+  v.paired.best_us = 100;
+  v.paired.best_failure = "wrong output during timing (timed launch 3 of 100)";
+  CHECK_THAT(best_out_of_line(v, 100), Catch::Contains("failed its own checks"));
+  CHECK_FALSE(v.paired.clears(0.01));
+  v.paired.pairs = 0;
+  CHECK(best_out_of_line(v, 100).empty());
 }
 
 TEST_CASE("the keep rule: paired when the harness paired, else the median against the best", "[loop]") {
