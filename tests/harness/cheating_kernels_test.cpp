@@ -4,6 +4,8 @@
 // ways to cheat and which check stops each. Every case runs through the real worker on a GPU.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include "tests/harness/gpu_judge.hpp"
 
 using namespace ak;
@@ -76,7 +78,7 @@ TEST_CASE("a softmax that skips one row in four when its output already holds a 
   CHECK_FALSE(judge(softmax_spec(), cheat, softmax_spec().starter_source(), {}, 100).paired.clears(0.01));
 }
 
-TEST_CASE("a softmax that memoizes each row's max and sum in __device__ arrays is refused before it runs", "[gpu][cheat]") {
+TEST_CASE("a softmax that memoizes each row's max and sum in __device__ arrays fails at its first launch, naming the memory", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
   std::string src = starter_with(softmax_spec(), kEntry,
                                  "__device__ float g_max[1 << 16], g_sum[1 << 16];\n"
@@ -88,9 +90,10 @@ TEST_CASE("a softmax that memoizes each row's max and sum in __device__ arrays i
                           "  if (active && g_tag[row & 0xffff] == tag) m = g_max[row & 0xffff];\n"
                           "  else if (active && lane == 0) g_tag[row & 0xffff] = tag, g_max[row & 0xffff] = m, g_sum[row & 0xffff] = 0.f;\n");
   Verdict v = judge(softmax_spec(), src);
-  CHECK(v.correctness == Correctness::CompileError);
-  CHECK(v.failed_stage == "compile");
-  CHECK_THAT(v.message, Catch::Contains("g_max") && Catch::Contains("g_tag") && Catch::Contains("remember answers between launches"));
+  // Memory that outlives a launch must be as the launch found it: the first write fails the file.
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "smoke");
+  CHECK_THAT(v.message, Catch::Contains("module memory changed") && Catch::Contains("g_tag"));
 }
 
 TEST_CASE("a softmax that cuts corners only at the benchmark shape fails as wrong during timing", "[gpu][cheat]") {
@@ -127,16 +130,52 @@ TEST_CASE("an rmsnorm that keeps a memo in device malloc memory is refused befor
   CHECK_THAT(v.message, Catch::Contains("device heap (malloc)"));
 }
 
-TEST_CASE("a kernel that counts its launches in a __device__ variable to stop working once warmed up is refused", "[gpu][cheat]") {
+TEST_CASE("a kernel that counts its launches in module memory fails at its first launch, zeroed or initialised", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
-  Verdict v = judge(softmax_spec(), launch_counting_softmax("__device__ unsigned g_launches;"));
-  CHECK(v.correctness == Correctness::CompileError);
-  CHECK_THAT(v.message, Catch::Contains("g_launches"));
+  for (const char* counter : {"__device__ unsigned g_launches;", "__device__ unsigned g_launches = 1;"}) {
+    Verdict v = judge(softmax_spec(), launch_counting_softmax(counter));
+    CHECK(v.correctness == Correctness::Fail);
+    CHECK(v.failed_stage == "smoke");
+    CHECK_THAT(v.message, Catch::Contains("module memory changed") && Catch::Contains("g_launches"));
+  }
 }
 
-TEST_CASE("an initialised counter is written back before every launch, so the warmed-up cheat never fires", "[gpu][cheat]") {
+TEST_CASE("a kernel that counts its launches in the padding between two variables fails, naming the padding", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
-  passes_at_honest_speed(softmax_spec(), launch_counting_softmax("__device__ unsigned g_launches = 1;"));
+  // The padding belongs to no symbol: a guard of named variables alone would never see it.
+  std::string src = starter_with(softmax_spec(), kEntry,
+                                 "__device__ __align__(256) const unsigned char pad_a = 1;\n"
+                                 "__device__ __align__(256) const unsigned char pad_b = 2;\n" + kEntry);
+  src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                          "unsigned* hidden = (unsigned*)(const_cast<unsigned char*>(&pad_a) + 128);\n"
+                          "  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(hidden, 1u + pad_b);\n"
+                          "  if (*(volatile unsigned*)hidden > 85) return;\n"
+                          "  const int group = threadIdx.x / kRowThreads;");
+  Verdict v = judge(softmax_spec(), src);
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK(v.failed_stage == "smoke");
+  CHECK_THAT(v.message, Catch::Contains("padding after pad_a"));
+}
+
+TEST_CASE("a kernel that keeps state in a string literal or past its last variable fails", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // A string literal has no name the driver knows; the bytes after the last variable belong to
+  // no section at all, only to the driver's allocation.
+  const std::string in_literal = "char* memo = const_cast<char*>(\"launches:....\");\n"
+                                 "  if (blockIdx.x == 0 && threadIdx.x == 0) memo[10]++;\n"
+                                 "  const int group = threadIdx.x / kRowThreads;";
+  const std::string past_the_end = "unsigned* memo = (unsigned*)(const_cast<unsigned char*>(&pad_a) + 4096);\n"
+                                   "  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(memo, 1u);\n"
+                                   "  const int group = threadIdx.x / kRowThreads;";
+  for (const auto& [where, body] : {std::pair{"in a string literal", in_literal}, std::pair{"past the last variable", past_the_end}}) {
+    std::string src = starter_with(softmax_spec(), kEntry, "__device__ const unsigned char pad_a = 1;\n" + kEntry);
+    src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;", body);
+    Verdict v = judge(softmax_spec(), src);
+    std::printf("state %s: %s: %s\n", where, correctness_name(v.correctness), v.message.c_str());
+    // Past the driver's allocation the write would fault (CRASH): never a pass either way.
+    CHECK_FALSE(v.passed());
+    if (v.correctness == Correctness::Fail) CHECK_THAT(v.message, Catch::Contains("module memory changed"));
+  }
 }
 
 TEST_CASE("a kernel that skips work in some moments of the GPU clock never passes", "[gpu][cheat]") {
@@ -154,10 +193,36 @@ TEST_CASE("a kernel that skips work in some moments of the GPU clock never passe
 TEST_CASE("a current best that today's rules refuse leaves the candidate timed alone, saying so", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
   // A best kept by an older autokernel, with memory of its own: not loaded, not paired.
-  const std::string old_best = launch_counting_softmax("__device__ unsigned g_launches;");
+  const std::string old_best = starter_with(softmax_spec(), kSoftmaxActive,
+                                            kSoftmaxActive + "\n  if (row == 0 && threadIdx.x == 0) printf(\"row 0\\n\");");
   Verdict v = judge(softmax_spec(), softmax_spec().starter_source(), old_best);
   CHECK(v.correctness == Correctness::Pass);
   CHECK(v.paired.pairs == 0);
   REQUIRE_FALSE(v.notes.empty());
-  CHECK_THAT(v.notes.back(), Catch::Contains("not paired with the current best") && Catch::Contains("g_launches"));
+  CHECK_THAT(v.notes.back(), Catch::Contains("not paired with the current best") && Catch::Contains("vprintf"));
+}
+
+TEST_CASE("the current best is judged as the candidate is: a best wrong when timed is named, and nothing is kept on it", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // A best that cuts corners only at the benchmark shape: before, only the candidate's timed
+  // launches were checked, so such a best made any candidate beside it look slow or fast at will.
+  const std::string bad_best = starter_with(softmax_spec(), kSoftmaxActive,
+                                            kSoftmaxActive + "\n  if (rows == 8192 && cols == 8192 && (row & 3) == 3) return;");
+  Verdict v = judge(softmax_spec(), softmax_spec().starter_source(), bad_best, {}, 50);
+  CHECK(v.correctness == Correctness::Pass);
+  REQUIRE(v.paired.pairs > 0);
+  CHECK_THAT(v.paired.best_failure, Catch::Contains("wrong output during timing"));
+  CHECK_FALSE(v.paired.clears(0.01));
+}
+
+TEST_CASE("every evaluation draws its own seeds, none near the clock", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  const auto now = [] { return uint64_t(std::chrono::system_clock::now().time_since_epoch().count()); };
+  const uint64_t before = now();
+  Verdict a = judge(rmsnorm_spec(), rmsnorm_spec().starter_source());
+  Verdict b = judge(rmsnorm_spec(), rmsnorm_spec().starter_source());
+  const uint64_t after = now();
+  CHECK(a.seed != b.seed);
+  CHECK_FALSE(a.fixed_seed);
+  for (uint64_t s : {a.seed, b.seed}) CHECK((s < before - 3600000000000ull || s > after + 3600000000000ull));
 }
