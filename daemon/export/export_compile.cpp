@@ -1,0 +1,44 @@
+#include "daemon/export/export_compile.hpp"
+
+#include <nvrtc.h>
+
+#include "harness/candidate_compile.hpp"
+#include "harness/kernel_contract.hpp"
+
+namespace ak {
+
+Result<std::vector<ExportedModule>> compile_for_export(const KernelSpec& spec, const std::string& source,
+                                                       const std::string& origin, const std::vector<std::string>& archs) {
+  std::vector<ExportedModule> out;
+  for (const std::string& arch : archs) {
+    auto compiled = compile_candidate(spec, source, origin, arch);
+    if (!compiled) return error(origin + ": cannot compile for " + arch + ": " + compiled.error().message);
+    if (!compiled->ok)
+      return error(origin + ": the harness refuses it for " + arch + ", so it is not exported: " + compiled->message +
+                   (compiled->output.log.empty() ? "" : "\n" + compiled->output.log));
+    ExportedModule m{arch, std::move(compiled->output.cubin), {}};
+    for (DType d : spec.dtypes) {
+      const std::string want = entry_expression(spec, d);
+      std::string lowered;
+      for (auto& f : compiled->output.functions)
+        if (f.name_expression == want) lowered = f.lowered_name;
+      if (lowered.empty()) return error(origin + ": the module compiled for " + arch + " has no " + want);
+      m.entries.push_back(lowered);
+    }
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) return error("no architecture to compile " + origin + " for: give --arch, e.g. sm_90a");
+  for (auto& m : out)
+    if (m.entries != out.front().entries)
+      return error(origin + ": its entry points are named differently for " + out.front().arch + " and " + m.arch +
+                   ": export one architecture at a time");
+  return out;
+}
+
+int nvrtc_cuda_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return major * 1000 + minor * 10;
+}
+
+}  // namespace ak
