@@ -2,6 +2,8 @@
 
 #include <nvrtc.h>
 
+#include <regex>
+
 #include "harness/candidate_compile.hpp"
 #include "harness/kernel_contract.hpp"
 
@@ -10,7 +12,11 @@ namespace ak {
 Result<std::vector<ExportedModule>> compile_for_export(const KernelSpec& spec, const std::string& source,
                                                        const std::string& origin, const std::vector<std::string>& archs) {
   std::vector<ExportedModule> out;
+  static const std::regex arch_name(R"(sm_\d+[a-z]?)");
+  // A lowered name goes into the launcher's C++ as a string literal: only a mangled name's characters.
+  static const std::regex mangled(R"([A-Za-z0-9_$]+)");
   for (const std::string& arch : archs) {
+    if (!std::regex_match(arch, arch_name)) return error("--arch " + arch + ": expected a GPU architecture such as sm_90a or sm_80");
     auto compiled = compile_candidate(spec, source, origin, arch);
     if (!compiled) return error(origin + ": cannot compile for " + arch + ": " + compiled.error().message);
     if (!compiled->ok)
@@ -23,6 +29,8 @@ Result<std::vector<ExportedModule>> compile_for_export(const KernelSpec& spec, c
       for (auto& f : compiled->output.functions)
         if (f.name_expression == want) lowered = f.lowered_name;
       if (lowered.empty()) return error(origin + ": the module compiled for " + arch + " has no " + want);
+      if (!std::regex_match(lowered, mangled))
+        return error(origin + ": the entry point of " + want + " has a name no C++ compiler mangles that way: " + lowered);
       m.entries.push_back(lowered);
     }
     out.push_back(std::move(m));

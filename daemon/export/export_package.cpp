@@ -35,13 +35,22 @@ nlohmann::json validation(const KernelSpec& spec) {
           {"determinism_shape", shape_str(spec.determinism_shape)}, {"tolerance", tolerance}, {"shape_names", spec.shape_names}};
 }
 
+/// The structure a kernel follows, when it names one of its type's known variants on its first line;
+/// "other" otherwise: the first line is the kernel's own text, and the package takes none of it.
+std::string structure(const ExportedKernel& k) {
+  const std::string name = variant_name(k.source);
+  for (auto& v : kernel_variants(k.type))
+    if (v.name == name) return name;
+  return "other";
+}
+
 nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<ExportedModule>>& modules,
                         const std::vector<std::string>& left_out) {
   nlohmann::json ops = nlohmann::json::array();
   for (auto& k : kernels) {
     nlohmann::json compiled = nlohmann::json::array();
     for (auto& m : modules.at(k.type)) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
-    ops.push_back({{"type", k.type}, {"structure", variant_name(k.source)}, {"tag", k.tag}, {"origin", k.origin},
+    ops.push_back({{"type", k.type}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
                    {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
                    {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
                    {"validated", validation(*find_spec(k.type))}});
@@ -55,7 +64,7 @@ nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::m
 std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat format) {
   std::string table = "| op | structure | measured at | dtype | best µs | baseline µs | speedup |\n|---|---|---|---|---|---|---|\n";
   for (auto& k : kernels)
-    table += "| `torch.ops.autokernel." + k.type + "` | " + variant_name(k.source) + " | " + (k.shape.empty() ? "-" : k.shape) +
+    table += "| `torch.ops.autokernel." + k.type + "` | " + structure(k) + " | " + (k.shape.empty() ? "-" : k.shape) +
              " | " + (k.dtype.empty() ? "-" : k.dtype) + " | " + (k.best_us > 0 ? format_numbers("%.2f", k.best_us) : "-") +
              " | " + (k.baseline_us > 0 ? format_numbers("%.2f", k.baseline_us) : "-") + " | " +
              (k.speedup > 0 ? format_numbers("%.3fx", k.speedup) : "-") + " |\n";

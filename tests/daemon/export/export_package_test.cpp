@@ -87,6 +87,9 @@ TEST_CASE("a package carries one module per architecture asked for", "[export]")
   CHECK_THAT(module, Catch::Contains("{\"sm_90a\", ksoftmax_sm_90a,") && Catch::Contains("{\"sm_80\", ksoftmax_sm_80,"));
   auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
   CHECK(manifest["ops"][0]["modules"].size() == 2);
+  auto odd = package_files({starter("softmax")}, PackageFormat::Torch, left_out, {"sm_90a\"; int x;"});
+  REQUIRE_FALSE(odd.ok());
+  CHECK_THAT(odd.error().message, Catch::Contains("expected a GPU architecture"));
 }
 
 TEST_CASE("a file the harness would refuse is not exported, and the error says why", "[export]") {
@@ -263,6 +266,7 @@ TEST_CASE("host code hidden from NVRTC in a kernel file never reaches the packag
   // text after a NUL byte, which NVRTC never reads (a compiler that reads the file by size does).
   ExportedKernel k = starter("rmsnorm");
   k.origin = "planted.cu";
+  k.source = "// rmsnorm variant made_up_by_the_kernel: made up by the kernel\n" + k.source;
   k.source += "\n#if !defined(__CUDACC_RTC__)\nextern \"C\" int system(const char*);\n"
               "static int ak_planted_initialiser = system(\"touch " + marker + "\");\n#endif\n";
   k.source += std::string(1, '\0') + "\nstatic int ak_after_nul = system(\"touch " + marker + "-nul\");\n";
@@ -270,9 +274,11 @@ TEST_CASE("host code hidden from NVRTC in a kernel file never reaches the packag
   auto files = package_files({k}, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   // (a) Nothing of the file's text is in the package: neither hidden part, nor the kernel itself.
+  auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["structure"] == "other");  // its first line is its own text: not taken
   for (auto& [path, text] : *files) {
     INFO(path);
-    CHECK_THAT(text, !Catch::Contains("ak_planted_initialiser") && !Catch::Contains("ak_after_nul") &&
+    CHECK_THAT(text, !Catch::Contains("made_up_by_the_kernel") && !Catch::Contains("ak_planted_initialiser") && !Catch::Contains("ak_after_nul") &&
                          !Catch::Contains("system(") && !Catch::Contains("__global__"));
   }
   const std::filesystem::path pkg = dir.path / "pkg";
