@@ -1,4 +1,5 @@
 // autokernel export: the kept kernels of a run, or one kernel file, as a PyTorch package.
+#include <algorithm>
 #include <cstdio>
 
 #include "daemon/arg_parser.hpp"
@@ -10,19 +11,21 @@
 namespace ak {
 
 int export_command(const Args& args) {
-  std::string run, out, kernel, format = "torch", file;
+  std::string run, out, kernel, format = "torch", file, arch_list = "sm_90a";
   bool include_slower = false;
-  ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels]",
-              "Writes the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
-              "shapes), or one kernel file, unchanged, into a PyTorch package whose custom ops launch them as the\n"
-              "harness did (torch.ops.autokernel.<type>), with a patch that puts them into a model\n"
-              "(autokernel_ops.patched()). The row-wise types are exported; others are listed as left out.\n"
+  ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels] [--arch sm_90a,...]",
+              "Compiles the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
+              "shapes), or one kernel file, as the harness does (NVRTC, in its sandbox), and writes the compiled\n"
+              "modules into a PyTorch package whose custom ops launch them as the harness did\n"
+              "(torch.ops.autokernel.<type>), with a patch that puts them into a model (autokernel_ops.patched()).\n"
+              "The package holds no kernel source. The row-wise types are exported; others are listed as left out.\n"
               "--format hf-kernels writes the layout of a Hugging Face kernel repository instead.");
   p.positional("FILE.cu", "one kernel file to export (with --kernel), 'starter' or a variant's name", &file, false)
       .option("run", "DIR", "a run folder (runs/<name>): export what it kept", &run)
       .option("kernel", "TYPE", "the kernel type of FILE.cu", &kernel)
       .option("out", "DIR", "where to write the package (created)", &out)
       .option("format", "torch|hf-kernels", "the package's layout (default torch)", &format)
+      .option("arch", "ARCHS", "the GPU architectures to compile for, comma-separated (default sm_90a, the H100's)", &arch_list)
       .flag("include-slower", "also export a kept kernel slower than its baseline", &include_slower);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (out.empty()) return std::fprintf(stderr, "autokernel export: give --out DIR\n"), kExitUsage;
@@ -43,15 +46,22 @@ int export_command(const Args& args) {
     if (!source) return std::fprintf(stderr, "autokernel export: %s\n", source.error().message.c_str()), kExitUsage;
     kernels.push_back({kernel, "", file, *source, "", "", 0, 0, 0});
   }
-  auto files = package_files(kernels, format == "torch" ? PackageFormat::Torch : PackageFormat::HfKernels, left_out);
+  std::vector<std::string> archs;
+  for (size_t at = 0; at <= arch_list.size();) {
+    size_t comma = std::min(arch_list.find(',', at), arch_list.size());
+    if (comma > at) archs.push_back(arch_list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (archs.empty()) return std::fprintf(stderr, "autokernel export: --arch: give at least one, e.g. sm_90a\n"), kExitUsage;
+  auto files = package_files(kernels, format == "torch" ? PackageFormat::Torch : PackageFormat::HfKernels, left_out, archs);
   for (auto& l : left_out) std::fprintf(stderr, "autokernel export: left out %s\n", l.c_str());
   if (!files) return std::fprintf(stderr, "autokernel export: %s\n", files.error().message.c_str()), kExitFailure;
   if (auto s = write_package(*files, out); !s)
     return std::fprintf(stderr, "autokernel export: %s\n", s.error().message.c_str()), kExitFailure;
-  std::printf("wrote %zu files to %s (%s layout):\n", files->size(), out.c_str(), format.c_str());
+  std::printf("wrote %zu files to %s (%s layout, compiled for %s):\n", files->size(), out.c_str(), format.c_str(),
+              arch_list.c_str());
   for (auto& k : kernels)
-    if (files->count((format == "torch" ? "autokernel_ops/kernels/" : "autokernel_ops_cuda/kernels/") + k.type +
-                     (format == "torch" ? ".cu" : ".cuh")))
+    if (files->count((format == "torch" ? "autokernel_ops/csrc/" : "autokernel_ops_cuda/") + k.type + "_module.h"))
       std::printf("  %-18s from %s\n", k.type.c_str(), k.origin.c_str());
   if (format == "torch")
     std::printf("use it: PYTHONPATH=%s python3 -c 'import autokernel_ops' (builds at first import), then\n"

@@ -1,11 +1,13 @@
 #include "daemon/export/export_package.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
+#include "daemon/export/export_compile.hpp"
 #include "daemon/export/kernel_launcher.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -33,20 +35,36 @@ nlohmann::json validation(const KernelSpec& spec) {
           {"determinism_shape", shape_str(spec.determinism_shape)}, {"tolerance", tolerance}, {"shape_names", spec.shape_names}};
 }
 
-nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::vector<std::string>& left_out,
-                        const std::string& kernel_dir, const std::string& suffix) {
+/// The structure a kernel follows, when it names one of its type's known variants on its first line;
+/// "other" otherwise: the first line is the kernel's own text, and the package takes none of it.
+std::string structure(const ExportedKernel& k) {
+  const std::string name = variant_name(k.source);
+  for (auto& v : kernel_variants(k.type))
+    if (v.name == name) return name;
+  return "other";
+}
+
+nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<ExportedModule>>& modules,
+                        const std::vector<std::string>& left_out) {
   nlohmann::json ops = nlohmann::json::array();
-  for (auto& k : kernels)
-    ops.push_back({{"type", k.type}, {"file", kernel_dir + k.type + suffix}, {"structure", variant_name(k.source)},
-                   {"tag", k.tag}, {"origin", k.origin}, {"shape", k.shape}, {"dtype", k.dtype}, {"best_us", k.best_us},
-                   {"baseline_us", k.baseline_us}, {"speedup", k.speedup}, {"validated", validation(*find_spec(k.type))}});
-  return {{"schema", "autokernel-export-1"}, {"ops", ops}, {"left_out", left_out}};
+  for (auto& k : kernels) {
+    nlohmann::json compiled = nlohmann::json::array();
+    for (auto& m : modules.at(k.type)) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
+    ops.push_back({{"type", k.type}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
+                   {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
+                   {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
+                   {"validated", validation(*find_spec(k.type))}});
+  }
+  const int cuda = nvrtc_cuda_version();
+  return {{"schema", "autokernel-export-2"}, {"ops", ops}, {"left_out", left_out},
+          {"compiled_by", "NVRTC " + std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10)},
+          {"driver_needs_cuda", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10)}};
 }
 
 std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat format) {
   std::string table = "| op | structure | measured at | dtype | best µs | baseline µs | speedup |\n|---|---|---|---|---|---|---|\n";
   for (auto& k : kernels)
-    table += "| `torch.ops.autokernel." + k.type + "` | " + variant_name(k.source) + " | " + (k.shape.empty() ? "-" : k.shape) +
+    table += "| `torch.ops.autokernel." + k.type + "` | " + structure(k) + " | " + (k.shape.empty() ? "-" : k.shape) +
              " | " + (k.dtype.empty() ? "-" : k.dtype) + " | " + (k.best_us > 0 ? format_numbers("%.2f", k.best_us) : "-") +
              " | " + (k.baseline_us > 0 ? format_numbers("%.2f", k.baseline_us) : "-") + " | " +
              (k.speedup > 0 ? format_numbers("%.3fx", k.speedup) : "-") + " |\n";
@@ -60,23 +78,36 @@ std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat for
   return text;
 }
 
-/// The files both layouts share, under `py` (the Python package) and `csrc` (the C++).
-Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, const std::string& py, const std::string& csrc,
-                                  const std::string& kernel_dir, const std::string& kernel_include_dir, const std::string& suffix) {
+/// The files both layouts share, under `py` (the Python package) and `csrc` (the C++): for each
+/// kernel its compiled modules and its launcher; of the kernel file's text, nothing.
+Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, const std::vector<std::string>& archs,
+                                  const std::string& py, const std::string& csrc,
+                                  std::map<std::string, std::vector<ExportedModule>>& modules) {
   PackageFiles files;
   std::vector<std::string> types;
   for (auto& k : kernels) {
-    auto launcher = launcher_source(*find_spec(k.type), k.source, kernel_include_dir + k.type + suffix);
+    const KernelSpec& spec = *find_spec(k.type);
+    auto launcher = launcher_source(spec, k.source);
     if (!launcher) return error(k.origin + ": " + launcher.error().message);
-    files[kernel_dir + k.type + suffix] = k.source;
-    files[csrc + k.type + "_launch.cu"] = *launcher;
-    files[csrc + k.type + "_symbols.cpp"] = host_symbols_source(k.type, k.source);
+    auto compiled = compile_for_export(spec, k.source, k.origin, archs);
+    if (!compiled) return compiled.error();
+    files[csrc + k.type + "_module.h"] = module_header(spec, *compiled);
+    files[csrc + k.type + "_launch.cpp"] = *launcher;
+    modules[k.type] = std::move(*compiled);
     types.push_back(k.type);
   }
   files[csrc + "launch.h"] = launch_header(types);
+  files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
   for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
   return files;
+}
+
+/// "9.0" from "sm_90a": the compute capability an architecture is for.
+std::string capability(const std::string& arch) {
+  std::string digits;
+  for (char c : arch) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+  return digits.size() < 2 ? arch : digits.substr(0, digits.size() - 1) + "." + digits.back();
 }
 
 }  // namespace
@@ -117,7 +148,8 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
   return out;
 }
 
-Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, PackageFormat format, std::vector<std::string>& left_out) {
+Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, PackageFormat format, std::vector<std::string>& left_out,
+                                   const std::vector<std::string>& archs) {
   std::vector<ExportedKernel> kernels;
   for (auto& k : all) {
     const KernelSpec* spec = find_spec(k.type);
@@ -134,16 +166,13 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
   const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";
   const std::string ops_dir = hf ? "torch-ext/ops/" : csrc;
-  const std::string kernel_dir = hf ? "autokernel_ops_cuda/kernels/" : "autokernel_ops/kernels/";
-  // A kernel file is included by its launcher, never compiled on its own: kernel-builder compiles
-  // every .cu it lists, so there the files are named .cuh.
-  const std::string suffix = hf ? ".cuh" : ".cu";
-  auto files = common_files(kernels, py, csrc, kernel_dir, hf ? "kernels/" : "../kernels/", suffix);
+  std::map<std::string, std::vector<ExportedModule>> modules;
+  auto files = common_files(kernels, archs, py, csrc, modules);
   if (!files) return files.error();
   PackageFiles& f = *files;
   f[ops_dir + "common.h"] = packaged("ops/common.h");
   for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = packaged("ops/" + k.type + ".cpp");
-  f[py + "manifest.json"] = manifest(kernels, left_out, hf ? "../../autokernel_ops_cuda/kernels/" : "kernels/", suffix).dump(2) + "\n";
+  f[py + "manifest.json"] = manifest(kernels, modules, left_out).dump(2) + "\n";
   f["README.md"] = readme(kernels, format);
   if (!hf) {
     for (const char* p : {"__init__.py", "_load.py", "verify.py"}) f[py + p] = packaged(std::string(kPackage) + "/" + p);
@@ -156,15 +185,17 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   f["torch-ext/torch_binding.cpp"] = packaged("hf/torch_binding.cpp");
   f["torch-ext/torch_binding.h"] = packaged("hf/torch_binding.h");
   f[ops_dir + "ops_namespace.h"] = "// The ops register under kernel-builder's extension name.\n#define AK_OPS_NAMESPACE TORCH_EXTENSION_NAME\n";
-  // build.toml lists the sources of this export.
-  std::string torch_src, cuda_src;
+  // build.toml lists the sources of this export: the launchers and the compiled modules they
+  // include, host C++ all of them; there is no .cu to compile.
+  std::string torch_src, cuda_src, capabilities;
   for (auto& k : kernels) {
     torch_src += ", \"" + ops_dir + k.type + ".cpp\"";
-    cuda_src += std::string(cuda_src.empty() ? "" : ", ") + "\"" + csrc + k.type + "_launch.cu\", \"" + csrc + k.type +
-                "_symbols.cpp\", \"" + kernel_dir + k.type + suffix + "\"";
+    cuda_src += ", \"" + csrc + k.type + "_launch.cpp\", \"" + csrc + k.type + "_module.h\"";
   }
+  for (auto& a : archs) capabilities += std::string(capabilities.empty() ? "" : ", ") + "\"" + capability(a) + "\"";
   std::string& toml = f["build.toml"];
-  for (auto [mark, value] : {std::pair<std::string, std::string>{"{{torch_src}}", torch_src}, {"{{cuda_src}}", cuda_src}})
+  for (auto [mark, value] : {std::pair<std::string, std::string>{"{{torch_src}}", torch_src}, {"{{cuda_src}}", cuda_src},
+                             {"{{capabilities}}", capabilities}})
     toml.replace(toml.find(mark), mark.size(), value);
   return files;
 }

@@ -17,7 +17,7 @@ struct ExportedKernel {
   std::string type;
   std::string tag;        ///< its [[kernel]] tag in the run; "" for a single file
   std::string origin;     ///< where the file came from
-  std::string source;     ///< the file's text, exported unchanged
+  std::string source;     ///< the file's text: compiled for the package, never put in it
   std::string shape, dtype;
   double best_us = 0, baseline_us = 0, speedup = 0;  ///< 0 when not measured (a single file)
 };
@@ -34,10 +34,12 @@ using PackageFiles = std::map<std::string, std::string>;
 Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
                                                  std::vector<std::string>& left_out);
 
-/// The package's files. Types that cannot be exported go into `left_out` with the reason; an Error
-/// when nothing is left to export, or when a file cannot be launched (no ak_block_threads).
+/// The package's files: each kernel compiled by NVRTC for each of `archs` as the harness compiles
+/// it, its modules embedded as bytes beside autokernel's own launcher. Types that cannot be
+/// exported go into `left_out` with the reason; an Error when nothing is left to export, or when a
+/// file cannot be launched (no ak_block_threads) or the harness would refuse it.
 Result<PackageFiles> package_files(const std::vector<ExportedKernel>& kernels, PackageFormat format,
-                                   std::vector<std::string>& left_out);
+                                   std::vector<std::string>& left_out, const std::vector<std::string>& archs = {"sm_90a"});
 
 /// Writes the files under `out_dir` (created); files already there and not in the package stay.
 Status write_package(const PackageFiles& files, const std::string& out_dir);

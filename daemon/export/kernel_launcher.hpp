@@ -1,12 +1,14 @@
 #pragma once
-/// The host code of an exported kernel: a C function that launches a kept kernel file the way
-/// the harness does (harness/kernel_launch.cpp): the arguments in its spec's order, the launch
-/// geometry read from the module's ak_* constants, the grid of kernels_cuda/grid_rules.h, the
-/// template instantiated for each of the spec's dtypes.
+/// The host code of an exported kernel: a C function that launches the module NVRTC compiled from
+/// a kept kernel file the way the harness does (harness/kernel_launch.cpp): loaded with the CUDA
+/// driver, the arguments in its spec's order, the launch geometry read from the module's ak_*
+/// constants, the grid of kernels_cuda/grid_rules.h, one entry point for each of the spec's dtypes.
+/// All of it is autokernel's own code; of the kernel file only the compiled module goes in, as bytes.
 #include <string>
 #include <vector>
 
 #include "common/result.hpp"
+#include "daemon/export/export_compile.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -23,17 +25,12 @@ std::vector<std::string> exported_constants(const std::string& kernel_source);
 ///                             int dtype, cudaStream_t stream);   // nullptr, or what failed
 std::string launch_header(const std::vector<std::string>& types);
 
-/// <type>_launch.cu: includes the kernel file unchanged (at `kernel_include`, e.g.
-/// "../kernels/rmsnorm.cu") and defines its launcher. The file's
-/// ak_* symbols are renamed for this translation unit, so that several kernels link into one
-/// library. An Error when the file does not export ak_block_threads.
-Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source,
-                                    const std::string& kernel_include);
+/// <type>_module.h: the compiled modules as byte arrays, one per architecture, and the lowered
+/// name of each dtype's entry point.
+std::string module_header(const KernelSpec& spec, const std::vector<ExportedModule>& modules);
 
-/// <type>_symbols.cpp: the host side of the file's extern "C" __constant__ values. nvcc declares
-/// but does not define it without separate compilation, and the runtime's registration of the
-/// module refers to it; defined here, in a translation unit of its own, the library loads and
-/// cudaMemcpyFromSymbol reads the device's value through it.
-std::string host_symbols_source(const std::string& type, const std::string& kernel_source);
+/// <type>_launch.cpp: host C++ only, including <type>_module.h and the package's loaded_module.h.
+/// An Error when the file does not export ak_block_threads.
+Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source);
 
 }  // namespace ak

@@ -9,6 +9,7 @@
 
 #include "daemon/export/export_package.hpp"
 #include "daemon/export/kernel_launcher.hpp"
+#include "harness/candidate_compile.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "tests/support.hpp"
@@ -30,7 +31,7 @@ ExportedKernel variant(const std::string& type, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("an exported kernel file is copied unchanged beside a launcher in its spec's argument order", "[export]") {
+TEST_CASE("a package holds the compiled modules beside a launcher in its spec's argument order, and no kernel source", "[export]") {
   std::vector<std::string> left_out;
   auto files = package_files({variant("rmsnorm", "row_in_registers"), starter("cross_entropy")}, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
@@ -38,32 +39,67 @@ TEST_CASE("an exported kernel file is copied unchanged beside a launcher in its 
   for (const char* f : {"pyproject.toml", "README.md", "autokernel_ops/__init__.py", "autokernel_ops/_load.py",
                         "autokernel_ops/_patch.py", "autokernel_ops/_replacements.py", "autokernel_ops/_fakes.py",
                         "autokernel_ops/verify.py", "autokernel_ops/manifest.json", "autokernel_ops/csrc/common.h",
-                        "autokernel_ops/csrc/launch.h", "autokernel_ops/csrc/grid_rules.h", "autokernel_ops/csrc/rmsnorm.cpp",
-                        "autokernel_ops/csrc/rmsnorm_launch.cu", "autokernel_ops/csrc/rmsnorm_symbols.cpp",
-                        "autokernel_ops/csrc/cross_entropy.cpp"})
+                        "autokernel_ops/csrc/launch.h", "autokernel_ops/csrc/grid_rules.h", "autokernel_ops/csrc/loaded_module.h",
+                        "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
+                        "autokernel_ops/csrc/rmsnorm_module.h", "autokernel_ops/csrc/cross_entropy.cpp",
+                        "autokernel_ops/csrc/cross_entropy_launch.cpp", "autokernel_ops/csrc/cross_entropy_module.h"})
     CHECK(files->count(f) == 1);
-  CHECK(files->at("autokernel_ops/kernels/rmsnorm.cu") == variant("rmsnorm", "row_in_registers").source);
-  const std::string& launcher = files->at("autokernel_ops/csrc/rmsnorm_launch.cu");
-  CHECK_THAT(launcher, Catch::Contains("#include \"../kernels/rmsnorm.cu\""));
-  CHECK_THAT(launcher, Catch::Contains("#define ak_block_threads ak_export_rmsnorm_block_threads"));
-  CHECK_THAT(launcher, Catch::Contains("ak_rowwise_blocks(s, 2, g.rows_per_block)"));
+  for (auto& [path, text] : *files) {
+    INFO(path);
+    CHECK_FALSE((path.ends_with(".cu") || path.ends_with(".cuh")));
+    CHECK_THAT(text, !Catch::Contains("__global__"));  // no kernel source anywhere
+  }
+  const std::string& launcher = files->at("autokernel_ops/csrc/rmsnorm_launch.cpp");
+  CHECK_THAT(launcher, Catch::Contains("#include \"rmsnorm_module.h\""));
+  CHECK_THAT(launcher, Catch::Contains("ak_rowwise_blocks(s, 2, m->rows_per_block)"));
   // x, weight, y, rows, cols, eps: the order of kernels_cuda/rmsnorm/rmsnorm_spec.cpp.
-  CHECK_THAT(launcher, Catch::Contains("auto* kernel = &rmsnorm_kernel<__half>;\n"
-                                       "      const __half* a0 = (const __half*)b[0];\n"
-                                       "      const __half* a1 = (const __half*)b[1];\n"
-                                       "      __half* a2 = (__half*)b[2];\n"
-                                       "      int a3 = (int)s[0];\n      int a4 = (int)s[1];\n      float a5 = c[0];"));
-  // cross_entropy's int64 targets and uint32 counters keep their own types whatever the dtype.
-  const std::string& ce = files->at("autokernel_ops/csrc/cross_entropy_launch.cu");
-  CHECK_THAT(ce, Catch::Contains("const long long* a1 = (const long long*)b[1];"));
-  CHECK_THAT(ce, Catch::Contains("unsigned int* a4 = (unsigned int*)b[4];"));
+  CHECK_THAT(launcher, Catch::Contains("  void* a0 = b[0];\n  void* a1 = b[1];\n  void* a2 = b[2];\n"
+                                       "  int a3 = (int)s[0];\n  int a4 = (int)s[1];\n  float a5 = c[0];\n"
+                                       "  void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5};"));
+  CHECK_THAT(launcher, Catch::Contains("entry_of_dtype[3] = {0, 1, 2}"));
+  const std::string& module = files->at("autokernel_ops/csrc/rmsnorm_module.h");
+  CHECK_THAT(module, Catch::Contains("{\"sm_90a\", krmsnorm_sm_90a, sizeof krmsnorm_sm_90a}"));
+  CHECK_THAT(module, Catch::Contains("// rmsnorm_kernel<__half>") && Catch::Contains("// rmsnorm_kernel<float>"));
+  CHECK_THAT(module, Catch::Contains("0x7f, 0x45, 0x4c, 0x46,"));  // an ELF image: the cubin
+  // cross_entropy's int64 targets and uint32 counters are buffers like any other: pointers.
+  const std::string& ce = files->at("autokernel_ops/csrc/cross_entropy_launch.cpp");
+  CHECK_THAT(ce, Catch::Contains("  void* a1 = b[1];") && Catch::Contains("  void* a4 = b[4];"));
   CHECK_THAT(files->at("autokernel_ops/csrc/launch.h"), Catch::Contains("const char* launch_cross_entropy("));
   auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
-  CHECK(manifest["schema"] == "autokernel-export-1");
+  CHECK(manifest["schema"] == "autokernel-export-2");
+  CHECK_THAT(manifest["driver_needs_cuda"].get<std::string>(), Catch::Matches(R"(\d+\.\d+)"));
   REQUIRE(manifest["ops"].size() == 2);
   CHECK(manifest["ops"][0]["type"] == "rmsnorm");
   CHECK(manifest["ops"][0]["structure"] == "row_in_registers");
-  CHECK(manifest["ops"][0]["file"] == "kernels/rmsnorm.cu");
+  CHECK(manifest["ops"][0]["origin"] == "row_in_registers");
+  CHECK_FALSE(manifest["ops"][0].contains("file"));
+  REQUIRE(manifest["ops"][0]["modules"].size() == 1);
+  CHECK(manifest["ops"][0]["modules"][0]["arch"] == "sm_90a");
+  CHECK(manifest["ops"][0]["modules"][0]["bytes"].get<size_t>() > 1000);
+  CHECK(manifest["ops"][0]["entries"].size() == 3);
+}
+
+TEST_CASE("a package carries one module per architecture asked for", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("softmax")}, PackageFormat::Torch, left_out, {"sm_90a", "sm_80"});
+  REQUIRE(files.ok());
+  const std::string& module = files->at("autokernel_ops/csrc/softmax_module.h");
+  CHECK_THAT(module, Catch::Contains("{\"sm_90a\", ksoftmax_sm_90a,") && Catch::Contains("{\"sm_80\", ksoftmax_sm_80,"));
+  auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["modules"].size() == 2);
+  auto odd = package_files({starter("softmax")}, PackageFormat::Torch, left_out, {"sm_90a\"; int x;"});
+  REQUIRE_FALSE(odd.ok());
+  CHECK_THAT(odd.error().message, Catch::Contains("expected a GPU architecture"));
+}
+
+TEST_CASE("a file the harness would refuse is not exported, and the error says why", "[export]") {
+  ExportedKernel k = starter("rmsnorm");
+  k.origin = "stateful.cu";
+  k.source += "\n__device__ int ak_launches;\n";  // state between launches: refused by the compile step
+  std::vector<std::string> left_out;
+  auto files = package_files({k}, PackageFormat::Torch, left_out);
+  REQUIRE_FALSE(files.ok());
+  CHECK_THAT(files.error().message, Catch::Contains("stateful.cu") && Catch::Contains("the harness refuses it for sm_90a"));
 }
 
 TEST_CASE("the grid rule a package carries is the harness's own", "[export]") {
@@ -135,51 +171,143 @@ TEST_CASE("the hf-kernels layout has a build.toml naming every source it holds",
   for (const char* f : {"build.toml", "flake.nix", "README.md", "torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h",
                         "torch-ext/autokernel_ops/__init__.py", "torch-ext/autokernel_ops/_patch.py",
                         "torch-ext/autokernel_ops/manifest.json", "torch-ext/ops/ops_namespace.h",
-                        "autokernel_ops_cuda/kernels/rmsnorm.cuh", "autokernel_ops_cuda/rmsnorm_launch.cu"})
+                        "autokernel_ops_cuda/loaded_module.h", "autokernel_ops_cuda/rmsnorm_module.h",
+                        "autokernel_ops_cuda/rmsnorm_launch.cpp"})
     CHECK(files->count(f) == 1);
-  CHECK_THAT(files->at("autokernel_ops_cuda/rmsnorm_launch.cu"), Catch::Contains("#include \"kernels/rmsnorm.cuh\""));
+  for (auto& [path, text] : *files) CHECK_THAT(text, !Catch::Contains("__global__"));
   auto toml = toml::parse(files->at("build.toml"));
   CHECK(toml["general"]["name"].value_or(std::string()) == "autokernel_ops");
   CHECK(toml["kernel"]["autokernel_ops"]["backend"].value_or(std::string()) == "cuda");
   CHECK(toml["kernel"]["autokernel_ops"]["depends"][0].value_or(std::string()) == "torch");
+  CHECK(toml["kernel"]["autokernel_ops"]["cuda-capabilities"][0].value_or(std::string()) == "9.0");
   std::vector<std::string> listed;
   for (auto* table : {toml["torch"]["src"].as_array(), toml["kernel"]["autokernel_ops"]["src"].as_array()}) {
     REQUIRE(table);
     for (auto& e : *table) listed.push_back(e.value_or(std::string()));
   }
   for (auto& f : listed) CHECK(files->count(f) == 1);  // every listed source is in the package
-  for (const char* f : {"torch-ext/ops/rmsnorm.cpp", "torch-ext/ops/rotary_embedding.cpp", "autokernel_ops_cuda/rotary_embedding_launch.cu",
-                        "autokernel_ops_cuda/kernels/rotary_embedding.cuh"})
+  for (const char* f : {"torch-ext/ops/rmsnorm.cpp", "torch-ext/ops/rotary_embedding.cpp", "autokernel_ops_cuda/rotary_embedding_launch.cpp",
+                        "autokernel_ops_cuda/rotary_embedding_module.h", "autokernel_ops_cuda/loaded_module.h"})
     CHECK(std::find(listed.begin(), listed.end(), f) != listed.end());
   CHECK_THAT(files->at("torch-ext/autokernel_ops/__init__.py"), Catch::Contains("from ._ops import add_op_namespace_prefix, ops"));
 }
 
-TEST_CASE("the launchers compile with nvcc against the real kernel files", "[export][nvcc]") {
-  if (test::run_shell("command -v nvcc || test -x /usr/local/cuda/bin/nvcc").exit_code != 0) {
-    std::printf("SKIPPED: no nvcc on this machine\n");
-    return;
-  }
+namespace {
+
+const std::string kCudaInclude = "/usr/local/cuda/include";
+
+bool host_compiler_or_skip() {
+  if (test::run_shell("command -v g++ && test -f " + kCudaInclude + "/cuda.h").exit_code == 0) return true;
+  std::printf("SKIPPED: no g++ or no %s/cuda.h on this machine\n", kCudaInclude.c_str());
+  return false;
+}
+
+/// Builds `type`'s launcher from a written package into a shared library, and a program that loads
+/// it and calls the launcher once (fp16, a 4 x 8 shape): what `import autokernel_ops` does on a
+/// user's machine, less PyTorch. Returns the program's path.
+std::string build_launcher_program(const std::filesystem::path& pkg, const std::string& type, const test::TempDir& dir) {
+  const std::string csrc = (pkg / "autokernel_ops/csrc").string(), lib = (dir.path / (type + ".so")).string();
+  auto built = test::run_shell("g++ -shared -fPIC -std=c++17 -O1 -I" + csrc + " -I" + kCudaInclude + " " + csrc + "/" + type +
+                               "_launch.cpp -o " + lib + " -ldl");
+  INFO(built.out);
+  REQUIRE(built.exit_code == 0);
+  const std::string main = dir.write(type + "_main.cpp",
+      "#include <cstdio>\n#include \"launch.h\"\nint main() {\n  void* b[8] = {};\n  const long long s[4] = {4, 8, 1, 1};\n"
+      "  const float c[4] = {1e-6f, 0, 0, 0};\n  const char* e = launch_" + type + "(b, s, c, 0, nullptr);\n"
+      "  std::printf(\"launch: %s\\n\", e ? e : \"ok\");\n  return 0;\n}\n");
+  const std::string program = (dir.path / (type + "_main")).string();
+  auto linked = test::run_shell("g++ -std=c++17 -I" + csrc + " -I" + kCudaInclude + " " + main + " " + lib + " -Wl,-rpath," +
+                                dir.path.string() + " -o " + program);
+  INFO(linked.out);
+  REQUIRE(linked.exit_code == 0);
+  return program;
+}
+
+/// The bytes of the first module array in a <type>_module.h.
+std::vector<char> embedded_module(const std::string& header) {
+  std::vector<char> out;
+  const size_t open = header.find("[] = {"), close = header.find("};", open);
+  static const std::regex byte("0x([0-9a-f]{2}),");
+  const std::string body = header.substr(open, close - open);
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), byte); it != std::sregex_iterator(); ++it)
+    out.push_back(char(std::stoi((*it)[1].str(), nullptr, 16)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the launchers build and link with the host compiler alone, and open the driver at run time", "[export][nvcc]") {
+  if (!host_compiler_or_skip()) return;
   test::TempDir dir;
   std::vector<std::string> left_out;
   auto files = package_files({variant("rmsnorm", "row_in_registers"), starter("cross_entropy"), starter("rotary_embedding")},
                              PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
-  REQUIRE(write_package(*files, dir.path.string()).ok());
-  const std::string csrc = (dir.path / "autokernel_ops/csrc").string();
+  REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
   for (const char* t : {"rmsnorm", "cross_entropy", "rotary_embedding"}) {
     INFO(t);
-    const std::string o = (dir.path / t).string();
-    auto r = test::run_shell("PATH=$PATH:/usr/local/cuda/bin; nvcc -c -std=c++17 -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -I" +
-                             csrc + " " + csrc + "/" + t + "_launch.cu -o " + o + ".o && g++ -c -fPIC " + csrc + "/" + t +
-                             "_symbols.cpp -o " + o + "_symbols.o && nvcc -shared " + o + ".o " + o + "_symbols.o -o " + o + ".so");
-    INFO(r.out);
-    CHECK(r.exit_code == 0);
-    // The library loads: nothing of the kernel file's is left undefined (its __constant__ values'
-    // host side), and the launcher is there to call.
-    auto undefined = test::run_shell("nm -D --undefined-only " + o + ".so");
-    CHECK_THAT(undefined.out, !Catch::Contains("ak_export_"));
-    CHECK_THAT(test::run_shell("nm -D --defined-only " + o + ".so").out, Catch::Contains("launch_"));
+    const std::string program = build_launcher_program(dir.path / "pkg", t, dir);
+    // libcuda is opened, never linked: the library builds and loads where there is no driver.
+    auto undefined = test::run_shell("nm -D --undefined-only " + (dir.path / (std::string(t) + ".so")).string());
+    CHECK_THAT(undefined.out, !Catch::Contains("cuModule") && !Catch::Contains("cuLaunchKernel"));
+    // Without a GPU the launcher says the driver is missing; with one, that no context is current
+    // (this program never made one): an answer either way, never a crash.
+    auto run = test::run_shell(program);
+    CHECK(run.exit_code == 0);
+    CHECK_THAT(run.out, Catch::Contains("launch: cannot open the CUDA driver") || Catch::Contains("launch: no current CUDA context"));
   }
+}
+
+TEST_CASE("host code hidden from NVRTC in a kernel file never reaches the package, and the module is NVRTC's own", "[export][nvcc]") {
+  if (!host_compiler_or_skip()) return;
+  test::TempDir dir;
+  const std::string marker = (dir.path / "planted-ran").string();
+  // Two ways to hide host code from NVRTC that a host compiler sees: a block NVRTC skips, and
+  // text after a NUL byte, which NVRTC never reads (a compiler that reads the file by size does).
+  ExportedKernel k = starter("rmsnorm");
+  k.origin = "planted.cu";
+  k.source = "// rmsnorm variant made_up_by_the_kernel: made up by the kernel\n" + k.source;
+  k.source += "\n#if !defined(__CUDACC_RTC__)\nextern \"C\" int system(const char*);\n"
+              "static int ak_planted_initialiser = system(\"touch " + marker + "\");\n#endif\n";
+  k.source += std::string(1, '\0') + "\nstatic int ak_after_nul = system(\"touch " + marker + "-nul\");\n";
+  std::vector<std::string> left_out;
+  auto files = package_files({k}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  // (a) Nothing of the file's text is in the package: neither hidden part, nor the kernel itself.
+  auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["structure"] == "other");  // its first line is its own text: not taken
+  for (auto& [path, text] : *files) {
+    INFO(path);
+    CHECK_THAT(text, !Catch::Contains("made_up_by_the_kernel") && !Catch::Contains("ak_planted_initialiser") && !Catch::Contains("ak_after_nul") &&
+                         !Catch::Contains("system(") && !Catch::Contains("__global__"));
+  }
+  const std::filesystem::path pkg = dir.path / "pkg";
+  REQUIRE(write_package(*files, pkg.string()).ok());
+  // (b) The launcher, built, linked and run as a user's machine would, runs nothing of the file.
+  auto run = test::run_shell(build_launcher_program(pkg, "rmsnorm", dir));
+  CHECK(run.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  CHECK_FALSE(std::filesystem::exists(marker + "-nul"));
+  // (c) The module the package embeds is, byte for byte, what the harness's compile made of the file.
+  auto compiled = compile_candidate(*find_spec("rmsnorm"), k.source, k.origin, "sm_90a");
+  REQUIRE(compiled.ok());
+  REQUIRE(compiled->ok);
+  const std::vector<char> embedded = embedded_module(files->at("autokernel_ops/csrc/rmsnorm_module.h"));
+  CHECK(embedded.size() == compiled->output.cubin.size());
+  CHECK(embedded == compiled->output.cubin);
+  // The control: the planted block is live host code. Built by nvcc as packages used to build the
+  // kernel file (with the host side of its __constant__ values beside it), it runs when the
+  // library loads.
+  if (test::run_shell("test -x /usr/local/cuda/bin/nvcc").exit_code != 0) return;
+  std::string host_side = "extern \"C\" {\n";
+  for (auto& c : exported_constants(k.source)) host_side += "int " + c + ";\n";
+  const std::string file = dir.write("planted.cu", k.source), symbols = dir.write("planted_symbols.cpp", host_side + "}\n");
+  const std::string lib = (dir.path / "planted.so").string();
+  auto built = test::run_shell("/usr/local/cuda/bin/nvcc -shared -Xcompiler -fPIC -std=c++17 -gencode arch=compute_90a,code=sm_90a " +
+                               file + " " + symbols + " -o " + lib + " && python3 -c 'import ctypes; ctypes.CDLL(\"" + lib + "\")'");
+  INFO(built.out);
+  CHECK(built.exit_code == 0);
+  CHECK(std::filesystem::exists(marker));
 }
 
 TEST_CASE("autokernel export writes a package from a starter and refuses what it cannot export, saying why", "[export][cli]") {
@@ -187,7 +315,8 @@ TEST_CASE("autokernel export writes a package from a starter and refuses what it
   auto r = test::run_autokernel("export starter --kernel rmsnorm --out " + (dir.path / "pkg").string());
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("rmsnorm            from starter"));
-  CHECK(std::filesystem::exists(dir.path / "pkg/autokernel_ops/kernels/rmsnorm.cu"));
+  CHECK(std::filesystem::exists(dir.path / "pkg/autokernel_ops/csrc/rmsnorm_module.h"));
+  CHECK_FALSE(std::filesystem::exists(dir.path / "pkg/autokernel_ops/kernels"));
   auto tiled = test::run_autokernel("export starter --kernel matmul --out " + (dir.path / "mm").string());
   CHECK(tiled.exit_code == 1);
   CHECK_THAT(tiled.out, Catch::Contains("left out matmul: matmul is not exported yet") && Catch::Contains("nothing to export"));

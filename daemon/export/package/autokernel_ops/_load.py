@@ -1,10 +1,15 @@
-"""Builds each exported kernel into a small PyTorch extension of its own, at first import, with
-PyTorch's extension tooling (torch.utils.cpp_extension.load): compiled by nvcc for this GPU, cached
-under TORCH_EXTENSIONS_DIR (~/.cache/torch_extensions) by a name that holds the sources' hash, so
-a later import loads it in a moment and a changed kernel file is rebuilt.
+"""Builds each exported kernel's op into a small PyTorch extension of its own, at first import, with
+PyTorch's extension tooling (torch.utils.cpp_extension.load), cached under TORCH_EXTENSIONS_DIR
+(~/.cache/torch_extensions) by a name that holds the sources' hash, so a later import loads it in a
+moment.
 
-One extension per kernel: each kernel file is an independent candidate, and a file that fails to
-build leaves the others working (its op then is absent and nothing is patched for it, said once)."""
+What is compiled here is autokernel's own host C++ only: the op (csrc/<type>.cpp) and its launcher
+(csrc/<type>_launch.cpp), which hands the module NVRTC compiled at export (csrc/<type>_module.h, a
+byte array) to the CUDA driver at the first call. No kernel source is in the package, so nothing a
+kernel file holds can run on this machine's CPU, and no nvcc is needed.
+
+One extension per kernel: a kernel that cannot run here (no module for this GPU, a build that
+fails) leaves the others working (its op then is absent and nothing is patched for it, said once)."""
 import hashlib
 import json
 import os
@@ -14,10 +19,9 @@ import torch
 from torch.utils import cpp_extension
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# cpp_extension defines these to keep PyTorch's own half operators apart; a kernel file is written
-# for NVRTC, where CUDA's half operators are available, so the launchers undefine them.
-_HALF_FLAGS = ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
-               "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+# The launcher opens the CUDA driver (libcuda.so.1) with dlopen, as autokernel's harness does, so
+# it links no libcuda and no stub library; -ldl for a C library older than glibc 2.34.
+_LDFLAGS = ["-ldl"]
 
 
 def manifest():
@@ -28,19 +32,30 @@ def manifest():
 def _arch():
     """The harness's NVRTC target for this GPU: sm_90a on Hopper (wgmma), sm_XY elsewhere."""
     major, minor = torch.cuda.get_device_capability()
-    return f"{major}{minor}" + ("a" if major == 9 else "")
+    return f"sm_{major}{minor}" + ("a" if major == 9 else "")
+
+
+def runs_on(module_arch, device_arch):
+    """Whether a cubin for module_arch runs on a GPU the harness would compile device_arch for: the
+    same architecture, or (not for an 'a' architecture, which is for its own GPU only) one of the
+    same major version and a lower minor one."""
+    if module_arch == device_arch:
+        return True
+    if module_arch.endswith("a"):
+        return False
+    m, d = module_arch[3:], device_arch[3:].rstrip("a")
+    return m[:-1] == d[:-1] and int(m[-1]) <= int(d[-1])
 
 
 def _sources(type_):
     csrc = os.path.join(HERE, "csrc")
-    return [os.path.join(csrc, f"{type_}_launch.cu"), os.path.join(csrc, f"{type_}_symbols.cpp"),
-            os.path.join(csrc, f"{type_}.cpp")]
+    return [os.path.join(csrc, f"{type_}_launch.cpp"), os.path.join(csrc, f"{type_}.cpp")]
 
 
-def _digest(type_, arch):
-    h = hashlib.sha256(arch.encode() + torch.__version__.encode())
-    for path in _sources(type_) + [os.path.join(HERE, "kernels", f"{type_}.cu")] + \
-            [os.path.join(HERE, "csrc", f) for f in ("common.h", "launch.h", "grid_rules.h")]:
+def _digest(type_):
+    h = hashlib.sha256(torch.__version__.encode())
+    for path in _sources(type_) + [os.path.join(HERE, "csrc", f) for f in (
+            f"{type_}_module.h", "common.h", "launch.h", "grid_rules.h", "loaded_module.h")]:
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
@@ -51,15 +66,20 @@ def load(types, verbose=False):
     if not torch.cuda.is_available():
         return [], {t: "no CUDA device" for t in types}
     arch = _arch()
+    archs = {op["type"]: [m["arch"] for m in op["modules"]] for op in manifest()["ops"]}
     loaded, failed = [], {}
     for t in types:
+        if not any(runs_on(a, arch) for a in archs[t]):
+            failed[t] = (f"the package holds the {t} kernel compiled for {', '.join(archs[t])}, not for this GPU "
+                         f"({arch}): export it again with --arch {arch}")
+            print(f"autokernel_ops: {t} is not loaded: {failed[t]}", file=sys.stderr)
+            continue
         try:
             cpp_extension.load(
-                name=f"autokernel_{t}_{_digest(t, arch)}", sources=_sources(t),
-                extra_cflags=["-O3", "-std=c++17"],
-                extra_cuda_cflags=["-O3", "-std=c++17", f"-gencode=arch=compute_{arch},code=sm_{arch}"] + _HALF_FLAGS,
+                name=f"autokernel_{t}_{_digest(t)}", sources=_sources(t),
+                extra_cflags=["-O3", "-std=c++17"], extra_ldflags=_LDFLAGS,
                 extra_include_paths=[os.path.join(HERE, "csrc")],
-                is_python_module=False, verbose=verbose)
+                with_cuda=True, is_python_module=False, verbose=verbose)
             loaded.append(t)
         except Exception as e:  # the op stays absent; nothing is patched for it
             failed[t] = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__

@@ -63,7 +63,20 @@ inline void log_fallback(const char* op, const std::string& why) {
     std::fprintf(stderr, "autokernel_ops: %s runs PyTorch's op instead: %s (said once)\n", op, why.c_str());
 }
 
-inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+/// PyTorch's current stream, with the device's context bound to this thread: the launchers load and
+/// launch through the CUDA driver in the current context, and the runtime binds its context to a
+/// thread only when a runtime call needs it (a thread whose tensors came from the caching
+/// allocator may have made none). A no-op runtime call binds it, as PyTorch does before its own
+/// driver launches; once per thread and device.
+inline cudaStream_t stream() {
+  thread_local int bound = -1;
+  const int device = c10::cuda::current_device();
+  if (bound != device) {
+    cudaFree(nullptr);
+    bound = device;
+  }
+  return at::cuda::getCurrentCUDAStream().stream();
+}
 
 /// A launcher's error (a CUDA error after the launch) as a Python exception naming the op.
 inline void check_launch(const char* op, const char* error) {
