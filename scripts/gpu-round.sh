@@ -32,6 +32,10 @@
 #                                 scripts/pytorch-baselines.py on the same GPU; writes nine.tar.gz
 #   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
+#   scripts/gpu-round.sh trust    on the GPU machine: the [gpu][cheat] suite, the rest of [gpu], the
+#                                 starters benched 5 times paired with themselves, 10 candidates'
+#                                 full evaluation, the loop against scripts/scripted-llm-server.py
+#                                 --cheats, and the processes left behind; writes trust.tar.gz
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -162,6 +166,50 @@ integrity() {
   grep -E "FAILED|passed|failed|cheat beside" "$work/gpu-tests.log" | tail -20
   date -u
   tar -czf "$out/integrity.tar.gz" -C /tmp integrity
+}
+
+trust() {
+  device_env
+  local work=/tmp/trust files=()
+  rm -rf "$work" runs/cheating-llm && mkdir -p "$work" /tmp/variants
+  exec > >(tee "$work/trust.log") 2>&1
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$work/gpu.txt"
+  echo "== [gpu][cheat]"
+  timeout 240 .gpu-bundle/autokernel_tests "[gpu][cheat]" -d yes > "$work/cheat-tests.log" 2>&1; echo "cheat tests exit $?"
+  grep -E "FAILED|^state |cheat beside|test cases|assertions" "$work/cheat-tests.log" | tail -30
+  echo "== the rest of [gpu]"
+  timeout "${GPU_TESTS_TIMEOUT:-240}" .gpu-bundle/autokernel_tests "[gpu]~[cheat]" -d yes > "$work/gpu-tests.log" 2>&1; echo "gpu tests exit $?"
+  grep -E "FAILED|test cases|assertions" "$work/gpu-tests.log" | tail -12
+  echo "== starters 5 times in one worker, each paired with the starter"
+  for type in rmsnorm softmax; do
+    "$ak" bench starter starter starter starter starter --kernel "$type" --beside starter --json > "$work/starters-$type.jsonl" || echo "bench $type exit $?"
+  done
+  echo "== 10 candidates (knob variants), each paired with the starter"
+  for type in rmsnorm softmax; do
+    knob_variants
+    "$ak" bench "${files[@]}" --kernel "$type" --beside starter --json > "$work/candidates-$type.jsonl" || echo "candidates $type exit $?"
+  done
+  python3 - "$work" <<'PY'
+import json, sys, glob, statistics
+for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
+    vs = [json.loads(l) for l in open(f) if l.strip()]
+    med = [v.get("timing", {}).get("median_us", 0) for v in vs]
+    tot = [v.get("total_seconds", 0) for v in vs]
+    pr = ["%.4f+-%.4f" % (v["paired"]["ratio"], v["paired"]["noise"]) for v in vs if "paired" in v]
+    print(f.split("/")[-1], [v["correctness"] for v in vs].count("PASS"), "pass; medians", ["%.2f" % m for m in med],
+          "; eval s median %.2f max %.2f" % (statistics.median(tot), max(tot)), "; paired", pr)
+PY
+  echo "== the loop against an LLM server that answers with cheats"
+  python3 scripts/scripted-llm-server.py 8766 --cheats 2> "$work/cheat-server.log" &
+  local server=$!
+  sleep 1
+  timeout "${CHEAT_LOOP_TIMEOUT:-150}" "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
+  kill $server; timeout 10 tail --pid=$server -f /dev/null
+  cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
+  cut -f1,4,5,8,10,14 "$work/cheat-results.tsv"
+  echo "== processes left behind"; ps -eo pid,ppid,pcpu,rss,args | grep -E "compile-server|autokernel" | grep -v grep || echo none
+  date -u
+  tar -czf "$out/trust.tar.gz" -C /tmp trust
 }
 
 # The compile stage of 10 distinct candidates in a warm worker, as the loop meets it: this build
@@ -376,6 +424,7 @@ case ${1:-} in
   run) run ;;
   library) library ;;
   integrity) integrity ;;
+  trust) trust ;;
   compile-times) compile_times ;;
   bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
