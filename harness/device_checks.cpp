@@ -63,10 +63,10 @@ __global__ void ak_diff(const unsigned char* a, const unsigned char* b, long lon
 // The first byte at which a and b differ, as the smallest offset any thread saw (bytes, since a
 // module's memory need not be word-aligned).
 __global__ void ak_first_change(const unsigned char* a, const unsigned char* b, long long bytes,
-                                unsigned long long* first) {
+                                unsigned long long* first, unsigned long long tag) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
     if (a[i] != b[i]) {
-      atomicMin(first, (unsigned long long)i);
+      atomicMin(first, tag | (unsigned long long)i);
       return;
     }
 }
@@ -124,9 +124,11 @@ Result<uint64_t> DeviceChecks::differing_bytes(const DeviceBuffer& a, const Devi
 
 namespace ak {
 
-Status DeviceChecks::first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot) const {
+Status DeviceChecks::first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot,
+                                       uint64_t tag) const {
   long long n = (long long)bytes;
-  void* params[] = {&a, &b, &n, &slot};
+  unsigned long long t = tag;
+  void* params[] = {&a, &b, &n, &slot, &t};
   const unsigned blocks = unsigned(std::min<size_t>(std::max<size_t>(1, (bytes + 255) / 256), 1024));
   return cu_check(gpu_.driver().cuLaunchKernel(first_change_, blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
                   "checking a module's memory on the GPU");

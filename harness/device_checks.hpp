@@ -26,9 +26,9 @@ class DeviceChecks {
   /// Zero when the first `bytes` bytes of a and b are equal; otherwise how many 4-byte words differ.
   Result<uint64_t> differing_bytes(const DeviceBuffer& a, const DeviceBuffer& b, size_t bytes) const;
 
-  /// Enqueues, without waiting, the comparison of `bytes` bytes at a and b: the offset of the
-  /// first differing byte is written to the 64-bit `slot` (atomic minimum; set it to ~0 first).
-  Status first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot) const;
+  /// Enqueues, without waiting, the comparison of `bytes` bytes at a and b: `tag` | the offset of
+  /// the first differing byte is written to the 64-bit `slot` (atomic minimum; set it to ~0 first).
+  Status first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot, uint64_t tag = 0) const;
 
  private:
   explicit DeviceChecks(GpuContext& gpu) : gpu_(gpu) {}

@@ -5,7 +5,9 @@
 /// the padding between and after them, as far as the driver's allocation reaches) is copied
 /// aside; after the launch the range is compared with that copy on the GPU. A kernel that leaves
 /// any byte changed fails, and the verdict names the place. So the exported op, which writes
-/// nothing back, behaves exactly as the judged kernel did.
+/// nothing back, behaves exactly as the judged kernel did. Which range the driver lets the harness
+/// copy is tried once at load: its allocation around the sections, else the sections with the
+/// padding between them, else each section alone (guarded_by() says which).
 #include <string>
 #include <vector>
 
@@ -29,7 +31,9 @@ class ModuleMemory {
   /// "" for kNoChange; else which section, offset and variable (or padding) the kernel wrote.
   std::string describe_change(uint64_t slot_value) const;
 
-  size_t guarded_bytes() const { return range_bytes_; }
+  size_t guarded_bytes() const;
+  /// "the driver's allocation", "the sections and the padding between them", "each section".
+  const std::string& guarded_by() const { return guarded_by_; }
   static constexpr uint64_t kNoChange = ~uint64_t(0);
 
  private:
@@ -37,11 +41,27 @@ class ModuleMemory {
     CUdeviceptr at = 0;
     WritableSection section;
   };
+  /// A range compared after each launch with its copy at `before_ + copy_at`.
+  struct Region {
+    CUdeviceptr begin = 0;
+    size_t bytes = 0, copy_at = 0;
+  };
+  /// Sets `regions_` and `before_` when the driver copies every region; false when it refuses.
+  bool try_guard(GpuContext& gpu, std::vector<Region> regions);
+  /// Sets `restores_`: each section's image in one copy, or variable by variable where the
+  /// driver refuses a copy that spans the padding (the check still covers the padding).
+  Status plan_restores();
   const CudaDriver* d_ = nullptr;
   std::vector<Placed> sections_;
-  CUdeviceptr range_begin_ = 0;
-  size_t range_bytes_ = 0;
-  DeviceBuffer before_;   ///< the range as it was before the launch
+  std::vector<Region> regions_;
+  struct Restore {
+    CUdeviceptr at = 0;
+    const char* bytes = nullptr;
+    size_t size = 0;
+  };
+  std::vector<Restore> restores_;   ///< points into sections_' images
+  std::string guarded_by_;
+  DeviceBuffer before_;   ///< the regions as they were before the launch
 };
 
 }  // namespace ak
