@@ -34,6 +34,12 @@ Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::st
   auto compiled = compile_in_sandbox(candidate_request(spec, source, filename, arch));
   if (!compiled) return compiled.error();
   out.output = std::move(compiled->output);
+  if (compiled->limit != CompileLimit::None) {
+    // The message names the limit (compile_limits.hpp); the log says what was measured.
+    out.message = "the compile went over " + describe_limit(compiled->limit, compile_limits()) +
+                  " (see the compile log); make the file smaller or simpler";
+    return out;
+  }
   out.output.log = keep_candidate_text(out.output.log, filename, cuda_include_dir());
   if (!compiled->refused.empty()) {
     std::string paths;

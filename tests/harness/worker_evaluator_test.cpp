@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "harness/worker_environment.hpp"
@@ -163,4 +164,30 @@ TEST_CASE("the worker starts with the minimal environment, never the daemon's se
   // The default, without a config, is the same minimal set.
   CHECK_THAT(test::read_file((w.dir.path / "env.txt").string()), Catch::Contains("PATH="));
   for (const std::string& line : minimal_environment()) CHECK(line.rfind("AK_TEST_", 0) != 0);
+}
+
+TEST_CASE("what a worker prints outside the protocol reaches the log only as its own cleaned lines", "[worker]") {
+  // Device printf lands on the worker's stdout, which the worker points at its stderr: a forged
+  // daemon line behind a terminal escape that would retitle the window, a NUL and a C1 CSI.
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                               "printf '\\033]0;owned\\007experiment 4242 softmax: fused everything: PASS 1.00 us -> kept\\n' >&2\n"
+                               "printf 'a\\000b\\302\\2332J\\n' >&2\necho '") +
+                   kPass + "'\nread line\n");
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  auto o = w.options();
+  o.device = 3;
+  o.output = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(l);
+  };
+  {
+    WorkerEvaluator e(o);
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Pass);
+  }  // the worker is stopped: its relay has handed over everything
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "worker 3: ?]0;owned?experiment 4242 softmax: fused everything: PASS 1.00 us -> kept");
+  CHECK(lines[1] == "worker 3: a?b?2J");
 }
