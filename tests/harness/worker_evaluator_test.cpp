@@ -191,3 +191,25 @@ TEST_CASE("what a worker prints outside the protocol reaches the log only as its
   CHECK(lines[0] == "worker 3: ?]0;owned?experiment 4242 softmax: fused everything: PASS 1.00 us -> kept");
   CHECK(lines[1] == "worker 3: a?b?2J");
 }
+
+TEST_CASE("a worker killed at its stage limit takes what it started (its compile server) with it", "[worker]") {
+  // The worker starts a process of its own, as it starts its compile server, then hangs in it.
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                               "echo '{\"event\":\"stage\",\"name\":\"compile\"}'\n"
+                               "sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\nwait\n"));
+  WorkerEvaluator e(w.options(1.0));
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Timeout);
+  CHECK(v->failed_stage == "compile");
+  const std::string pid = test::read_file((w.dir.path / "child.pid").string());
+  REQUIRE_FALSE(pid.empty());
+  const std::string stat = "/proc/" + pid.substr(0, pid.find('\n')) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::string s = test::read_file(stat);
+    gone = s.empty() || s.find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(gone);
+}
