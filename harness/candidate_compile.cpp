@@ -26,6 +26,12 @@ Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::st
   // point into the user's folders.
   std::string filename = std::filesystem::path(path).filename().string();
   if (filename.empty() || filename == "." || filename == "..") filename = spec.type + ".cu";
+  // Before any check reads it: a file over the size limit is not read at all.
+  if (const CompileLimits limits = compile_limits(); source.size() > limits.source_bytes) {
+    out.message = "the compile went over " + describe_limit(CompileLimit::SourceSize, limits) + ": the file is " +
+                  std::to_string(source.size()) + " bytes; make the file smaller";
+    return out;
+  }
   if (auto problems = contract_violations(source, spec); !problems.empty()) {
     for (auto& p : problems) out.message += (out.message.empty() ? "" : "; ") + p;
     out.message = "the file breaks the kernel contract: " + out.message;

@@ -187,6 +187,11 @@ TEST_CASE("a file over the source size limit is refused before it is compiled", 
   INFO(c.message);
   CHECK_FALSE(c.ok);
   CHECK_THAT(c.message, Catch::Contains("over the source size limit (64 KiB)"));
+  // The sandbox holds the same line for any caller.
+  auto direct = compile_in_sandbox(CompileRequest{std::string(70 << 10, ' '), "big.cu", {}, "sm_90a"});
+  REQUIRE(direct.ok());
+  CHECK(direct->limit == CompileLimit::SourceSize);
+  CHECK_FALSE(direct->output.ok);
 }
 
 TEST_CASE("the initialised data of a module is read from its sections", "[compile-limits]") {
