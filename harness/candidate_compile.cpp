@@ -26,6 +26,12 @@ Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::st
   // point into the user's folders.
   std::string filename = std::filesystem::path(path).filename().string();
   if (filename.empty() || filename == "." || filename == "..") filename = spec.type + ".cu";
+  // Before any check reads it: a file over the size limit is not read at all.
+  if (const CompileLimits limits = compile_limits(); source.size() > limits.source_bytes) {
+    out.message = "the compile went over " + describe_limit(CompileLimit::SourceSize, limits) + ": the file is " +
+                  std::to_string(source.size()) + " bytes; make the file smaller";
+    return out;
+  }
   if (auto problems = contract_violations(source, spec); !problems.empty()) {
     for (auto& p : problems) out.message += (out.message.empty() ? "" : "; ") + p;
     out.message = "the file breaks the kernel contract: " + out.message;
@@ -34,6 +40,12 @@ Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::st
   auto compiled = compile_in_sandbox(candidate_request(spec, source, filename, arch));
   if (!compiled) return compiled.error();
   out.output = std::move(compiled->output);
+  if (compiled->limit != CompileLimit::None) {
+    // The message names the limit (compile_limits.hpp); the log says what was measured.
+    out.message = "the compile went over " + describe_limit(compiled->limit, compile_limits()) +
+                  " (see the compile log); make the file smaller or simpler";
+    return out;
+  }
   out.output.log = keep_candidate_text(out.output.log, filename, cuda_include_dir());
   if (!compiled->refused.empty()) {
     std::string paths;

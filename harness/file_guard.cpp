@@ -27,17 +27,28 @@ bool under(const std::string& real, const std::string& root) {
   return real == root || (real.size() > root.size() && real.compare(0, root.size(), root) == 0 && real[root.size()] == '/');
 }
 
-/// The real path of `path`; for a path that does not exist, its folder's real path and its name
-/// (NVRTC probes include folders for headers that are not there). Empty when neither resolves.
+/// The real path of `path`. For a path that does not exist, the real path of its longest prefix
+/// that does, followed by the rest as plain names (no "." or ".."): NVRTC probes each include
+/// folder for each header, and most such paths, folders included, do not exist (CUDA 13's
+/// <cuda/std/...> lies under include/cccl, and is probed under include/ first). Such a path
+/// cannot be opened, and names a place under its existing prefix. Empty when nothing resolves.
 std::string resolve(const std::string& path) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf)) return buf;
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (!realpath(dir.c_str(), buf)) return "";
-  const std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
-  if (name == "." || name == ".." || name.empty()) return "";
-  return std::string(buf) + "/" + name;
+  std::string head = path, rest;
+  for (;;) {
+    const size_t slash = head.rfind('/');
+    const std::string name = slash == std::string::npos ? head : head.substr(slash + 1);
+    if (name == "." || name == "..") return "";
+    if (!name.empty()) rest = rest.empty() ? name : name + "/" + rest;
+    if (slash == std::string::npos) head = ".";
+    else head = slash == 0 ? "/" : head.substr(0, slash);
+    if (realpath(head.c_str(), buf)) {
+      const std::string base = buf;
+      return rest.empty() ? base : (base == "/" ? "" : base) + "/" + rest;
+    }
+    if (head == "/" || head == ".") return "";
+  }
 }
 
 /// True when the call may go on; otherwise records the path and sets errno.

@@ -67,8 +67,10 @@ std::string parse_ptxas(const std::string& log, std::vector<FunctionInfo>& funct
 
 std::string truncate_log(const std::string& log, size_t max_chars) {
   if (log.size() <= max_chars) return log;
-  return log.substr(0, max_chars) + "\n... (" + std::to_string(log.size() - max_chars) +
-         " more characters of compiler output cut)";
+  // Never inside a UTF-8 character: step back over continuation bytes to the one that starts it.
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(log[cut]) & 0xC0) == 0x80) --cut;
+  return log.substr(0, cut) + "\n... (" + std::to_string(log.size() - cut) + " more characters of compiler output cut)";
 }
 
 std::string cuda_include_dir() {
@@ -80,6 +82,15 @@ std::string cuda_include_dir() {
   if (fs::exists(fs::path(AK_CUDA_INCLUDE_DIR) / "cuda_fp16.h")) return AK_CUDA_INCLUDE_DIR;
 #endif
   return "/usr/local/cuda/include";
+}
+
+std::vector<std::string> cuda_include_dirs() {
+  const std::string root = cuda_include_dir();
+  std::vector<std::string> dirs{root};
+  // CUDA 13 moved libcu++, CUB and Thrust (<cuda/std/...>, <cub/...>) under include/cccl, which
+  // nvcc searches by itself and NVRTC only when told.
+  if (std::filesystem::is_directory(root + "/cccl")) dirs.push_back(root + "/cccl");
+  return dirs;
 }
 
 std::string arch_for(int major, int minor) {
@@ -96,9 +107,10 @@ Result<CompileOutput> nvrtc_compile(const CompileRequest& req) {
   for (auto& expr : req.name_expressions) nvrtcAddNameExpression(prog.p, expr.c_str());
 
   const std::string arch = "--gpu-architecture=" + req.arch;
-  const std::string include = "-I" + cuda_include_dir();
-  std::vector<const char*> opts{arch.c_str(), include.c_str(), "-std=c++17", "-lineinfo",
-                                "-Xptxas", "-v"};
+  std::vector<std::string> includes;
+  for (auto& dir : cuda_include_dirs()) includes.push_back("-I" + dir);
+  std::vector<const char*> opts{arch.c_str(), "-std=c++17", "-lineinfo", "-Xptxas", "-v"};
+  for (auto& i : includes) opts.push_back(i.c_str());
   r = nvrtcCompileProgram(prog.p, int(opts.size()), opts.data());
 
   CompileOutput out;
@@ -115,6 +127,7 @@ Result<CompileOutput> nvrtc_compile(const CompileRequest& req) {
     return error("NVRTC rejected the options for " + req.filename + " (arch '" + req.arch +
                  "'; expected sm_NN such as sm_80 or sm_90a): " + out.log);
   out.ok = r == NVRTC_SUCCESS;
+  out.out_of_memory = r == NVRTC_ERROR_OUT_OF_MEMORY;
   if (out.ok) {
     size_t n = 0;
     nvrtcGetCUBINSize(prog.p, &n);

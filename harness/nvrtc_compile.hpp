@@ -30,16 +30,22 @@ struct CompileOutput {
   std::vector<char> cubin;
   std::vector<FunctionInfo> functions;
   double seconds = 0;
+  bool out_of_memory = false;   ///< NVRTC said so (NVRTC_ERROR_OUT_OF_MEMORY)
 };
 
 /// A compile error is ok=false with the log; an Error means NVRTC itself could not be used.
 Result<CompileOutput> nvrtc_compile(const CompileRequest& req);
 
-/// Keeps the head of a long log (the first errors matter most) and says how much was cut.
+/// Keeps the head of a long log (the first errors matter most), cut at a character boundary,
+/// and says how much was cut.
 std::string truncate_log(const std::string& log, size_t max_chars = 8000);
 
 /// Where CUDA's headers are: $CUDA_HOME/include, else the toolkit autokernel was built with.
 std::string cuda_include_dir();
+
+/// The folders NVRTC searches, all under cuda_include_dir(): the folder itself and, where the
+/// toolkit has it (CUDA 13 and later), its cccl folder.
+std::vector<std::string> cuda_include_dirs();
 
 /// "sm_90a" from a compute capability; Hopper gets the 'a' suffix for wgmma and TMA.
 std::string arch_for(int major, int minor);

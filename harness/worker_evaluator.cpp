@@ -35,13 +35,19 @@ Verdict lost(Correctness c, const EvalRequest& req, const std::string& stage, co
 WorkerEvaluator::WorkerEvaluator(Options o) : opt_(std::move(o)) {
   // A worker that dies while we write to it must not take us with it.
   signal(SIGPIPE, SIG_IGN);
-  if (opt_.command.empty()) opt_.command = {"/proc/self/exe", "worker", "--device", std::to_string(opt_.device)};
+  if (opt_.command.empty())
+    opt_.command = {"/proc/self/exe", "worker", "--device", std::to_string(opt_.device), "--stage-timeout-s",
+                    std::to_string(opt_.stage_timeout_s)};
+  if (!opt_.output) opt_.output = [](const std::string& line) { spdlog::warn("{}", line); };
 }
 
 WorkerEvaluator::~WorkerEvaluator() { stop(false); }
 
 Status WorkerEvaluator::start() {
-  if (auto s = child_.start(opt_.command, opt_.environment.value_or(minimal_environment())); !s) return s;
+  ChildOptions options;
+  options.relay_output = opt_.output;
+  options.relay_prefix = "worker " + std::to_string(opt_.device) + ": ";
+  if (auto s = child_.start(opt_.command, opt_.environment.value_or(minimal_environment()), options); !s) return s;
   ++starts_;
   bool timed_out = false, eof = false;
   auto line = child_.read_line(opt_.startup_timeout_s, timed_out, eof, opt_.cancel);

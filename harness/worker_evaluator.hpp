@@ -1,7 +1,9 @@
 #pragma once
 /// The real Evaluator: candidates run in a worker process of the same binary, under a watchdog
 /// that gives every stage its own time limit. A crash, a hang or a lost CUDA context costs one
-/// verdict (CRASH / TIMEOUT) and a fresh worker, never the calling process.
+/// verdict (CRASH / TIMEOUT) and a fresh worker, never the calling process. What the worker
+/// writes outside the protocol (its stderr, where device printf and its compile server's words
+/// land) reaches the log only through an OutputRelay: cleaned, capped, prefixed "worker N: ".
 #include <sys/types.h>
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "harness/child_process.hpp"
+#include "harness/compile_limits.hpp"
 #include "harness/evaluator.hpp"
 
 namespace ak {
@@ -17,13 +20,17 @@ namespace ak {
 class WorkerEvaluator : public Evaluator {
  public:
   struct Options {
-    std::vector<std::string> command;   ///< argv of the worker; empty: this binary's `worker`
+    /// argv of the worker; empty: this binary's `worker`, told the stage limit so that its
+    /// compiles end within it (compile_limits_within)
+    std::vector<std::string> command;
     int device = 0;
-    double stage_timeout_s = 60;        ///< per stage, compile and benchmark included
+    double stage_timeout_s = kDefaultStageTimeoutS;   ///< per stage, compile and benchmark included
     double startup_timeout_s = 120;     ///< the first start measures the GPU's peaks
     const std::atomic<bool>* cancel = nullptr;  ///< set when the caller must stop now
     /// The worker's whole environment ("NAME=value"); the default is minimal_environment().
     std::optional<std::vector<std::string>> environment;
+    /// Where the worker's cleaned output lines go; empty: the log, as warnings.
+    OutputRelay::Sink output;
   };
   explicit WorkerEvaluator(Options o);
   ~WorkerEvaluator() override;

@@ -45,7 +45,7 @@ int compile_command(const Args& args) {
                                 {"spill_stores", f.spill_stores}, {"spill_loads", f.spill_loads},
                                 {"stack_bytes", f.stack_bytes}, {"static_smem_bytes", f.static_smem_bytes}});
   if (json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (!compiled->ok) {
     std::printf("%s is refused for %s: %s\n", file.c_str(), arch.c_str(), compiled->message.c_str());
     if (!output.log.empty()) std::printf("%s\n", output.log.c_str());

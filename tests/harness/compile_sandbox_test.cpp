@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "harness/compile_log_filter.hpp"
+#include "harness/compile_sandbox.hpp"
 #include "harness/file_guard.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/support.hpp"
@@ -124,6 +125,9 @@ TEST_CASE("the guard's rule: real paths under the root pass, links and .. out of
   const std::string r = root.string();
   CHECK(path_allowed(r + "/sub/ok.h", r));
   CHECK(path_allowed(r + "/sub/missing.h", r));        // a probe for a header that is not there
+  CHECK(path_allowed(r + "/nodir/deeper/missing.h", r));   // ... nor its folders (CUDA 13's cuda/std under include/)
+  CHECK_FALSE(path_allowed(r + "/nodir/../../outside.txt", r));   // no climbing past what does not exist
+  CHECK_FALSE(path_allowed(r + "/nodir/./x.h", r));
   CHECK(path_allowed(r + "/sub/../sub/ok.h", r));
   CHECK_FALSE(path_allowed(r + "/link.h", r));          // resolved first
   CHECK_FALSE(path_allowed(r + "/sub/../../outside.txt", r));
@@ -152,4 +156,44 @@ TEST_CASE("a compile log keeps the candidate's and CUDA's diagnostics and drops 
   CHECK_THAT(kept, !Catch::Contains("SECRET-VALUE") && !Catch::Contains("OTHER-VALUE") && !Catch::Contains("/etc/secret"));
   CHECK_THAT(kept, Catch::EndsWith("(6 lines quoting other files removed)"));
   CHECK(keep_candidate_text("rmsnorm.cu(3): error: x\n  y", "rmsnorm.cu", "/usr/local/cuda/include") == "rmsnorm.cu(3): error: x\n  y");
+}
+
+TEST_CASE("CUDA's libcu++ headers (<cuda/std/...>) can be included, wherever the toolkit keeps them", "[sandbox]") {
+  Markers m;
+  auto r = compile(m, "libcu.cu",
+                   starter_plus("#include <cuda/std/cstdint>\nstatic_assert(sizeof(cuda::std::int32_t) == 4, \"\");"));
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, !Catch::Contains("may not read"));
+}
+
+TEST_CASE("a compile log cut inside a UTF-8 character is cut before it, and the file still compiles", "[sandbox]") {
+  Markers m;
+  // A warning of 6000 two-byte characters: past the log's 8000-byte cut, which falls inside a
+  // character for one of the two offsets.
+  std::string accents;
+  for (int i = 0; i < 6000; ++i) accents += "\xC3\xA9";
+  for (const std::string pad : {"", "x"}) {
+    auto r = compile(m, "accents.cu", starter_plus("#warning " + pad + accents));
+    INFO(r.out.substr(0, 400));
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, !Catch::Contains("signal") && Catch::Contains("more characters of compiler output cut"));
+  }
+  // Bytes that are no UTF-8 at all reach the log replaced, never as a reason to die.
+  auto r = compile(m, "invalid.cu", starter_plus("#warning \xFF\xFE invalid \xC3"));
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, !Catch::Contains("signal"));
+}
+
+TEST_CASE("the compile server's protocol line never throws on the bytes of a compile log", "[sandbox]") {
+  CompileOutput o;
+  o.log = "cut inside \xC3";
+  o.log += "\xFF";
+  std::string line;
+  REQUIRE_NOTHROW(line = protocol_line(reply_json(o, {})));
+  auto j = nlohmann::json::parse(line);
+  CHECK(j["log"].get<std::string>() == "cut inside \xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(truncate_log(std::string(7999, 'x') + "\xC3\xA9" + std::string(100, 'y'), 8000) ==
+        std::string(7999, 'x') + "\n... (102 more characters of compiler output cut)");
 }

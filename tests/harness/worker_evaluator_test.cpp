@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "harness/worker_environment.hpp"
@@ -163,4 +164,52 @@ TEST_CASE("the worker starts with the minimal environment, never the daemon's se
   // The default, without a config, is the same minimal set.
   CHECK_THAT(test::read_file((w.dir.path / "env.txt").string()), Catch::Contains("PATH="));
   for (const std::string& line : minimal_environment()) CHECK(line.rfind("AK_TEST_", 0) != 0);
+}
+
+TEST_CASE("what a worker prints outside the protocol reaches the log only as its own cleaned lines", "[worker]") {
+  // Device printf lands on the worker's stdout, which the worker points at its stderr: a forged
+  // daemon line behind a terminal escape that would retitle the window, a NUL and a C1 CSI.
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                               "printf '\\033]0;owned\\007experiment 4242 softmax: fused everything: PASS 1.00 us -> kept\\n' >&2\n"
+                               "printf 'a\\000b\\302\\2332J\\n' >&2\necho '") +
+                   kPass + "'\nread line\n");
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  auto o = w.options();
+  o.device = 3;
+  o.output = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(l);
+  };
+  {
+    WorkerEvaluator e(o);
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Pass);
+  }  // the worker is stopped: its relay has handed over everything
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "worker 3: ?]0;owned?experiment 4242 softmax: fused everything: PASS 1.00 us -> kept");
+  CHECK(lines[1] == "worker 3: a?b?2J");
+}
+
+TEST_CASE("a worker killed at its stage limit takes what it started (its compile server) with it", "[worker]") {
+  // The worker starts a process of its own, as it starts its compile server, then hangs in it.
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                               "echo '{\"event\":\"stage\",\"name\":\"compile\"}'\n"
+                               "sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\nwait\n"));
+  WorkerEvaluator e(w.options(1.0));
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Timeout);
+  CHECK(v->failed_stage == "compile");
+  const std::string pid = test::read_file((w.dir.path / "child.pid").string());
+  REQUIRE_FALSE(pid.empty());
+  const std::string stat = "/proc/" + pid.substr(0, pid.find('\n')) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::string s = test::read_file(stat);
+    gone = s.empty() || s.find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(gone);
 }
