@@ -67,6 +67,8 @@ std::string parse_ptxas(const std::string& log, std::vector<FunctionInfo>& funct
 
 std::string truncate_log(const std::string& log, size_t max_chars) {
   if (log.size() <= max_chars) return log;
+  // Cut before a whole UTF-8 character: the log travels as JSON, which holds only whole ones.
+  while (max_chars > 0 && (static_cast<unsigned char>(log[max_chars]) & 0xC0) == 0x80) --max_chars;
   return log.substr(0, max_chars) + "\n... (" + std::to_string(log.size() - max_chars) +
          " more characters of compiler output cut)";
 }
