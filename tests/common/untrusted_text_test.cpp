@@ -50,7 +50,7 @@ TEST_CASE("a line of outside text loses its control characters, keeps its words 
   CHECK(untrusted_line("  \x01\x02  ", 100).empty());
 }
 
-TEST_CASE("a kernel file with a NUL or an ESC is refused with the line it is on; tabs and CRLF pass", "[text]") {
+TEST_CASE("a kernel file with a NUL or an ESC is refused with the line it is on, and tabs and CRLF pass", "[text]") {
   CHECK_FALSE(kernel_file_problem("__global__ void k() {\r\n\tint x;\n}\n"));
   auto nul = kernel_file_problem(std::string("line one\nline\0two\n", 18));
   REQUIRE(nul);

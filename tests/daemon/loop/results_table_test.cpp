@@ -79,7 +79,7 @@ TEST_CASE("a file that is not a results table is refused", "[results]") {
   CHECK_THAT(rows.error().message, Catch::Contains("not autokernel's results header"));
 }
 
-TEST_CASE("an older table's rows gain a move and a failure read once from their descriptions; new rows carry them as fields", "[results]") {
+TEST_CASE("an older table's rows gain a move and a failure read once from their descriptions, and new rows carry them as fields", "[results]") {
   test::TempDir d;
   std::string path = d.write("results.tsv",
                              "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
