@@ -1,11 +1,14 @@
 #include "daemon/logging.hpp"
 
+#include "common/text_escape.hpp"
+
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -14,12 +17,36 @@
 namespace ak {
 namespace {
 
+std::string safe_payload(const spdlog::details::log_msg& msg) {
+  return terminal_safe(std::string_view(msg.payload.data(), msg.payload.size()));
+}
+
+/// %* in a pattern: the message with its control characters shown escaped, so that text quoted
+/// from an LLM or a compiler can neither steer the terminal nor forge a line of the log.
+class SafeMessage : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string s = safe_payload(msg);
+    dest.append(s.data(), s.data() + s.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SafeMessage>(); }
+};
+
+std::unique_ptr<spdlog::formatter> safe_formatter(const std::string& pattern) {
+  auto f = std::make_unique<spdlog::pattern_formatter>();
+  f->add_flag<SafeMessage>('*').set_pattern(pattern);
+  return f;
+}
+
 /// Writes "<N>message" lines to stderr, the form journald parses for a priority.
 class JournalSink : public spdlog::sinks::base_sink<std::mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    std::string line = "<" + std::to_string(syslog_priority(msg.level)) + ">" +
-                       std::string(msg.payload.data(), msg.payload.size()) + "\n";
+    std::string line = "<";
+    line += std::to_string(syslog_priority(msg.level));
+    line += ">";
+    line += safe_payload(msg);
+    line += "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   void flush_() override { std::fflush(stderr); }
@@ -62,7 +89,7 @@ void setup_logging(spdlog::level::level_enum level) {
     sink = std::make_shared<JournalSink>();
   } else {
     sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    sink->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");
+    sink->set_formatter(safe_formatter("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %*"));
   }
   sink->set_level(level);
   auto logger = std::make_shared<spdlog::logger>("autokernel", sink);
@@ -74,7 +101,7 @@ void setup_logging(spdlog::level::level_enum level) {
 Status add_log_file(const std::string& path) {
   try {
     auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
-    file->set_pattern("%Y-%m-%d %H:%M:%S.%e %-5l [%P] %v");
+    file->set_formatter(safe_formatter("%Y-%m-%d %H:%M:%S.%e %-5l [%P] %*"));
     file->set_level(spdlog::level::debug);
     spdlog::default_logger()->sinks().push_back(file);
     return ok();

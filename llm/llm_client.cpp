@@ -76,7 +76,7 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
   HttpRequest req = build_request(cfg, key, q);
   if (transcript) {
     *transcript = {{"provider", provider_name(cfg.provider)}, {"model", cfg.model}, {"url", req.url},
-                   {"request", nlohmann::json::parse(req.body)}, {"attempts", nlohmann::json::array()}};
+                   {"request", nlohmann::json::parse(req.body, nullptr, false)}, {"attempts", nlohmann::json::array()}};
   }
   static thread_local std::mt19937 rng{std::random_device{}()};
   std::string last_problem;

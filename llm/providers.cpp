@@ -1,5 +1,8 @@
 #include "llm/providers.hpp"
 
+#include "common/text_escape.hpp"
+#include "common/untrusted_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace ak {
@@ -37,13 +40,13 @@ HttpRequest build_request(const LlmConfig& cfg, const std::string& api_key, cons
         {{{"role", "system"}, {"content", q.system}},
          {{"role", "user"}, {"content", q.user}}});
   }
-  r.body = body.dump();
+  r.body = json_dump(body);   // a prompt holding any text never throws here
   return r;
 }
 
 Result<ChatReply> parse_response(ProviderKind p, const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return error("the response body is not JSON: " + body.substr(0, 200));
+  if (j.is_discarded() || !j.is_object()) return error("the response body is not JSON: " + untrusted_line(body, kMessageBytes));
   ChatReply r;
   try {
     if (p == ProviderKind::Anthropic) {
@@ -76,10 +79,12 @@ std::string error_message_of(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error")) {
     const auto& e = j["error"];
-    if (e.is_object()) return e.value("message", e.dump());
-    if (e.is_string()) return e.get<std::string>();
+    if (e.is_object() && e.contains("message") && e["message"].is_string())
+      return untrusted_line(e["message"].get<std::string>(), kMessageBytes);
+    if (e.is_object()) return untrusted_line(json_dump(e), kMessageBytes);
+    if (e.is_string()) return untrusted_line(e.get<std::string>(), kMessageBytes);
   }
-  return body.substr(0, 300);
+  return untrusted_line(body, kMessageBytes);
 }
 
 }  // namespace ak

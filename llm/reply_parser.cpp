@@ -3,6 +3,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/untrusted_text.hpp"
+
 namespace ak {
 namespace {
 
@@ -55,8 +57,9 @@ Result<ProposedEdit> parse_reply(const std::string& reply, bool truncated, const
   if (trim(block).empty()) return error("the reply's code block is empty");
   if (block.find(entry) == std::string::npos)
     return error("the proposed file does not define the entry point '" + entry + "'");
+  if (auto problem = kernel_file_problem(block)) return error("the proposed file was refused: " + *problem);
+  description = untrusted_line(description, kDescriptionBytes);
   if (description.empty()) description = "(no description given)";
-  if (description.size() > 200) description = description.substr(0, 197) + "...";
   return ProposedEdit{description, block};
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "config/config.hpp"
+#include "common/text_escape.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/commands/commands.hpp"
@@ -108,7 +109,7 @@ int propose_command(const Args& args) {
   if (!*proposal) return std::fprintf(stderr, "autokernel propose: the proposer has nothing to propose\n"), kExitFailure;
   if (out.empty()) out = "proposed-" + type + ".cu";
   if (auto s = write_file_atomic(out, (*proposal)->source); !s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), kExitFailure;
-  std::printf("%s\nwritten to %s (%lld tokens)\n", (*proposal)->description.c_str(), out.c_str(), (*proposal)->tokens);
+  std::printf("%s\nwritten to %s (%lld tokens)\n", terminal_safe((*proposal)->description).c_str(), out.c_str(), (*proposal)->tokens);
   return kExitOk;
 }
 

@@ -20,10 +20,29 @@ FinishedJob FinishedQueue::pop() {
   return f;
 }
 
-void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue) {
-  FinishedJob f;
+namespace {
+
+std::string what_of(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+Result<std::optional<Proposal>> propose_guarded(Proposer& proposer, const ProposalContext& ctx) {
+  try {
+    return proposer.propose(ctx);
+  } catch (...) {
+    return error("the proposer failed: " + what_of(std::current_exception()));
+  }
+}
+
+void propose_and_judge(ExperimentJob& job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue, FinishedJob& f) {
   if (job.propose_on_thread) {
-    auto p = proposer.propose(job.context);
+    auto p = propose_guarded(proposer, job.context);
     if (!p) {
       f.no_proposal = p.error().message;
     } else if (!*p) {
@@ -42,6 +61,20 @@ void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, Finish
     auto v = evaluator.evaluate(job.request);
     if (v) f.verdict = std::move(*v);
     else f.eval_failure = v.error().message;
+  }
+}
+
+}  // namespace
+
+void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue) {
+  FinishedJob f;
+  // Nothing thrown here may end the daemon: it comes back as this experiment's error row.
+  try {
+    propose_and_judge(job, proposer, evaluator, queue, f);
+  } catch (...) {
+    f.verdict.reset();
+    f.eval_failure.reset();
+    f.thrown = what_of(std::current_exception());
   }
   f.job = std::move(job);
   queue.push(std::move(f));

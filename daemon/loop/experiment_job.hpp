@@ -36,6 +36,9 @@ struct FinishedJob {
   std::optional<std::string> eval_failure;   ///< the evaluator gave no verdict (no worker, cancelled)
   std::optional<std::string> no_proposal;    ///< the proposer failed (an unusable LLM answer)
   bool nothing_to_propose = false;           ///< the proposer had nothing new
+  /// Something threw after the proposal arrived (writing the candidate, judging it): recorded as
+  /// an ERROR row, and the run goes on.
+  std::optional<std::string> thrown;
   /// Not finished: the proposal asked on the thread has arrived and is being judged (the loop
   /// may ask the next question).
   bool proposed_only = false;
@@ -53,7 +56,8 @@ class FinishedQueue {
 };
 
 /// The work of one job on its thread: propose if asked to (then say so through `queue`), write
-/// the candidate, evaluate, and leave the result in `queue`.
+/// the candidate, evaluate, and leave the result in `queue`. Never throws: an exception from the
+/// proposer is a failed proposal, one from anything after it is `thrown`.
 void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue);
 
 }  // namespace ak

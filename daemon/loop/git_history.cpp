@@ -2,6 +2,7 @@
 
 #include <git2.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace ak {
@@ -35,7 +36,10 @@ CommitInfo info_of(git_commit* c) {
 
 std::map<std::string, std::string> parse_trailers(const std::string& message) {
   std::map<std::string, std::string> t;
-  std::istringstream in(message);
+  // Only the last paragraph holds trailers: a line of the subject or body never reads as one.
+  const size_t end = message.find_last_not_of('\n');
+  const size_t blank = end == std::string::npos ? std::string::npos : message.rfind("\n\n", end);
+  std::istringstream in(blank == std::string::npos ? std::string() : message.substr(blank + 2));
   for (std::string line; std::getline(in, line);) {
     size_t colon = line.find(": ");
     if (colon == std::string::npos || colon == 0) continue;
@@ -87,7 +91,10 @@ Result<std::string> GitHistory::commit_file(const std::string& relpath, const st
   const bool has_parent = git_reference_name_to_id(&parent_id, repo_, "HEAD") == 0;
   if (has_parent && git_commit_lookup(&parent.p, repo_, &parent_id) != 0) return error(git_failure("reading HEAD"));
   const git_commit* parents[] = {parent.p};
-  if (git_commit_create(&commit_id, repo_, "HEAD", sig.p, sig.p, nullptr, message.c_str(), tree.p,
+  // libgit2 reads the message as a C string: a NUL would cut it before its trailers.
+  std::string text = message;
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  if (git_commit_create(&commit_id, repo_, "HEAD", sig.p, sig.p, nullptr, text.c_str(), tree.p,
                         has_parent ? 1 : 0, parents) != 0)
     return error(git_failure("committing " + relpath));
   char hex[GIT_OID_HEXSZ + 1] = {};

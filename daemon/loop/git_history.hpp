@@ -20,7 +20,7 @@ struct CommitInfo {
   std::map<std::string, std::string> trailers;   ///< "Autokernel-Experiment" -> "12"
 };
 
-/// "Key: value" lines at the end of a message.
+/// "Key: value" lines of a message's last paragraph (after its last blank line).
 std::map<std::string, std::string> parse_trailers(const std::string& message);
 
 class GitHistory {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_escape.hpp"
 #include "daemon/loop/run_directory.hpp"
 
 namespace ak {
@@ -24,6 +25,7 @@ Status InFlightLedger::load() {
     f.tag = e.value("tag", "");
     f.device = e.value("device", 0);
     f.description = e.value("description", "");
+    f.structure_move = e.value("structure_move", false);
     f.tokens = e.value("tokens", 0LL);
     f.cost_usd = e.value("cost_usd", 0.0);
     f.started_s = e.value("started_s", 0.0);
@@ -59,8 +61,8 @@ Status InFlightLedger::save() const {
   nlohmann::json j = nlohmann::json::array();
   for (auto& f : entries_)
     j.push_back({{"experiment", f.experiment}, {"tag", f.tag}, {"device", f.device}, {"description", f.description},
-                 {"tokens", f.tokens}, {"cost_usd", f.cost_usd}, {"started_s", f.started_s}});
-  return write_file_atomic(path_, j.dump(1) + "\n");
+                 {"structure_move", f.structure_move},                 {"tokens", f.tokens}, {"cost_usd", f.cost_usd}, {"started_s", f.started_s}});
+  return write_file_atomic(path_, json_dump(j, 1) + "\n");
 }
 
 }  // namespace ak

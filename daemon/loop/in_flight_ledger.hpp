@@ -18,6 +18,7 @@ struct InFlight {
   long long tokens = 0;
   double cost_usd = 0;
   double started_s = 0;           ///< on the loop's clock
+  bool structure_move = false;    ///< a switch to another structure (MoveKind::Structure)
 };
 
 class InFlightLedger {

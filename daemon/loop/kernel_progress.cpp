@@ -38,10 +38,10 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
     if (!k.has_baseline) {
       k.has_baseline = true;
       k.starter_failed = !row.kept;
-      k.starter_failure = row.description;
-      const size_t at = row.description.find(kAgainst);
+      k.starter_failure = row.failure.empty() ? row.description : row.description + " -- " + row.failure;
+      // A baseline row's description is the daemon's own (baseline_description), never a proposer's.
+      const size_t at = row.move == MoveKind::Baseline ? row.description.find(kAgainst) : std::string::npos;
       k.baseline_source = at == std::string::npos ? "the harness's measurement" : row.description.substr(at + std::strlen(kAgainst));
-      if (const size_t cut = k.baseline_source.find(" -- "); cut != std::string::npos) k.baseline_source.resize(cut);
       if (row.kept) {
         k.baseline_us = row.speedup > 0 ? row.speedup * row.latency_us : row.latency_us;
         k.best_us = row.latency_us;
@@ -57,7 +57,7 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
       k.best_throughput = row.throughput;
       k.best_pct_peak = row.pct_peak;
       k.consecutive_reverts = 0;
-    } else if (row.description.rfind(kStructureMove, 0) != 0) {
+    } else if (row.move != MoveKind::Structure) {
       k.consecutive_reverts++;   // reverts count within a structure: a tried switch is not one
     }
     return;

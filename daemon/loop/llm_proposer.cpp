@@ -1,6 +1,8 @@
 #include "daemon/loop/llm_proposer.hpp"
 
 #include "common/format.hpp"
+#include "common/text_escape.hpp"
+#include "common/untrusted_text.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -41,15 +43,15 @@ std::string history_text(const ProposalContext& ctx) {
   size_t first = ctx.history.size() > 12 ? ctx.history.size() - 12 : 0;  // the last dozen
   for (size_t i = first; i < ctx.history.size(); ++i) {
     const PastExperiment& e = ctx.history[i];
-    h += "- " + e.description + ": " + e.correctness;
+    h += "- " + untrusted_line(e.description, kDescriptionBytes) + ": " + e.correctness;
     if (e.correctness == "PASS") h += format_numbers(", %.2f us", e.latency_us);
     h += e.kept ? ", kept" : ", reverted";
-    if (!e.failure.empty()) h += ": " + e.failure.substr(0, 600);
+    if (!e.failure.empty()) h += ": " + untrusted_text(e.failure, kMessageBytes + kCompileLogBytes);
     h += "\n";
   }
   // Proposals judged on other GPUs right now: the model should not propose them again.
   for (auto& e : ctx.in_flight)
-    h += "- " + (e.description.empty() ? std::string("(a proposal still being written)") : e.description) +
+    h += "- " + (e.description.empty() ? std::string("(a proposal still being written)") : untrusted_line(e.description, kDescriptionBytes)) +
          ": being judged now on another GPU; propose something different\n";
   return h;
 }
@@ -114,7 +116,7 @@ Result<std::optional<Proposal>> LlmProposer::propose(const ProposalContext& ctx)
     std::filesystem::create_directories(transcripts_dir_, ec);
     char name[64];
     std::snprintf(name, sizeof name, "/%04lld-", ctx.experiment);
-    (void)write_file_atomic(transcripts_dir_ + name + ctx.tag + ".json", transcript.dump(2) + "\n");
+    (void)write_file_atomic(transcripts_dir_ + name + ctx.tag + ".json", json_dump(transcript, 2) + "\n");
   }
   if (!reply) {
     std::lock_guard<std::mutex> l(mu_);

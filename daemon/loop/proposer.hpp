@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "daemon/loop/results_table.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -17,6 +18,7 @@ struct PastExperiment {
   double latency_us = 0;
   bool kept = false;
   std::string failure;         ///< the message of a failed one
+  MoveKind move = MoveKind::Edit;
 };
 
 struct ProposalContext {
@@ -39,9 +41,10 @@ struct ProposalContext {
   std::vector<PastExperiment> in_flight;
 };
 
-/// How a proposal that switches a kernel to another structure (kernels_cuda/variants.hpp) begins
-/// its description: a revert of one does not count toward "reverts in a row", which count
-/// within a structure, so a run does not end before the variants were tried.
+/// How the description of a proposal that switches a kernel to another structure
+/// (kernels_cuda/variants.hpp) begins, for people. What counts is its MoveKind::Structure: a revert
+/// of one does not count toward "reverts in a row", which count within a structure, so a run does
+/// not end before the variants were tried; a description's words never decide that.
 inline constexpr const char* kStructureMove = "structure: ";
 
 struct Proposal {
@@ -49,6 +52,7 @@ struct Proposal {
   std::string description;     ///< one line
   long long tokens = 0;        ///< LLM tokens spent on it
   double cost_usd = 0;
+  MoveKind move = MoveKind::Edit;
 };
 
 class Proposer {

@@ -9,14 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text_escape.hpp"
+
 namespace ak {
 namespace {
 
-std::string clean(std::string s) {
-  for (char& c : s)
-    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-  return s;
-}
+std::string clean(const std::string& s) { return tsv_field(s); }
 
 std::string num(double v, int precision) {
   char buf[64];
@@ -40,8 +38,12 @@ std::vector<std::string> split_tabs(const std::string& line) {
 const std::string& results_header() {
   static const std::string h =
       "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise";
+      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure";
   return h;
+}
+
+const char* move_name(MoveKind m) {
+  return m == MoveKind::Structure ? "structure" : m == MoveKind::Baseline ? "baseline" : "edit";
 }
 
 namespace {
@@ -52,6 +54,29 @@ const std::string& header_v1() {
   return h;
 }
 
+/// The header before the move and failure columns; its rows have 17 fields.
+const std::string& header_v2() {
+  static const std::string h = results_header().substr(0, results_header().find("\tmove"));
+  return h;
+}
+
+/// A row of an older table: what the daemon then wrote into its description alone.
+void read_legacy_description(ResultRow& r) {
+  if (r.description.rfind("baseline: the starter", 0) == 0) r.move = MoveKind::Baseline;
+  else if (r.description.rfind("structure: ", 0) == 0) r.move = MoveKind::Structure;
+  if (const size_t cut = r.description.find(" -- "); cut != std::string::npos) {
+    r.failure = r.description.substr(cut + 4);
+    r.description.resize(cut);
+  }
+}
+
+Result<MoveKind> parse_move(const std::string& s) {
+  if (s == "edit") return MoveKind::Edit;
+  if (s == "structure") return MoveKind::Structure;
+  if (s == "baseline") return MoveKind::Baseline;
+  return error("the move field is '" + s + "', not edit, structure or baseline");
+}
+
 }  // namespace
 
 std::string format_row(const ResultRow& r) {
@@ -60,13 +85,13 @@ std::string format_row(const ResultRow& r) {
          num(r.speedup, 4) + "\t" + clean(r.correctness) + "\t" + num(r.peak_vram_mb, 1) + "\t" +
          (r.kept ? "yes" : "no") + "\t" + clean(r.commit) + "\t" + std::to_string(r.llm_tokens) + "\t" +
          num(r.seconds, 2) + "\t" + clean(r.description) + "\t" + num(r.paired_best_us, 3) + "\t" +
-         num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5);
+         num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5) + "\t" + move_name(r.move) + "\t" + clean(r.failure);
 }
 
 Result<ResultRow> parse_row(const std::string& line) {
   auto f = split_tabs(line);
-  if (f.size() != 14 && f.size() != 17)
-    return error("expected 17 tab-separated fields (14 before the paired columns), found " + std::to_string(f.size()));
+  if (f.size() != 14 && f.size() != 17 && f.size() != 19)
+    return error("expected 19 tab-separated fields (14 or 17 in older tables), found " + std::to_string(f.size()));
   try {
     ResultRow r;
     r.experiment = std::stoll(f[0]);
@@ -83,11 +108,19 @@ Result<ResultRow> parse_row(const std::string& line) {
     r.llm_tokens = std::stoll(f[11]);
     r.seconds = std::stod(f[12]);
     r.description = f[13];
-    if (f.size() == 17) {
+    if (f.size() >= 17) {
       r.paired_best_us = std::stod(f[14]);
       r.paired_ratio = std::stod(f[15]);
       r.paired_noise = std::stod(f[16]);
     }
+    if (f.size() < 19) {
+      read_legacy_description(r);
+      return r;
+    }
+    auto move = parse_move(f[17]);
+    if (!move) return move.error();
+    r.move = *move;
+    r.failure = f[18];
     return r;
   } catch (const std::exception&) {
     return error("a field is not a number where one is expected");
@@ -107,8 +140,8 @@ Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string&
     if (nl == std::string::npos) break;  // a last line without its newline was cut short
     std::string line = text.substr(pos, nl - pos);
     if (header) {
-      if (line == header_v1() && old_header) *old_header = true;
-      else if (line != results_header() && line != header_v1())
+      if ((line == header_v1() || line == header_v2()) && old_header) *old_header = true;
+      else if (line != results_header() && line != header_v1() && line != header_v2())
         return error(path + ": the first line is not autokernel's results header; is this a results.tsv of another tool?");
       header = false;
     } else {

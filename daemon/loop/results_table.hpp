@@ -9,6 +9,11 @@
 
 namespace ak {
 
+/// What an experiment was, recorded as a field: what a row counts for never depends on the words
+/// of its description, which an LLM writes.
+enum class MoveKind { Edit, Structure, Baseline };
+const char* move_name(MoveKind m);
+
 struct ResultRow {
   long long experiment = 0;
   std::string tag;              ///< the kernel entry's id, e.g. "rmsnorm"
@@ -17,7 +22,7 @@ struct ResultRow {
   double latency_us = 0;
   double pct_peak = 0;
   double speedup = 0;           ///< over the baseline
-  std::string correctness;      ///< PASS, FAIL, COMPILE_ERROR, TIMEOUT, CRASH, SUSPECT, NO_PROPOSAL
+  std::string correctness;      ///< PASS, FAIL, COMPILE_ERROR, TIMEOUT, CRASH, SUSPECT, NO_PROPOSAL, ERROR
   double peak_vram_mb = 0;
   bool kept = false;
   std::string commit;           ///< the commit of a kept row
@@ -28,6 +33,8 @@ struct ResultRow {
   double paired_best_us = 0;    ///< the best's median in the candidate's own timing
   double paired_ratio = 0;      ///< median of candidate / best over the pairs
   double paired_noise = 0;      ///< half-width of that median's 95% interval
+  MoveKind move = MoveKind::Edit;   ///< a baseline, an edit, or a switch to another structure
+  std::string failure{};        ///< why a row did not pass (the harness's or proposer's message)
 };
 
 /// The header line, without its newline.
@@ -37,7 +44,9 @@ Result<ResultRow> parse_row(const std::string& line);
 
 /// Reads the table, dropping a last line cut short by a crash (and truncating the file to the
 /// last whole row); creates it with its header when absent. A table of an older autokernel,
-/// without the paired columns, is rewritten with them (empty) so new rows fit its header.
+/// without the paired columns or the move and failure columns, is rewritten with them so new rows
+/// fit its header (an older row's move and failure are read once from its description, the only
+/// place such a table kept them).
 Result<std::vector<ResultRow>> open_results(const std::string& path);
 /// Reads the table as it is, changing nothing (for readers while the daemon writes).
 Result<std::vector<ResultRow>> read_results(const std::string& path);

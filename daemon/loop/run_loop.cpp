@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/text_escape.hpp"
+#include "common/untrusted_text.hpp"
 #include "daemon/loop/scheduler.hpp"
 
 namespace ak {
@@ -29,7 +31,10 @@ std::string best_out_of_line(const Verdict& v, double kept_us) {
 }
 
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit) {
-  std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " + row.description + "\n\n";
+  // The subject is one line of text with no NUL (libgit2 takes a C string): a description can
+  // neither cut the message before its trailers nor add a line that reads as one.
+  std::string m = "experiment " + std::to_string(row.experiment) + ": " + row.tag + ": " +
+                  tsv_field(untrusted_line(row.description, kDescriptionBytes)) + "\n\n";
   m += format_numbers("%.2f us, %.1f ", row.latency_us, row.throughput) + unit + format_numbers(", %.1f%% of peak", row.pct_peak * 100);
   if (previous_best_us > 0)
     m += format_numbers(": %+.1f%% time vs the previous best (%.2f us)", (row.latency_us / previous_best_us - 1) * 100, previous_best_us);
@@ -37,6 +42,7 @@ std::string commit_message(const ResultRow& row, double previous_best_us, const 
   m += "Autokernel-Experiment: " + std::to_string(row.experiment) + "\n";
   m += "Autokernel-Kernel: " + row.tag + "\n";
   m += "Autokernel-Type: " + row.kernel_type + "\n";
+  m += std::string("Autokernel-Move: ") + move_name(row.move) + "\n";
   m += format_numbers("Autokernel-Latency-Us: %.3f\n", row.latency_us);
   m += format_numbers("Autokernel-Throughput: %.2f\n", row.throughput);
   m += format_numbers("Autokernel-Pct-Peak: %.4f\n", row.pct_peak);
@@ -65,6 +71,9 @@ Result<ResultRow> row_from_commit(const CommitInfo& c) {
     r.correctness = t.count("Autokernel-Correctness") ? t.at("Autokernel-Correctness") : "PASS";
     r.kept = true;
     r.commit = c.id;
+    r.move = MoveKind::Edit;   // commits of an older autokernel carry no move: its kept rows count alike
+    if (auto m = t.find("Autokernel-Move"); m != t.end())
+      r.move = m->second == "structure" ? MoveKind::Structure : m->second == "baseline" ? MoveKind::Baseline : MoveKind::Edit;
     std::string subject = c.message.substr(0, c.message.find('\n'));
     std::string prefix = "experiment " + std::to_string(r.experiment) + ": " + r.tag + ": ";
     r.description = subject.rfind(prefix, 0) == 0 ? subject.substr(prefix.size()) : subject;
@@ -163,7 +172,12 @@ Status RunLoop::recover_from_git() {
   if (!head) return head.error();
   if (!*head) return ok();
   auto row = row_from_commit(**head);
-  if (!row) return row.error();
+  if (!row) {
+    // One damaged commit does not cost the run: results.tsv is the truth, and a row it lacks is
+    // recorded as lost rather than guessed.
+    spdlog::warn("{}: skipped; results.tsv keeps the rows, and a row only that commit held is lost", row.error().message);
+    return ok();
+  }
   for (auto& r : rows_)
     if (r.experiment == row->experiment) return ok();
   // Killed between the commit and its row: the commit's trailers give the row back.
@@ -212,14 +226,13 @@ ProposalContext RunLoop::context(size_t index) const {
     e.correctness = r.correctness;
     e.latency_us = r.latency_us;
     e.kept = r.kept;
-    if (auto cut = r.description.find(" -- "); cut != std::string::npos) {
-      e.failure = r.description.substr(cut + 4);
-      e.description = r.description.substr(0, cut);
-    }
+    e.move = r.move;
+    e.failure = untrusted_line(r.failure, kMessageBytes);
     if (r.correctness == "COMPILE_ERROR")
       if (auto text = read_text(dir_.path(verdict_file(r.experiment, r.tag))); text.ok()) {
         auto j = nlohmann::json::parse(*text, nullptr, false);
-        if (j.is_object()) e.failure += "\n" + j.value("compile_log", std::string()).substr(0, 1500);
+        if (j.is_object() && j.contains("compile_log") && j["compile_log"].is_string())
+          e.failure += "\n" + untrusted_text(j["compile_log"].get<std::string>(), kCompileLogBytes);
       }
     ctx.history.push_back(e);
   }
@@ -228,6 +241,7 @@ ProposalContext RunLoop::context(size_t index) const {
       PastExperiment e;
       e.description = job.proposal.description;
       e.source = job.proposal.source;
+      e.move = job.proposal.move;
       e.correctness = "IN_FLIGHT";
       ctx.in_flight.push_back(e);
     }
@@ -323,7 +337,7 @@ Result<RunOutcome> RunLoop::run() {
       continue;
     }
     threads_[f.job.worker].join();
-    if (auto s = finish(std::move(f)); !s && !failed) {
+    if (auto s = finish_guarded(std::move(f)); !s && !failed) {
       failed = s.error();
       ending = true;
       if (busy_gpus()) spdlog::error("{}; waiting for the {} other experiment(s) in flight", failed->message, busy_gpus());
@@ -366,7 +380,7 @@ void RunLoop::write_state(const std::string& status) const {
                             {"in_flight", k.in_flight}, {"gpu_model", k.model},
                             {"converged", c ? *c : ""}});
   }
-  if (auto s = write_file_atomic(dir_.state(), j.dump(2) + "\n"); !s) spdlog::warn("{}", s.error().message);
+  if (auto s = write_file_atomic(dir_.state(), json_dump(j, 2) + "\n"); !s) spdlog::warn("{}", s.error().message);
 }
 
 std::string RunLoop::summary() const {

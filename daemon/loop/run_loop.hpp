@@ -76,6 +76,9 @@ class RunLoop {
   ExperimentJob new_job(size_t k, size_t w, long long n, bool baseline);
   /// The keep/revert decision on a finished experiment, its commit and its row.
   Status finish(FinishedJob f);
+  /// finish(), with whatever it throws recorded as the experiment's ERROR row.
+  Status finish_guarded(FinishedJob f);
+  Status record_error(const ExperimentJob& job, const std::string& why);
   Status judge_again(ExperimentJob job);
   /// The current best judged again, alone, when a pairing found it out of line with the time it
   /// was kept at (daemon/loop/run_loop_best.cpp): started on a free GPU, then kept or demoted.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/format.hpp"
+#include "common/untrusted_text.hpp"
 
 namespace ak {
 
@@ -49,7 +50,8 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
     row.correctness = kBestJudgedAgain;
     row.description = format_numbers("the best judged again on its own: %.2f us now, kept at %.2f us", latency, k.best_us);
   } else if (chain.size() < 2) {
-    row.description = "the best judged again on its own fails, with no earlier best to go back to -- " + v.message;
+    row.description = "the best judged again on its own fails, with no earlier best to go back to";
+    row.failure = untrusted_line(v.message, kMessageBytes);
   } else {
     const ResultRow& back = chain[chain.size() - 2];
     auto source = read_text(dir_.path(dir_.experiment_file(back.experiment, k.tag)));
@@ -64,8 +66,10 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
     row.kept = true;
     row.llm_tokens = 0;
     row.seconds = clock_.now_s() - job.started_s;
-    row.description = "the best judged again on its own fails (" + v.message + "): demoted; experiment " +
-                      std::to_string(back.experiment) + " is the best again";
+    row.description = "the best judged again on its own fails: demoted; experiment " + std::to_string(back.experiment) +
+                      " is the best again";
+    row.failure = untrusted_line(v.message, kMessageBytes);
+    row.move = MoveKind::Edit;
     auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, failed_best_us, v.throughput_unit));
     if (!sha) return sha.error();
     row.commit = *sha;

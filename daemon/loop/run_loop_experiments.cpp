@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/format.hpp"
+#include "common/text_escape.hpp"
+#include "common/untrusted_text.hpp"
 #include "daemon/loop/scheduler.hpp"
 
 namespace ak {
@@ -36,6 +38,7 @@ Status RunLoop::dispatch_free_gpus() {
     ExperimentJob job = new_job(k, *w, e.experiment, !kernels_[k].has_baseline);
     job.proposal.source = read_text(job.candidate_path).value_or("");
     job.proposal.description = e.description.empty() ? "(proposed before a restart)" : e.description;
+    job.proposal.move = e.structure_move ? MoveKind::Structure : MoveKind::Edit;
     job.proposal.tokens = e.tokens;
     job.proposal.cost_usd = e.cost_usd;
     job.request.source = job.proposal.source;
@@ -132,7 +135,7 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
   if (job.baseline)
     if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
   InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
-                 job.proposal.cost_usd, job.started_s};
+                 job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure};
   if (job.times_judged == 0)
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
@@ -150,9 +153,30 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
 Status RunLoop::record_no_proposal(const ExperimentJob& job, const std::string& why) {
   const KernelProgress& kp = kernels_[job.kernel];
   ResultRow row{job.experiment, kp.tag, kp.spec->type, 0, 0, 0, 0, "NO_PROPOSAL", 0, false, "", 0,
-                clock_.now_s() - job.started_s, "no usable proposal: " + why};
-  spdlog::warn("experiment {} {}: {}", job.experiment, kp.tag, row.description);
+                clock_.now_s() - job.started_s, "no usable proposal"};
+  row.failure = untrusted_line(why, kMessageBytes);
+  spdlog::warn("experiment {} {}: {}: {}", job.experiment, kp.tag, row.description, row.failure);
   return record(row);
+}
+
+Status RunLoop::record_error(const ExperimentJob& job, const std::string& why) {
+  const KernelProgress& kp = kernels_[job.kernel];
+  ResultRow row{job.experiment, kp.tag, kp.spec->type, 0, 0, 0, 0, "ERROR", 0, false, "", job.proposal.tokens,
+                clock_.now_s() - job.started_s, job.proposal.description};
+  row.move = job.baseline ? MoveKind::Baseline : job.proposal.move;
+  row.failure = untrusted_line(why, kMessageBytes);
+  spdlog::error("experiment {} {}: {}; recorded as ERROR, the run goes on", job.experiment, kp.tag, row.failure);
+  if (auto s = record(row); !s) return s;
+  return ledger_->remove(job.experiment);
+}
+
+Status RunLoop::finish_guarded(FinishedJob f) {
+  const ExperimentJob job = f.job;
+  try {
+    return finish(std::move(f));
+  } catch (const std::exception& e) {
+    return record_error(job, std::string("the daemon failed on its verdict: ") + e.what());
+  }
 }
 
 Status RunLoop::judge_again(ExperimentJob job) {
@@ -174,6 +198,7 @@ Status RunLoop::proposal_arrived(const ExperimentJob& job) {
   for (auto e : ledger_->entries())
     if (e.experiment == job.experiment) {
       e.description = job.proposal.description;
+      e.structure_move = job.proposal.move == MoveKind::Structure;
       e.tokens = job.proposal.tokens;
       e.cost_usd = job.proposal.cost_usd;
       return ledger_->update(e);
@@ -202,6 +227,7 @@ Status RunLoop::finish(FinishedJob f) {
     if (auto s = record_no_proposal(job, *f.no_proposal); !s) return s;
     return ledger_->remove(n);
   }
+  if (f.thrown) return record_error(job, "it failed while being judged: " + *f.thrown);
   if (f.eval_failure) {
     if (stop_requested()) return ok();   // abandoned by the stop: the ledger runs it again at the next start
     return error("experiment " + std::to_string(n) + " (" + k.tag + ") on GPU " + std::to_string(gpus_[job.worker].device) +
@@ -214,7 +240,7 @@ Status RunLoop::finish(FinishedJob f) {
   const Proposal& proposal = job.proposal;
   // The whole verdict beside the candidate: the compile log and the worst element, for the
   // proposer's next prompt and for a person reading the run.
-  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), nlohmann::json(v).dump(2) + "\n");
+  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
   // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.
@@ -231,6 +257,9 @@ Status RunLoop::finish(FinishedJob f) {
 
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
                 v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
+  row.move = baseline ? MoveKind::Baseline : proposal.move;
+  // The harness's message can quote the compiler, which quotes the candidate: outside text.
+  const std::string message = untrusted_line(v.message, kMessageBytes);
   if (baseline) {
     // What the user runs today: their baseline_us, or cuBLAS for a GEMM; else the starter itself,
     // since the harness's plain reference kernels are slower than the starters and a "2x" over
@@ -242,10 +271,11 @@ Status RunLoop::finish(FinishedJob f) {
   row.paired_best_us = v.paired.best_us;
   row.paired_ratio = v.paired.ratio;
   row.paired_noise = v.paired.noise;
-  if (!v.passed()) row.description += " -- " + v.message;
+  if (!v.passed()) row.failure = message;
   if (!doubt.empty()) {
-    row.description += " -- not kept: " + doubt + "; the best is judged again on its own";
-    spdlog::warn("experiment {} {}: {}: the best is judged again on its own before anything is kept beside it", n, k.tag, doubt);
+    row.failure = untrusted_line("not kept: " + doubt + "; the best is judged again on its own", kMessageBytes);
+    spdlog::warn("experiment {} {}: {}: the best is judged again on its own before anything is kept beside it", n, k.tag,
+                 row.failure);
     k.best_to_rejudge = true;
   }
   row.seconds = clock_.now_s() - job.started_s;
@@ -269,7 +299,7 @@ Status RunLoop::finish(FinishedJob f) {
                  v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
                  : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
   else
-    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", n, k.tag, on_gpu, proposal.description, row.correctness, v.message);
+    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", n, k.tag, on_gpu, proposal.description, row.correctness, message);
   if (notifier_)
     notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
   return ok();

@@ -12,7 +12,7 @@ namespace ak {
 int reverts_in_structure(const std::vector<PastExperiment>& history) {
   int n = 0;
   for (auto it = history.rbegin(); it != history.rend() && !it->kept; ++it)
-    if (it->description.rfind(kStructureMove, 0) != 0) ++n;
+    if (it->move != MoveKind::Structure) ++n;
   return n;
 }
 
@@ -43,6 +43,7 @@ namespace {
 Proposal move(const std::string& from, const KernelVariant& to, const std::string& source, const std::string& how) {
   Proposal p;
   p.source = source;
+  p.move = MoveKind::Structure;
   p.description = std::string(kStructureMove) + variant_name(from) + " -> " + to.name + " (" + how + "): " + to.story;
   return p;
 }

@@ -14,7 +14,7 @@
 namespace ak {
 
 /// Reverts in a row at the end of a kernel's history within its current structure: a tried
-/// structure move (description starting with kStructureMove) neither counts nor breaks the run.
+/// structure move (MoveKind::Structure) neither counts nor breaks the run.
 int reverts_in_structure(const std::vector<PastExperiment>& history);
 
 /// "name AK_X=1 AK_Y=2": a configuration's identity across structures.

@@ -1,6 +1,7 @@
 #include "daemon/report/run_report.hpp"
 
 #include "common/format.hpp"
+#include "common/text_escape.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,11 @@
 
 namespace ak {
 namespace {
+
+/// A string field of state.json, whatever type a damaged or hand-edited file gives it.
+std::string field(const nlohmann::json& j, const char* key, const std::string& otherwise) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : otherwise;
+}
 
 }  // namespace
 
@@ -28,18 +34,19 @@ Result<RunSnapshot> read_run(const std::string& dir) {
 
 std::string status_text(const RunSnapshot& s) {
   const auto& st = s.state;
-  std::string out = "run " + st.value("run", std::filesystem::path(s.dir).filename().string()) + " (" +
-                    st.value("status", "unknown") + "): " + std::to_string(s.rows.size()) + " experiments, " +
+  // Every text here may quote an LLM: shown with its control characters escaped (terminal_safe).
+  std::string out = "run " + terminal_safe(field(st, "run", std::filesystem::path(s.dir).filename().string())) + " (" +
+                    terminal_safe(field(st, "status", "unknown")) + "): " + std::to_string(s.rows.size()) + " experiments, " +
                     format_numbers("%.2f h, ", st.value("seconds", 0.0) / 3600) + std::to_string(st.value("llm_tokens", 0LL)) +
                     format_numbers(" LLM tokens ($%.2f)\n", st.value("llm_cost_usd", 0.0));
   out += "kernel        baseline us    best us   speedup  pct_peak  experiments  converged\n";
   std::string against;
   if (st.contains("kernels"))
     for (auto& k : st["kernels"]) {
-      against += (against.empty() ? "" : "; ") + k.value("tag", std::string("?")) + ": " + k.value("baseline", std::string("?"));
+      against += (against.empty() ? "" : "; ") + terminal_safe(field(k, "tag", "?")) + ": " + terminal_safe(field(k, "baseline", "?"));
       char line[512];
-      std::string conv = k.value("converged", "");
-      std::snprintf(line, sizeof line, "%-12s %12.2f %10.2f %8.3fx %8.1f%% %12d  %s\n", k.value("tag", "?").c_str(),
+      std::string conv = terminal_safe(field(k, "converged", ""));
+      std::snprintf(line, sizeof line, "%-12s %12.2f %10.2f %8.3fx %8.1f%% %12d  %s\n", terminal_safe(field(k, "tag", "?")).c_str(),
                     k.value("baseline_us", 0.0), k.value("best_us", 0.0), k.value("speedup", 0.0),
                     k.value("pct_peak", 0.0) * 100, k.value("experiments", 0),
                     conv.empty() ? ("no (" + std::to_string(k.value("consecutive_reverts", 0)) + " reverts in a row)").c_str()
@@ -50,40 +57,42 @@ std::string status_text(const RunSnapshot& s) {
   out += format_numbers("whole program (Amdahl, weights as configured): %.3fx\n", st.value("amdahl_speedup", 1.0));
   if (!s.rows.empty()) {
     const ResultRow& r = s.rows.back();
-    out += "last: experiment " + std::to_string(r.experiment) + " " + r.tag + ": " + r.description + ": " +
-           r.correctness + format_numbers(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
+    out += "last: experiment " + std::to_string(r.experiment) + " " + terminal_safe(r.tag) + ": " + terminal_safe(r.description) + ": " +
+           terminal_safe(r.correctness) + (r.failure.empty() ? "" : " (" + terminal_safe(r.failure) + ")") + format_numbers(" %.2f us", r.latency_us) + (r.kept ? ", kept" : ", reverted") + "\n";
   }
   // What each GPU is doing now (a run that has stopped shows them idle, or what was in flight).
   if (st.contains("gpus") && st["gpus"].is_array())
     for (auto& g : st["gpus"])
-      out += "GPU " + std::to_string(g.value("device", 0)) + (g.value("model", "").empty() ? "" : " (" + g.value("model", "") + ")") +
-             ": " + g.value("doing", "idle") + "\n";
+      out += "GPU " + std::to_string(g.value("device", 0)) + (field(g, "model", "").empty() ? "" : " (" + terminal_safe(field(g, "model", "")) + ")") +
+             ": " + terminal_safe(field(g, "doing", "idle")) + "\n";
   return out;
 }
 
 std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
-  std::string md = "# autokernel run " + s.state.value("run", std::string("?")) + "\n\n";
-  md += "Status: " + s.state.value("status", std::string("unknown")) + ", " + std::to_string(s.rows.size()) +
+  // Every cell is text (markdown_cell): a description can add no link, image, HTML or column.
+  std::string md = "# autokernel run " + markdown_cell(field(s.state, "run", "?")) + "\n\n";
+  md += "Status: " + markdown_cell(field(s.state, "status", "unknown")) + ", " + std::to_string(s.rows.size()) +
         " experiments. Whole-program speedup (Amdahl, configured weights): " +
         format_numbers("%.3fx", s.state.value("amdahl_speedup", 1.0)) + ".\n\n";
   md += "| kernel | baseline µs | baseline is | best µs | speedup | pct_peak | experiments | converged |\n|---|---|---|---|---|---|---|---|\n";
   if (s.state.contains("kernels"))
     for (auto& k : s.state["kernels"])
-      md += "| " + k.value("tag", std::string("?")) + " | " + format_numbers("%.2f", k.value("baseline_us", 0.0)) + " | " +
-            k.value("baseline", std::string("?")) + " | " +
+      md += "| " + markdown_cell(field(k, "tag", "?")) + " | " + format_numbers("%.2f", k.value("baseline_us", 0.0)) + " | " +
+            markdown_cell(field(k, "baseline", "?")) + " | " +
             format_numbers("%.2f", k.value("best_us", 0.0)) + " | " + format_numbers("%.3fx", k.value("speedup", 0.0)) + " | " +
             format_numbers("%.1f%%", k.value("pct_peak", 0.0) * 100) + " | " + std::to_string(k.value("experiments", 0)) + " | " +
-            k.value("converged", std::string("no")) + " |\n";
-  md += "\n![throughput over experiments](" + svg_name + ")\n\n## Kept steps\n\n";
+            markdown_cell(field(k, "converged", "no")) + " |\n";
+  md += "\n![% of the measured peak over experiments](" + svg_name + ")\n\n## Kept steps\n\n";
   md += "| experiment | kernel | µs | throughput | speedup | commit | what |\n|---|---|---|---|---|---|---|\n";
   for (auto& r : s.rows)
     if (r.kept)
-      md += "| " + std::to_string(r.experiment) + " | " + r.tag + " | " + format_numbers("%.2f", r.latency_us) + " | " +
-            format_numbers("%.1f", r.throughput) + " | " + format_numbers("%.3fx", r.speedup) + " | " + r.commit + " | " + r.description + " |\n";
+      md += "| " + std::to_string(r.experiment) + " | " + markdown_cell(r.tag) + " | " + format_numbers("%.2f", r.latency_us) + " | " +
+            format_numbers("%.1f", r.throughput) + " | " + format_numbers("%.3fx", r.speedup) + " | " + markdown_cell(r.commit) + " | " +
+            markdown_cell(r.description) + " |\n";
   std::map<std::string, int> verdicts;
   for (auto& r : s.rows) verdicts[r.correctness]++;
   md += "\n## Verdicts\n\n";
-  for (auto& [v, n] : verdicts) md += "- " + v + ": " + std::to_string(n) + "\n";
+  for (auto& [v, n] : verdicts) md += "- " + markdown_cell(v) + ": " + std::to_string(n) + "\n";
   return md;
 }
 
@@ -93,7 +102,7 @@ std::string combined_report(const std::vector<RunSnapshot>& runs) {
   double rest = 1.0, now = 0, weights = 0;
   long long experiments = 0;
   for (auto& r : runs) {
-    const std::string name = r.state.value("run", std::filesystem::path(r.dir).filename().string());
+    const std::string name = field(r.state, "run", std::filesystem::path(r.dir).filename().string());
     experiments += (long long)r.rows.size();
     if (!r.state.contains("kernels")) continue;
     for (auto& k : r.state["kernels"]) {
@@ -101,7 +110,7 @@ std::string combined_report(const std::vector<RunSnapshot>& runs) {
       rest -= w;
       weights += w;
       now += w / (sp > 0 ? sp : 1.0);
-      table += "| " + name + " | " + r.state.value("status", std::string("unknown")) + " | " + k.value("tag", std::string("?")) +
+      table += "| " + markdown_cell(name) + " | " + markdown_cell(field(r.state, "status", "unknown")) + " | " + markdown_cell(field(k, "tag", "?")) +
                " | " + format_numbers("%.2f", k.value("best_us", 0.0)) + " | " + format_numbers("%.3fx", sp) + " | " +
                format_numbers("%.3f", w) + " | " + std::to_string(k.value("experiments", 0)) + " |\n";
     }
@@ -115,62 +124,87 @@ std::string combined_report(const std::vector<RunSnapshot>& runs) {
   return md;
 }
 
+namespace {
+
+std::string num1(double v) { return format_numbers("%.1f", v); }
+
+/// An SVG element's attribute list from name/value pairs, each value escaped.
+std::string attrs(std::initializer_list<std::pair<const char*, std::string>> list) {
+  std::string a;
+  for (auto& [name, value] : list) a += std::string(" ") + name + "=\"" + xml_escape(value) + "\"";
+  return a;
+}
+
+std::string svg_text(double x, double y, const std::string& text, const std::string& extra = "") {
+  return "<text" + attrs({{"x", num1(x)}, {"y", num1(y)}}) + extra + ">" + xml_escape(text) + "</text>\n";
+}
+
+}  // namespace
+
 std::string progress_svg(const std::vector<ResultRow>& rows) {
-  const double W = 800, H = 400, L = 70, R = 130, T = 20, B = 50;
-  double max_x = 1, max_y = 1;
+  // One scale for every kernel: % of the peak measured on the GPU (bandwidth for the memory-bound
+  // types, tensor throughput for the GEMMs), so GB/s and TFLOPS lines share an axis.
+  const double W = 900, H = 460, L = 60, R = 190, T = 30, B = 50;
+  double max_x = 1, top = 100;
   for (auto& r : rows) {
     max_x = std::max(max_x, double(r.experiment));
-    if (r.correctness == "PASS") max_y = std::max(max_y, r.throughput);
+    if (r.correctness == "PASS") top = std::max(top, std::ceil(r.pct_peak * 100 / 20) * 20);
   }
-  max_y *= 1.1;
   auto X = [&](double x) { return L + (W - L - R) * x / max_x; };
-  auto Y = [&](double y) { return H - B - (H - T - B) * y / max_y; };
+  auto Y = [&](double pct) { return H - B - (H - T - B) * pct / top; };
   const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
   std::map<std::string, int> color_of;
-  for (auto& r : rows) color_of.emplace(r.tag, int(color_of.size()) % 9);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"400\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg += "<rect width=\"800\" height=\"400\" fill=\"white\"/>\n";
-  svg += "<line x1=\"" + format_numbers("%.1f", L) + "\" y1=\"" + format_numbers("%.1f", H - B) + "\" x2=\"" + format_numbers("%.1f", W - R) + "\" y2=\"" + format_numbers("%.1f", H - B) + "\" stroke=\"black\"/>\n";
-  svg += "<line x1=\"" + format_numbers("%.1f", L) + "\" y1=\"" + format_numbers("%.1f", T) + "\" x2=\"" + format_numbers("%.1f", L) + "\" y2=\"" + format_numbers("%.1f", H - B) + "\" stroke=\"black\"/>\n";
-  for (int i = 0; i <= 4; ++i)
-    svg += "<text x=\"" + format_numbers("%.1f", L - 6) + "\" y=\"" + format_numbers("%.1f", Y(max_y * i / 4) + 4) + "\" text-anchor=\"end\">" +
-           format_numbers("%.0f", max_y * i / 4) + "</text>\n";
+  std::map<std::string, std::string> type_of;
+  for (auto& r : rows) color_of.emplace(r.tag, int(color_of.size()) % 9), type_of.emplace(r.tag, r.kernel_type);
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"" +
+                    attrs({{"width", num1(W)}, {"height", num1(H)}, {"font-family", "sans-serif"}, {"font-size", "12"}}) + ">\n";
+  svg += "<title>progress: % of the measured peak per kernel over experiments</title>\n";
+  svg += "<rect" + attrs({{"width", num1(W)}, {"height", num1(H)}, {"fill", "white"}}) + "/>\n";
+  for (double pct = 0; pct <= top + 1e-9; pct += 20) {
+    svg += "<line" + attrs({{"x1", num1(L)}, {"y1", num1(Y(pct))}, {"x2", num1(W - R)}, {"y2", num1(Y(pct))},
+                            {"stroke", pct == 100 ? "#888" : "#e4e4e4"}}) + (pct == 100 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
+    svg += svg_text(L - 6, Y(pct) + 4, format_numbers("%.0f%%", pct), " text-anchor=\"end\"");
+  }
+  svg += "<line" + attrs({{"x1", num1(L)}, {"y1", num1(H - B)}, {"x2", num1(W - R)}, {"y2", num1(H - B)}, {"stroke", "black"}}) + "/>\n";
+  svg += "<line" + attrs({{"x1", num1(L)}, {"y1", num1(T)}, {"x2", num1(L)}, {"y2", num1(H - B)}, {"stroke", "black"}}) + "/>\n";
   const int step = std::max(1, int(std::ceil(max_x / 10)));
-  for (int x = step; x <= int(max_x); x += step)
-    svg += "<text x=\"" + format_numbers("%.1f", X(x)) + "\" y=\"" + format_numbers("%.1f", H - B + 16) + "\" text-anchor=\"middle\">" +
-           std::to_string(x) + "</text>\n";
-  svg += "<text x=\"" + format_numbers("%.1f", (W - R + L) / 2) + "\" y=\"" + format_numbers("%.1f", H - 12) + "\" text-anchor=\"middle\">experiment</text>\n";
-  svg += "<text x=\"16\" y=\"" + format_numbers("%.1f", (H - B + T) / 2) + "\" transform=\"rotate(-90 16 " + format_numbers("%.1f", (H - B + T) / 2) +
-         ")\" text-anchor=\"middle\">throughput (GB/s or TFLOPS)</text>\n";
+  for (int x = step; x <= int(max_x); x += step) svg += svg_text(X(x), H - B + 16, std::to_string(x), " text-anchor=\"middle\"");
+  svg += svg_text((W - R + L) / 2, H - 12, "experiment", " text-anchor=\"middle\"");
+  svg += svg_text(16, (H - B + T) / 2, "% of the measured peak (bandwidth or tensor throughput)",
+                  " text-anchor=\"middle\" transform=\"rotate(-90 16 " + num1((H - B + T) / 2) + ")\"");
   int legend = 0;
   for (auto& [tag, c] : color_of) {
-    std::string pts;
-    for (auto& r : rows)
-      if (r.tag == tag && r.correctness == "PASS") pts += format_numbers("%.1f,%.1f ", X(r.experiment), Y(r.throughput));
-    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-opacity=\"0.35\" points=\"" + pts + "\"/>\n";
-    // The best so far: a step line through the kept experiments, out to the last one.
-    std::string best;
+    const std::string color = colors[c];
+    std::string pts, best;
     double level = -1, last_x = 0;
     for (auto& r : rows) {
       if (r.tag != tag) continue;
+      if (r.correctness == "PASS") pts += num1(X(r.experiment)) + "," + num1(Y(r.pct_peak * 100)) + " ";
+      // The best so far: a step line through the kept experiments, out to the last one.
       last_x = r.experiment;
       if (!r.kept) continue;
-      if (level >= 0) best += format_numbers("%.1f,%.1f ", X(r.experiment), Y(level));
-      level = r.throughput;
-      best += format_numbers("%.1f,%.1f ", X(r.experiment), Y(level));
+      if (level >= 0) best += num1(X(r.experiment)) + "," + num1(Y(level)) + " ";
+      level = r.pct_peak * 100;
+      best += num1(X(r.experiment)) + "," + num1(Y(level)) + " ";
     }
-    if (level >= 0) best += format_numbers("%.1f,%.1f", X(last_x), Y(level));
-    svg += "<polyline fill=\"none\" stroke=\"" + std::string(colors[c]) + "\" stroke-width=\"2\" points=\"" + best + "\"/>\n";
+    if (level >= 0) best += num1(X(last_x)) + "," + num1(Y(level));
+    svg += "<polyline" + attrs({{"fill", "none"}, {"stroke", color}, {"stroke-opacity", "0.35"}, {"points", pts}}) + "/>\n";
+    svg += "<polyline" + attrs({{"fill", "none"}, {"stroke", color}, {"stroke-width", "2"}, {"points", best}}) + "/>\n";
     for (auto& r : rows)
       if (r.tag == tag && r.correctness == "PASS")
-        svg += "<circle cx=\"" + format_numbers("%.1f", X(r.experiment)) + "\" cy=\"" + format_numbers("%.1f", Y(r.throughput)) + "\" r=\"" +
-               (r.kept ? "5" : "2.5") + "\" fill=\"" + (r.kept ? std::string(colors[c]) : "white") + "\" stroke=\"" +
-               colors[c] + "\"><title>" + std::to_string(r.experiment) + ": " + r.description + "</title></circle>\n";
-    svg += "<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend++) + "\" fill=\"" +
-           colors[c] + "\">" + tag + "</text>\n";
+        svg += "<circle" + attrs({{"cx", num1(X(r.experiment))}, {"cy", num1(Y(r.pct_peak * 100))}, {"r", r.kept ? "5" : "2.5"},
+                                  {"fill", r.kept ? color : "white"}, {"stroke", color}}) +
+               "><title>" + xml_escape(std::to_string(r.experiment) + " " + r.tag + format_numbers(": %.1f%% of peak, %.2f us, ", r.pct_peak * 100, r.latency_us) +
+                                       (r.kept ? "kept: " : "reverted: ") + r.description) +
+               "</title></circle>\n";
+    const double ly = T + 16 + 18 * legend++;
+    svg += "<line" + attrs({{"x1", num1(W - R + 12)}, {"y1", num1(ly - 4)}, {"x2", num1(W - R + 30)}, {"y2", num1(ly - 4)},
+                            {"stroke", color}, {"stroke-width", "2"}}) + "/>\n";
+    svg += svg_text(W - R + 36, ly, tag == type_of[tag] ? tag : tag + " (" + type_of[tag] + ")", " fill=\"" + color + "\"");
   }
-  svg += "<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend + 10) +
-         "\" fill=\"#444\">filled: kept</text>\n<text x=\"" + format_numbers("%.1f", W - R + 12) + "\" y=\"" + format_numbers("%.1f", T + 16 + 18 * legend + 28) + "\" fill=\"#444\">line: best so far</text>\n</svg>\n";
+  const double ly = T + 16 + 18 * legend + 10;
+  svg += svg_text(W - R + 12, ly, "filled: kept", " fill=\"#444\"") + svg_text(W - R + 12, ly + 18, "thick line: best so far", " fill=\"#444\"") +
+         svg_text(W - R + 12, ly + 36, "dashed: 100% of peak", " fill=\"#444\"") + "</svg>\n";
   return svg;
 }
 

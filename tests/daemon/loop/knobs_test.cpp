@@ -66,9 +66,9 @@ TEST_CASE("the tuner changes one knob at a time, block sizing first, and never r
     REQUIRE(p.ok());
     if (!p->has_value()) break;
     CHECK(seen.insert(configuration_key((*p)->source)).second);
-    const bool switch_move = (*p)->description.rfind(kStructureMove, 0) == 0;
+    const bool switch_move = (*p)->move == MoveKind::Structure;
     structure_moves += switch_move;
-    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, !switch_move && i % 3 == 0, ""});
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, !switch_move && i % 3 == 0, "", (*p)->move});
   }
   CHECK(seen.size() - structure_moves == 3 + 4 + 3);   // rows 2,4,8; threads 64..1024 but 256; vec 2,4,8
   CHECK(structure_moves == int(kernel_variants("rmsnorm").size()) - 1);
@@ -86,7 +86,7 @@ TEST_CASE("the tuner tries every knob's nearest value before any knob's second",
     REQUIRE(p.ok());
     REQUIRE(p->has_value());
     order.push_back((*p)->description);
-    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, "", (*p)->move});
   }
   // The fourth would be AK_THREADS 256 -> 512, but three reverts in a row in one structure make
   // the tuner try the variants first (tests/daemon/loop/variant_moves_test.cpp).

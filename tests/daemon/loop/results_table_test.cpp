@@ -26,7 +26,7 @@ TEST_CASE("the table starts with DESIGN.md's header and the paired timing's colu
   REQUIRE(open_results(path).ok());
   CHECK(test::read_file(path) ==
         "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\n");
+        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure\n");
 }
 
 TEST_CASE("a table of an older autokernel gains the paired columns and keeps its rows", "[results]") {
@@ -77,4 +77,34 @@ TEST_CASE("a file that is not a results table is refused", "[results]") {
   auto rows = open_results(path);
   REQUIRE_FALSE(rows.ok());
   CHECK_THAT(rows.error().message, Catch::Contains("not autokernel's results header"));
+}
+
+TEST_CASE("an older table's rows gain a move and a failure read once from their descriptions, and new rows carry them as fields", "[results]") {
+  test::TempDir d;
+  std::string path = d.write("results.tsv",
+                             "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
+                             "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\n"
+                             "1\trms\trmsnorm\t2400.00\t109.000\t0.8300\t1.0000\tPASS\t256.0\tyes\tabc\t0\t3.10\tbaseline: the starter; speedups against the starter\t0\t0\t0\n"
+                             "2\trms\trmsnorm\t0\t0\t0\t0\tFAIL\t0\tno\t\t0\t3.10\tstructure: starter -> row_in_registers -- shape sweep: wrong\t0\t0\t0\n");
+  auto rows = open_results(path);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK((*rows)[0].move == MoveKind::Baseline);
+  CHECK((*rows)[1].move == MoveKind::Structure);
+  CHECK((*rows)[1].description == "structure: starter -> row_in_registers");
+  CHECK((*rows)[1].failure == "shape sweep: wrong");
+  CHECK(test::read_file(path).rfind(results_header() + "\n", 0) == 0);   // upgraded in place
+  // From now on the field decides: a description with the same words is an edit.
+  ResultRow r = (*rows)[1];
+  r.experiment = 3;
+  r.move = MoveKind::Edit;
+  r.description = "structure: an LLM's words -- not a failure";
+  r.failure.clear();
+  REQUIRE(append_result(path, r).ok());
+  auto again = read_results(path);
+  REQUIRE(again.ok());
+  CHECK((*again)[1].move == MoveKind::Structure);
+  CHECK((*again)[2].move == MoveKind::Edit);
+  CHECK((*again)[2].description == "structure: an LLM's words -- not a failure");
+  CHECK((*again)[2].failure.empty());
 }

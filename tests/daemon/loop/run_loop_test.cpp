@@ -48,7 +48,8 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
   CHECK_FALSE(rows[2].kept);                         // under the 1% keep threshold
   CHECK_FALSE(rows[3].kept);
   CHECK(rows[3].correctness == "FAIL");
-  CHECK_THAT(rows[3].description, Catch::Contains("wrong output on 100x3000"));
+  CHECK(rows[3].description == "wrong answer");
+  CHECK_THAT(rows[3].failure, Catch::Contains("wrong output on 100x3000"));
   CHECK(rows[4].kept);
   CHECK(rows[4].speedup == Approx(100.0 / 80));      // the same baseline throughout
   // The kept file is what the run folder holds now, and the history has one commit per keep.
@@ -137,7 +138,7 @@ TEST_CASE("a best that runs slower beside a candidate than when kept is judged a
     CHECK(rows[1].kept);
     CHECK_FALSE(rows[2].kept);   // 0.58x beside a best that ran 50% slower than it was kept at
     CHECK(rows[2].paired_best_us == Approx(120));
-    CHECK_THAT(rows[2].description, Catch::Contains("not kept") && Catch::Contains("slower than the 80.00 us it was kept at"));
+    CHECK_THAT(rows[2].failure, Catch::Contains("not kept") && Catch::Contains("slower than the 80.00 us it was kept at"));
     CHECK(rows[3].correctness == "DEMOTED");
     CHECK(rows[3].kept);
     CHECK(rows[3].latency_us == Approx(100));   // the starter's numbers: it is the best again

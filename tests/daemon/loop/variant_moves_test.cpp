@@ -21,7 +21,7 @@ ProposalContext starter_context(const std::string& type, double pct_peak = 0.9) 
   return ctx;
 }
 
-bool is_structure_move(const Proposal& p) { return p.description.rfind(kStructureMove, 0) == 0; }
+bool is_structure_move(const Proposal& p) { return p.move == MoveKind::Structure; }
 
 Proposal propose(BuiltinTuner& t, const ProposalContext& ctx) {
   auto p = t.propose(ctx);
@@ -75,12 +75,12 @@ TEST_CASE("after three reverts in a structure the tuner tries every variant befo
   for (int i = 0; i < kSwitchAfterReverts; ++i) {
     Proposal p = propose(t, ctx);
     REQUIRE_FALSE(is_structure_move(p));
-    ctx.history.push_back({p.description, p.source, "PASS", 101, false, ""});
+    ctx.history.push_back({p.description, p.source, "PASS", 101, false, "", p.move});
   }
   Proposal p = propose(t, ctx);
   REQUIRE(is_structure_move(p));
   CHECK(variant_name(p.source) == "row_in_registers");
-  ctx.history.push_back({p.description, p.source, "PASS", 130, false, ""});
+  ctx.history.push_back({p.description, p.source, "PASS", 130, false, "", p.move});
   // The switch lost; it is not a revert of the structure, and the knobs go on where they were.
   CHECK(reverts_in_structure(ctx.history) == kSwitchAfterReverts);
   Proposal next = propose(t, ctx);
@@ -103,12 +103,12 @@ TEST_CASE("a tuned knob carries into the variant, an untuned one does not, and a
   CHECK(k.at("AK_VEC") == own.at("AK_VEC")); // the starter's untuned 1 stays behind
   CHECK(k.at("AK_ROW_CAPACITY") == own.at("AK_ROW_CAPACITY"));
   CHECK_THAT(carried.description, Catch::Contains("knobs carried over"));
-  ctx.history.push_back({carried.description, carried.source, "PASS", 130, false, ""});
+  ctx.history.push_back({carried.description, carried.source, "PASS", 130, false, "", carried.move});
 
   Proposal own_knobs = propose(t, ctx);
   REQUIRE(is_structure_move(own_knobs));
   CHECK(own_knobs.source == *kernel_variants("softmax")[1].source);
-  ctx.history.push_back({own_knobs.description, own_knobs.source, "PASS", 130, false, ""});
+  ctx.history.push_back({own_knobs.description, own_knobs.source, "PASS", 130, false, "", own_knobs.move});
   CHECK_FALSE(is_structure_move(propose(t, ctx)));   // both tried: back to the starter's knobs
 }
 
@@ -126,14 +126,14 @@ TEST_CASE("once a variant is kept the tuner walks its own knobs", "[variants][tu
   BuiltinTuner t;
   ProposalContext ctx = starter_context("softmax");
   const std::string& variant = *kernel_variants("softmax")[1].source;
-  ctx.history.push_back({std::string(kStructureMove) + "starter -> row_in_registers", variant, "PASS", 95, true, ""});
+  ctx.history.push_back({std::string(kStructureMove) + "starter -> row_in_registers", variant, "PASS", 95, true, "", MoveKind::Structure});
   ctx.best_source = variant;
   bool capacity = false;
   for (int i = 0; i < 12; ++i) {
     Proposal p = propose(t, ctx);
     CHECK(variant_name(p.source) == "row_in_registers");
     capacity |= p.description.find("AK_ROW_CAPACITY") != std::string::npos;
-    ctx.history.push_back({p.description, p.source, "PASS", 96, i % 2 == 0, ""});
+    ctx.history.push_back({p.description, p.source, "PASS", 96, i % 2 == 0, "", p.move});
   }
   CHECK(capacity);   // a knob the starter does not have
 }
@@ -143,8 +143,9 @@ TEST_CASE("a reverted structure switch does not count toward reverts in a row", 
   cfg.kernels.push_back(KernelEntry{});
   cfg.kernels[0].type = "softmax";
   auto ks = initial_progress(cfg);
-  auto row = [](long long n, bool kept, const std::string& d) {
+  auto row = [](long long n, bool kept, const std::string& d, MoveKind move = MoveKind::Edit) {
     ResultRow r;
+    r.move = move;
     r.experiment = n;
     r.tag = "softmax";
     r.latency_us = 100;
@@ -152,10 +153,11 @@ TEST_CASE("a reverted structure switch does not count toward reverts in a row", 
     r.description = d;
     return r;
   };
-  apply_row(ks, row(0, true, baseline_description("the reference kernel")));
+  apply_row(ks, row(0, true, baseline_description("the reference kernel"), MoveKind::Baseline));
   apply_row(ks, row(1, false, "tier 1: AK_THREADS 256 -> 128"));
-  apply_row(ks, row(2, false, std::string(kStructureMove) + "starter -> row_in_registers (its own knobs): ..."));
+  apply_row(ks, row(2, false, std::string(kStructureMove) + "starter -> row_in_registers (its own knobs): ...", MoveKind::Structure));
+  apply_row(ks, row(2, false, std::string(kStructureMove) + "an LLM's words alone"));   // an edit: it counts
   apply_row(ks, row(3, false, "tier 1: AK_THREADS 256 -> 512"));
-  CHECK(ks[0].consecutive_reverts == 2);
-  CHECK(ks[0].experiments == 4);
+  CHECK(ks[0].consecutive_reverts == 3);
+  CHECK(ks[0].experiments == 5);
 }

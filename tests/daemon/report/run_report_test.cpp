@@ -43,7 +43,7 @@ TEST_CASE("report writes a Markdown summary and an SVG with the kept steps fille
   std::string md = read_file(run + "/report.md"), svg = read_file(run + "/progress.svg");
   CHECK_THAT(md, Catch::Contains("| 2 | rmsnorm | 90.00 |"));
   CHECK_THAT(md, Catch::Contains("- PASS: 3"));
-  CHECK_THAT(md, Catch::Contains("![throughput over experiments](progress.svg)"));
+  CHECK_THAT(md, Catch::Contains("![% of the measured peak over experiments](progress.svg)"));
   CHECK_THAT(svg, Catch::StartsWith("<svg"));
   size_t filled = 0;
   for (size_t at = 0; (at = svg.find("r=\"5\"", at)) != std::string::npos; ++at) ++filled;
@@ -94,4 +94,18 @@ TEST_CASE("report over several run folders gives the whole program's speedup ove
   CHECK_THAT(md, Catch::Contains("# autokernel run model-box0"));
   CHECK(read_file(out + "/model-box1-progress.svg").rfind("<svg", 0) == 0);
   CHECK(run_autokernel("report --run " + runs[0] + "," + runs[1]).exit_code == 2);   // no --out
+}
+
+TEST_CASE("progress.svg has one scale, % of the measured peak, for GB/s and TFLOPS kernels alike", "[report]") {
+  ResultRow norm{1, "rmsnorm", "rmsnorm", 2700, 50, 0.90, 1, "PASS", 0, true, "a", 0, 1, "baseline: the starter"};
+  ResultRow gemm{2, "gemm", "gemm", 500, 900, 0.50, 1, "PASS", 0, true, "b", 0, 1, "baseline: the starter"};
+  const std::string svg = progress_svg({norm, gemm});
+  // Y(p) = 410 - 380 * p / 100: 90% at 68, 50% at 220, whatever the units of the throughputs.
+  CHECK_THAT(svg, Catch::Contains("cy=\"68.0\""));
+  CHECK_THAT(svg, Catch::Contains("cy=\"220.0\""));
+  CHECK_THAT(svg, Catch::Contains("% of the measured peak"));
+  CHECK_THAT(svg, Catch::Contains(">100%</text>"));
+  CHECK_THAT(svg, Catch::Contains(">gemm</text>"));       // the legend
+  CHECK_THAT(svg, Catch::Contains(">rmsnorm</text>"));
+  CHECK(svg.find("GB/s or TFLOPS") == std::string::npos);
 }
