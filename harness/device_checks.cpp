@@ -60,6 +60,32 @@ __global__ void ak_diff(const unsigned char* a, const unsigned char* b, long lon
   if (mine) atomicAdd(differ, mine);
 }
 
+// A keyed fingerprint of a buffer: the wrapping sum over its words of a mix of key, position and
+// word. Order-free, so any grid gives the same sum; keyed, so a kernel cannot aim at a value.
+__device__ __forceinline__ unsigned long long ak_mix(unsigned long long z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+__global__ void ak_fingerprint(const unsigned char* a, long long bytes, unsigned long long key, unsigned long long* sum) {
+  unsigned long long mine = 0;
+  const long long words = bytes / 4;
+  const unsigned* w = (const unsigned*)a;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x)
+    mine += ak_mix(key ^ ak_mix((unsigned long long)i) ^ w[i]);
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (long long i = words * 4; i < bytes; ++i) mine += ak_mix(key ^ ak_mix((unsigned long long)i << 32) ^ a[i]);
+  atomicAdd(sum, mine);
+}
+
+// A byte copy by a kernel: module memory between the driver's variables is mapped, but the copy
+// engine refuses ranges it does not know as one allocation.
+__global__ void ak_copy(const unsigned char* from, unsigned char* to, long long bytes) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
+    to[i] = from[i];
+}
+
 // The first byte at which a and b differ, as the smallest offset any thread saw (bytes, since a
 // module's memory need not be word-aligned).
 __global__ void ak_first_change(const unsigned char* a, const unsigned char* b, long long bytes,
@@ -80,6 +106,8 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   for (DType d : dtypes) names.push_back(std::string("ak_screen<") + dtype_cuda_type(d) + ">");
   names.push_back("ak_diff");
   names.push_back("ak_first_change");
+  names.push_back("ak_copy");
+  names.push_back("ak_fingerprint");
   auto h = load_harness_module(gpu, kSource, "ak_device_checks.cu", names);
   if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
@@ -87,6 +115,8 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   for (size_t i = 0; i < dtypes.size(); ++i) c->screen_[dtypes[i]] = h->functions[i];
   c->diff_ = h->functions[dtypes.size()];
   c->first_change_ = h->functions[dtypes.size() + 1];
+  c->copy_ = h->functions[dtypes.size() + 2];
+  c->fingerprint_ = h->functions[dtypes.size() + 3];
   auto counter = gpu.alloc(sizeof(uint64_t));
   if (!counter) return counter.error();
   c->counter_ = std::move(*counter);
@@ -123,6 +153,22 @@ Result<uint64_t> DeviceChecks::differing_bytes(const DeviceBuffer& a, const Devi
 }  // namespace ak
 
 namespace ak {
+
+Result<uint64_t> DeviceChecks::fingerprint(const DeviceBuffer& a, uint64_t key) const {
+  CUdeviceptr pa = a.ptr(), c = counter_.ptr();
+  long long n = (long long)a.bytes();
+  unsigned long long k = key;
+  void* params[] = {&pa, &n, &k, &c};
+  return count(fingerprint_, params, int64_t(a.bytes() / 4 + 1));
+}
+
+Status DeviceChecks::copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const {
+  long long n = (long long)bytes;
+  void* params[] = {&from, &to, &n};
+  const unsigned blocks = unsigned(std::min<size_t>(std::max<size_t>(1, (bytes + 255) / 256), 1024));
+  return cu_check(gpu_.driver().cuLaunchKernel(copy_, blocks, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+                  "copying a module's memory aside on the GPU");
+}
 
 Status DeviceChecks::first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot,
                                        uint64_t tag) const {

@@ -29,6 +29,11 @@ class DeviceChecks {
   /// Enqueues, without waiting, the comparison of `bytes` bytes at a and b: `tag` | the offset of
   /// the first differing byte is written to the 64-bit `slot` (atomic minimum; set it to ~0 first).
   Status first_change_into(CUdeviceptr a, CUdeviceptr b, size_t bytes, CUdeviceptr slot, uint64_t tag = 0) const;
+  /// A keyed 64-bit fingerprint of the whole buffer: equal buffers give equal values, and a
+  /// kernel that does not know `key` cannot make two different ones agree.
+  Result<uint64_t> fingerprint(const DeviceBuffer& a, uint64_t key) const;
+  /// Enqueues a copy of `bytes` bytes by a kernel (for memory the copy engine will not take).
+  Status copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const;
 
  private:
   explicit DeviceChecks(GpuContext& gpu) : gpu_(gpu) {}
@@ -38,6 +43,8 @@ class DeviceChecks {
   std::map<DType, CUfunction> screen_;
   CUfunction diff_ = nullptr;
   CUfunction first_change_ = nullptr;
+  CUfunction copy_ = nullptr;
+  CUfunction fingerprint_ = nullptr;
   DeviceBuffer counter_;
 };
 

@@ -65,8 +65,9 @@ class Session {
   }
   Status allocate();
   Status prepare(int pair);
-  /// Launches kernel k for `pair` and enqueues its checks into log slot `slot`.
-  Result<CUresult> launch(int pair, int k, size_t slot);
+  /// Launches kernel k for `pair` (between the events `timed` brackets, when given) and enqueues
+  /// its checks into log slot `slot`.
+  Result<CUresult> launch(int pair, int k, size_t slot, std::pair<Event*, Event*> timed = {nullptr, nullptr});
   /// Judges kernel k's launch of `pair` now, against the reference for that pair's inputs.
   Result<std::optional<StageFailure>> judge(int pair, int k, CUresult& cuda_error);
   /// After the launches: the first slot of kernel k whose counters or module memory were left set.
@@ -126,9 +127,14 @@ Status Session::prepare(int pair) {
   return cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2");
 }
 
-Result<CUresult> Session::launch(int pair, int k, size_t slot) {
+Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<Event*, Event*> timed) {
+  const LaunchableKernel& kernel = *kernels_[size_t(k)];
   if (auto s = prepare(pair); !s) return s.error();
-  const CUresult r = kernels_[size_t(k)]->launch(spec_, d_, shape_, set_->view());
+  if (CUresult r = kernel.restore_module_memory(); r != CUDA_SUCCESS) return r;
+  if (auto s = kernel.snapshot_module_memory(checks_); !s) return s.error();
+  if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
+  const CUresult r = kernel.launch(spec_, d_, shape_, set_->view(), nullptr, false);
+  if (timed.second) drv_.cuEventRecord(timed.second->e, nullptr);
   if (r != CUDA_SUCCESS) return r;
   if (auto s = kernels_[size_t(k)]->check_module_memory(checks_, memory_log_.ptr() + slot * sizeof(uint64_t)); !s)
     return s.error();
@@ -256,14 +262,14 @@ Result<JudgedTiming> Session::run(bool& sticky) {
     }
     for (int i = 0; i < n_; ++i) {
       const int k = kernel_at(pair, i);
-      if (timed) starts.emplace_back(drv_), drv_.cuEventRecord(starts.back().e, nullptr);
-      auto r = launch(pair, k, slots_.size());
+      if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
+      auto r = launch(pair, k, slots_.size(), timed ? std::pair{&starts.back(), &ends.back()} : std::pair<Event*, Event*>{});
       if (!r || *r != CUDA_SUCCESS) {
         if (timed) (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
         if (!r) return r.error();
         return fail(*r, std::string(timed ? "timed" : "warm-up") + " launch failed");
       }
-      if (timed) ends.emplace_back(drv_), drv_.cuEventRecord(ends.back().e, nullptr), timed_kernel.push_back(k);
+      if (timed) timed_kernel.push_back(k);
       const auto& mine = checked_[size_t(k)];
       if (!timed || out.failures[size_t(k)] || !std::binary_search(mine.begin(), mine.end(), pair)) continue;
       CUresult cuda_error = CUDA_SUCCESS;

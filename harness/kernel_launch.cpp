@@ -96,7 +96,7 @@ FunctionInfo LaunchableKernel::attributes(DType d) const {
 }
 
 CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& shape,
-                                  const RunBuffers& b, CUstream s) const {
+                                  const RunBuffers& b, CUstream s, bool restore_memory) const {
   // Storage for each argument's value; params points into it.
   std::vector<CUdeviceptr> ptrs;
   std::vector<int> ints;
@@ -132,7 +132,8 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
     grid = spec.rows(shape) * per_row;
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult e = memory_.reset(s); e != CUDA_SUCCESS) return e;
+  if (restore_memory)
+    if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
   return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
                             unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
 }

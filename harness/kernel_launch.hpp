@@ -30,8 +30,14 @@ class LaunchableKernel {
   /// candidate's launch starts from what the file says, never from what a launch left there) and
   /// copying its range aside for check_module_memory.
   /// The CUresult is returned as is so the caller can tell sticky errors.
-  CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr) const;
+  /// With `restore_memory` false the caller has called restore_module_memory() itself (to keep
+  /// the copies out of a timed interval).
+  CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr,
+                  bool restore_memory = true) const;
+  CUresult restore_module_memory(CUstream s = nullptr) const { return memory_.restore(s); }
 
+  /// Enqueues, right before a launch, the copy of the module's memory the check compares with.
+  Status snapshot_module_memory(const DeviceChecks& checks) const { return memory_.snapshot(checks); }
   /// Enqueues, after a launch, the check that the launch left the module's memory unchanged: the
   /// first changed byte's offset lands in `slot` (ModuleMemory::kNoChange when none).
   Status check_module_memory(const DeviceChecks& checks, CUdeviceptr slot) const {
