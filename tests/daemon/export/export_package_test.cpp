@@ -94,12 +94,14 @@ TEST_CASE("a package carries one module per architecture asked for", "[export]")
 
 TEST_CASE("a file the harness would refuse is not exported, and the error says why", "[export]") {
   ExportedKernel k = starter("rmsnorm");
-  k.origin = "stateful.cu";
-  k.source += "\n__device__ int ak_launches;\n";  // state between launches: refused by the compile step
+  k.origin = "printing.cu";
+  // Output the harness does not judge: device printf is refused by the compile step.
+  k.source += "\n__device__ __noinline__ void ak_say(int v) { printf(\"%d\\n\", v); }\n"
+              "extern \"C\" __global__ void ak_speaker(int v) { ak_say(v); }\n";
   std::vector<std::string> left_out;
   auto files = package_files({k}, PackageFormat::Torch, left_out);
   REQUIRE_FALSE(files.ok());
-  CHECK_THAT(files.error().message, Catch::Contains("stateful.cu") && Catch::Contains("the harness refuses it for sm_90a"));
+  CHECK_THAT(files.error().message, Catch::Contains("printing.cu") && Catch::Contains("the harness refuses it for sm_90a"));
 }
 
 TEST_CASE("the grid rule a package carries is the harness's own", "[export]") {
