@@ -141,3 +141,20 @@ TEST_CASE("autokernel compile refuses a file that prints from the device, naming
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.out, Catch::Contains("device printf (vprintf)"));
 }
+
+TEST_CASE("a file that includes <cuda/std/...> headers with static constexpr members compiles", "[module_state]") {
+  // CUDA 13 moved them under include/cccl; their traits' static constexpr members land in module
+  // memory, which is held to its image rather than refused.
+  const std::string src =
+      "#include <cuda/std/type_traits>\n#include <cuda/std/limits>\n#include <cuda/std/array>\n#include <cuda_fp16.h>\n"
+      "extern \"C\" __constant__ int ak_block_threads = 256;\n"
+      "template <typename T>\n__global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ weight, "
+      "T* __restrict__ y, int rows, int cols, float eps) {\n"
+      "  cuda::std::array<float, 2> a{1.f, 2.f};\n"
+      "  if (threadIdx.x == 0 && rows < 0) y[0] = x[0] * weight[0] * (T)(a[1] + cuda::std::numeric_limits<float>::epsilon() + eps + cols);\n"
+      "}\n";
+  auto c = compile_candidate(rmsnorm_spec(), src, "cstd.cu", "sm_90a");
+  REQUIRE(c.ok());
+  INFO(c->message);
+  CHECK(c->ok);
+}
