@@ -7,8 +7,9 @@ namespace {
 
 constexpr const char* kReplacement = "\xEF\xBF\xBD";   // U+FFFD
 
-/// The length of the well-formed UTF-8 sequence at s[i] and its code point; 0 when malformed.
-size_t sequence_at(std::string_view s, size_t i, char32_t* cp) {
+}  // namespace
+
+size_t utf8_sequence_at(std::string_view s, size_t i, char32_t* cp) {
   const unsigned char b = static_cast<unsigned char>(s[i]);
   size_t n;
   char32_t c, min;
@@ -27,11 +28,12 @@ size_t sequence_at(std::string_view s, size_t i, char32_t* cp) {
   return *cp = c, n;
 }
 
-/// Characters that steer a terminal or reorder what a reader sees, beside the C0 controls.
 bool is_invisible_control(char32_t c) {
   return c == 0x7F || (c >= 0x80 && c <= 0x9F) || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) ||
          c == 0x2028 || c == 0x2029 || c == 0xFEFF;
 }
+
+namespace {
 
 std::string trim_spaces(std::string s) {
   const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
@@ -44,7 +46,7 @@ std::string clean(std::string_view s, size_t max_bytes, bool keep_lines) {
   out.reserve(v.size());
   for (size_t i = 0; i < v.size();) {
     char32_t c = 0;
-    const size_t n = sequence_at(v, i, &c);   // never 0: v is valid
+    const size_t n = utf8_sequence_at(v, i, &c);   // never 0: v is valid
     if (c == '\t' || c == '\n') out += keep_lines ? char(c) : ' ';
     else if (c == '\r') out += keep_lines ? "" : " ";
     else if (c >= 0x20 && !is_invisible_control(c)) out.append(v, i, n);
@@ -60,7 +62,7 @@ std::string valid_utf8(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     char32_t c;
-    if (const size_t n = sequence_at(s, i, &c)) out.append(s.substr(i, n)), i += n;
+    if (const size_t n = utf8_sequence_at(s, i, &c)) out.append(s.substr(i, n)), i += n;
     else out += kReplacement, i += 1;
   }
   return out;
@@ -82,7 +84,7 @@ std::optional<std::string> kernel_file_problem(std::string_view source) {
   size_t line = 1;
   for (size_t i = 0; i < source.size();) {
     char32_t c;
-    const size_t n = sequence_at(source, i, &c);
+    const size_t n = utf8_sequence_at(source, i, &c);
     if (n == 0)
       return "line " + std::to_string(line) + " holds bytes that are not UTF-8: a kernel file is plain text";
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F || (c >= 0x80 && c <= 0x9F)) {

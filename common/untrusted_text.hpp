@@ -13,6 +13,16 @@
 
 namespace ak {
 
+/// The length of the well-formed UTF-8 sequence at s[i], with its code point in *cp; 0 when
+/// malformed (a stray continuation byte, a truncated sequence, an overlong form, a surrogate,
+/// past U+10FFFF). Every reader of outside text decodes with this one.
+size_t utf8_sequence_at(std::string_view s, size_t i, char32_t* cp);
+
+/// Characters that steer a terminal or reorder what a reader sees, beside the C0 controls: DEL,
+/// the C1 controls, the bidirectional overrides and isolates, the line and paragraph separators,
+/// the byte-order mark.
+bool is_invisible_control(char32_t c);
+
 /// Each byte that does not begin a well-formed UTF-8 sequence (overlong forms, surrogates and
 /// code points over U+10FFFF included) becomes U+FFFD.
 std::string valid_utf8(std::string_view s);

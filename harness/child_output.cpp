@@ -6,34 +6,10 @@
 
 #include <cerrno>
 
+#include "common/untrusted_text.hpp"
+
 namespace ak {
 namespace {
-
-/// The length of the valid UTF-8 sequence at `s[i]` and its code point; 0 when invalid
-/// (a stray continuation byte, a truncated sequence, an overlong form, a surrogate, past U+10FFFF).
-size_t utf8_sequence(std::string_view s, size_t i, char32_t& cp) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char lead = b(0);
-  size_t n;
-  char32_t min;
-  if (lead >= 0xC2 && lead <= 0xDF) n = 2, min = 0x80, cp = lead & 0x1F;
-  else if (lead >= 0xE0 && lead <= 0xEF) n = 3, min = 0x800, cp = lead & 0x0F;
-  else if (lead >= 0xF0 && lead <= 0xF4) n = 4, min = 0x10000, cp = lead & 0x07;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-/// Code points that move the cursor, switch a terminal's mode or reorder what is shown.
-bool harmful(char32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
-         cp == 0x2028 || cp == 0x2029;
-}
 
 /// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
 std::string_view utf8_head(std::string_view s, size_t n) {
@@ -55,8 +31,8 @@ std::string clean_output_line(std::string_view text) {
       continue;
     }
     char32_t cp = 0;
-    const size_t n = utf8_sequence(text, i, cp);
-    if (n == 0 || harmful(cp)) {
+    const size_t n = utf8_sequence_at(text, i, &cp);
+    if (n == 0 || is_invisible_control(cp)) {
       out += '?';
       i += n == 0 ? 1 : n;
       continue;
