@@ -119,6 +119,23 @@ run() {
   date -u
 }
 
+# The loop against scripts/scripted-llm-server.py --cheats, for at most $2 seconds: run log,
+# status, results, git log and the files holding a marker of the daemon's environment in $1.
+cheat_loop() {
+  local work=$1 limit=$2
+  echo "== the loop against an LLM server that answers with cheats"
+  python3 scripts/scripted-llm-server.py 8766 --cheats --marker AKGPUMARKER9981 2> "$work/cheat-server.log" &
+  local server=$!
+  sleep 1
+  AK_DAEMON_SECRET=AKGPUMARKER9981 timeout "$limit" "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
+  kill $server; timeout 10 tail --pid=$server -f /dev/null
+  "$ak" status --run runs/cheating-llm > "$work/cheat-status.txt" 2>&1
+  cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
+  (cd runs/cheating-llm && git log --format='%h %s') > "$work/cheat-gitlog.txt"
+  grep -rl AKGPUMARKER9981 runs/cheating-llm > "$work/cheat-marker-files.txt"; echo "files holding the marker: $(wc -l < "$work/cheat-marker-files.txt")"
+  cut -f1,4,5,8,10,14 "$work/cheat-results.tsv"; tail -1 "$work/cheat-server.log"
+}
+
 integrity() {
   device_env
   local work=/tmp/integrity before=$PWD/.gpu-bundle/before/autokernel
@@ -148,17 +165,7 @@ integrity() {
       "$ak" compile starter --kernel "$type" --json | python3 -c "import json,sys; print('after $type', json.load(sys.stdin)['seconds'])"
     done
   done > "$work/compile-times.txt"
-  echo "== the loop against an LLM server that answers with cheats"
-  python3 scripts/scripted-llm-server.py 8766 --cheats --marker AKGPUMARKER9981 2> "$work/cheat-server.log" &
-  local server=$!
-  sleep 1
-  AK_DAEMON_SECRET=AKGPUMARKER9981 timeout 240 "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
-  kill $server; timeout 10 tail --pid=$server -f /dev/null
-  "$ak" status --run runs/cheating-llm > "$work/cheat-status.txt" 2>&1
-  cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
-  (cd runs/cheating-llm && git log --format='%h %s') > "$work/cheat-gitlog.txt"
-  grep -rl AKGPUMARKER9981 runs/cheating-llm > "$work/cheat-marker-files.txt"; echo "files holding the marker: $(wc -l < "$work/cheat-marker-files.txt")"
-  cut -f1,4,5,8,10,14-17 "$work/cheat-results.tsv"; tail -1 "$work/cheat-server.log"
+  cheat_loop "$work" 240
   echo "== [sandbox] tests here"
   .gpu-bundle/autokernel_tests "[sandbox]" > "$work/sandbox-tests.log" 2>&1; echo "sandbox tests exit $?"; tail -2 "$work/sandbox-tests.log"
   echo "== [gpu] tests"
@@ -199,14 +206,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
     print(f.split("/")[-1], [v["correctness"] for v in vs].count("PASS"), "pass; medians", ["%.2f" % m for m in med],
           "; eval s median %.2f max %.2f" % (statistics.median(tot), max(tot)), "; paired", pr)
 PY
-  echo "== the loop against an LLM server that answers with cheats"
-  python3 scripts/scripted-llm-server.py 8766 --cheats 2> "$work/cheat-server.log" &
-  local server=$!
-  sleep 1
-  timeout "${CHEAT_LOOP_TIMEOUT:-150}" "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
-  kill $server; timeout 10 tail --pid=$server -f /dev/null
-  cp runs/cheating-llm/results.tsv "$work/cheat-results.tsv"
-  cut -f1,4,5,8,10,14 "$work/cheat-results.tsv"
+  cheat_loop "$work" "${CHEAT_LOOP_TIMEOUT:-150}"
   echo "== processes left behind"; ps -eo pid,ppid,pcpu,rss,args | grep -E "compile-server|autokernel" | grep -v grep || echo none
   date -u
   tar -czf "$out/trust.tar.gz" -C /tmp trust
