@@ -48,6 +48,8 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
         k.best_throughput = row.throughput;
         k.best_pct_peak = row.pct_peak;
       }
+    } else if (row.correctness == kBestReplaced) {
+      // judged a file that is no longer the best: neither a revert nor a best
     } else if (row.correctness == kBestJudgedAgain) {
       k.best_us = row.latency_us;   // the same file, timed again: what it takes now
       k.best_throughput = row.throughput;

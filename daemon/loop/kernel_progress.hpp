@@ -44,6 +44,8 @@ struct KernelProgress {
 /// and its commit puts that file back).
 inline constexpr const char* kBestJudgedAgain = "BEST_PASS";
 inline constexpr const char* kBestDemoted = "DEMOTED";
+/// A best judged again that another GPU's keep replaced meanwhile: its verdict changes nothing.
+inline constexpr const char* kBestReplaced = "BEST_REPLACED";
 
 /// The rows of `tag` that made each best still standing, oldest first (the baseline, then each
 /// keep not undone by a demotion); the last is the current best.

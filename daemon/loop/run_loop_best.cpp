@@ -46,7 +46,12 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
                 v.peak_vram_mb, false, "", 0, clock_.now_s() - job.started_s, ""};
   const std::vector<ResultRow> chain = standing_bests(rows_, k.tag);
-  if (v.passed()) {
+  if (job.best_version != k.best_version) {
+    // Another GPU kept a newer best while this one was judged: demoting now would undo that keep.
+    row.correctness = kBestReplaced;
+    row.description = "the best judged again on its own (" + std::string(correctness_name(v.correctness)) +
+                      "), but a newer best was kept meanwhile: nothing changes";
+  } else if (v.passed()) {
     row.correctness = kBestJudgedAgain;
     row.description = format_numbers("the best judged again on its own: %.2f us now, kept at %.2f us", latency, k.best_us);
   } else if (chain.size() < 2) {

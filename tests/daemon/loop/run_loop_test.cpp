@@ -540,3 +540,22 @@ TEST_CASE("a stop request ends the run before the next experiment, with the stat
   CHECK(rows_of(loop).size() == 1);
   CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"status\": \"stopped\""));
 }
+
+TEST_CASE("a best judged again after another GPU replaced it changes neither the best nor the reverts", "[loop][best]") {
+  TempDir dir;
+  const Config cfg = loop_config(dir);
+  auto ks = initial_progress(cfg);
+  auto row = [](long long n, bool kept, double us, const std::string& correctness, MoveKind move = MoveKind::Edit) {
+    ResultRow r{n, "rmsnorm", "rmsnorm", 1, us, 0.5, 1, correctness, 0, kept, "", 0, 1, "d"};
+    r.move = move;
+    return r;
+  };
+  apply_row(ks, row(1, true, 100, "PASS", MoveKind::Baseline));
+  apply_row(ks, row(2, true, 80, "PASS"));
+  apply_row(ks, row(3, false, 90, "PASS"));
+  apply_row(ks, row(4, false, 0, kBestReplaced));
+  CHECK(ks[0].best_us == Approx(80));
+  CHECK(ks[0].consecutive_reverts == 1);
+  std::vector<ResultRow> rows{row(1, true, 100, "PASS", MoveKind::Baseline), row(2, true, 80, "PASS"), row(4, false, 0, kBestReplaced)};
+  CHECK(standing_bests(rows, "rmsnorm").size() == 2);
+}
