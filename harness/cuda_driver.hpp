@@ -21,7 +21,9 @@ namespace ak {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal)         \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuEventCreate)            \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)            \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)                                 \
+  X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)  \
+  X(cuFuncGetParamInfo) X(cuTensorMapEncodeTiled)
 
 struct CudaDriver {
 #define AK_DECLARE(name) decltype(&::name) name = nullptr;

@@ -57,6 +57,19 @@ Result<std::optional<int>> LoadedModule::read_int(const std::string& symbol) con
   return std::optional<int>{v};
 }
 
+Result<std::optional<std::vector<int>>> LoadedModule::read_ints(const std::string& symbol) const {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  CUresult r = d_->cuModuleGetGlobal(&p, &bytes, m_, symbol.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return std::optional<std::vector<int>>{};
+  if (auto s = cu_check(r, "reading the module's " + symbol); !s) return s.error();
+  if (bytes % sizeof(int) || bytes > 4096)
+    return error(symbol + " is " + std::to_string(bytes) + " bytes: declare it as an extern \"C\" __constant__ int array");
+  std::vector<int> v(bytes / sizeof(int));
+  if (auto s = cu_check(d_->cuMemcpyDtoH(v.data(), p, bytes), "reading " + symbol); !s) return s.error();
+  return std::optional<std::vector<int>>{std::move(v)};
+}
+
 Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
   auto drv = cuda_driver();
   if (!drv) return drv.error();

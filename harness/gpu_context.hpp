@@ -51,6 +51,8 @@ class LoadedModule {
   Result<CUdeviceptr> address_of(const std::string& symbol) const;
   /// Reads an exported `__constant__ int`; nullopt when the module does not define it.
   Result<std::optional<int>> read_int(const std::string& symbol) const;
+  /// Reads an exported `__constant__ int` array whole; nullopt when the module does not define it.
+  Result<std::optional<std::vector<int>>> read_ints(const std::string& symbol) const;
 
  private:
   const CudaDriver* d_ = nullptr;

@@ -1,7 +1,10 @@
 #include "harness/kernel_launch.hpp"
 
+#include <cstdio>
 #include <functional>
 #include <tuple>
+
+#include "harness/entry_parameters.hpp"
 
 namespace ak {
 namespace {
@@ -23,6 +26,26 @@ Status load_functions(GpuContext& gpu, const KernelSpec& spec, const CompileOutp
     if (!f) return f.error();
     fns[d] = *f;
     names[d] = info->lowered_name;
+  }
+  return ok();
+}
+
+/// Reads ak_tensor_maps (none: no maps) and checks every entry point's parameters against the ABI.
+Status read_tensor_maps(const CudaDriver& d, const KernelSpec& spec, const LoadedModule& module,
+                        const std::map<DType, CUfunction>& fns, std::vector<TensorMapDecl>& maps) {
+  auto ints = module.read_ints(kTensorMapsSymbol);
+  if (!ints) return ints.error();
+  if (ints->has_value()) {
+    auto parsed = parse_tensor_maps(**ints, spec);
+    if (!parsed) return parsed.error();
+    maps = std::move(*parsed);
+  }
+  const std::vector<size_t> expected = expected_parameter_sizes(spec, !maps.empty());
+  for (auto& [dt, f] : fns) {
+    auto actual = function_parameter_sizes(d, f);
+    if (!actual) return actual.error();
+    if (std::string why = parameter_mismatch(spec, !maps.empty(), expected, *actual); !why.empty())
+      return error(entry_expression(spec, dt) + ": " + why);
   }
   return ok();
 }
@@ -71,6 +94,10 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
                             "allowing " + std::to_string(k.smem_bytes_) + " bytes of dynamic shared memory");
           !s)
         return s.error();
+  if (auto s = read_tensor_maps(gpu.driver(), spec, k.module_, k.functions_, k.tensor_maps_); !s) return s.error();
+  auto grid = read_grid_launch(gpu, k.module_, k.functions_, g.block_threads, k.smem_bytes_);
+  if (!grid) return grid.error();
+  k.grid_launch_ = std::move(*grid);
   return k;
 }
 
@@ -107,9 +134,11 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
   ptrs.reserve(spec.args.size() + 1);
   std::vector<void*> params;
   size_t in = 0, out = 0, scratch = 0, counters = 0;
+  std::vector<CUdeviceptr> operands;   // the address of each argument, 0 for non-buffers: what maps cover
   auto pass_buffer = [&](const DeviceBuffer* buf) {
     ptrs.push_back(buf ? buf->ptr() : CUdeviceptr(0));
     params.push_back(&ptrs.back());
+    operands.push_back(ptrs.back());
   };
   for (const ArgSpec& a : spec.args) {
     switch (a.kind) {
@@ -117,14 +146,26 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
       case ArgSpec::Output: pass_buffer(b.outputs.at(out++)); break;
       case ArgSpec::Scratch: pass_buffer(b.scratch.at(scratch++)); break;
       case ArgSpec::Counters: pass_buffer(b.counters.at(counters++)); break;
-      case ArgSpec::Dim: ints.push_back(int(shape.at(a.dim))); params.push_back(&ints.back()); break;
-      case ArgSpec::FloatConst: floats.push_back(a.value); params.push_back(&floats.back()); break;
+      case ArgSpec::Dim: ints.push_back(int(shape.at(a.dim))); params.push_back(&ints.back()); operands.push_back(0); break;
+      case ArgSpec::FloatConst: floats.push_back(a.value); params.push_back(&floats.back()); operands.push_back(0); break;
     }
+  }
+  TensorMapsParam maps;
+  if (!tensor_maps_.empty()) {
+    auto encoded = encode_tensor_maps(*d_, tensor_maps_, spec, shape, d, operands);
+    // The declarations were checked at load and every map the checks let through encodes; a
+    // refusal here is the driver's: said on stderr (the daemon logs it) and failed as a launch.
+    if (!encoded) {
+      std::fprintf(stderr, "tensor maps: %s\n", encoded.error().message.c_str());
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    maps = *encoded;
+    params.push_back(&maps);
   }
   const int64_t per_row = spec.reference_blocks_per_row ? spec.reference_blocks_per_row(shape) : 1;
   int64_t grid = 0;
   if (!is_reference_) {
-    grid = spec.grid(shape, geometry_);
+    grid = launch_blocks(grid_launch_, d, spec.grid(shape, geometry_));
   } else if (spec.validation_rows > 0) {
     pass_buffer(b.sample_rows);
     grid = (b.sample_rows ? b.sample_count : output_rows(spec, shape)) * per_row;
@@ -134,8 +175,8 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
   if (restore_memory)
     if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
-  return d_->cuLaunchKernel(functions_.at(d), unsigned(grid), 1, 1, unsigned(geometry_.block_threads), 1, 1,
-                            unsigned(is_reference_ ? 0 : smem_bytes_), s, params.data(), nullptr);
+  return launch_grid(*d_, functions_.at(d), grid_launch_, grid, geometry_.block_threads, is_reference_ ? 0 : smem_bytes_,
+                     s, params.data());
 }
 
 }  // namespace ak

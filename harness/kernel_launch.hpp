@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "harness/gpu_context.hpp"
+#include "harness/grid_launch.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/module_memory.hpp"
 #include "harness/nvrtc_compile.hpp"
 #include "harness/run_buffers.hpp"
+#include "harness/tensor_maps.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -49,6 +51,8 @@ class LaunchableKernel {
   int block_threads() const { return geometry_.block_threads; }
   int rows_per_block() const { return geometry_.rows_per_block; }
   const LaunchGeometry& geometry() const { return geometry_; }
+  const GridLaunch& grid_launch() const { return grid_launch_; }
+  const std::vector<TensorMapDecl>& tensor_maps() const { return tensor_maps_; }
   const std::string& lowered_name(DType d) const { return names_.at(d); }
 
  private:
@@ -58,6 +62,8 @@ class LaunchableKernel {
   std::map<DType, std::string> names_;
   LaunchGeometry geometry_;
   int smem_bytes_ = 0;
+  GridLaunch grid_launch_;                  ///< clusters and persistent grid (candidates only)
+  std::vector<TensorMapDecl> tensor_maps_;  ///< what ak_tensor_maps declares; empty: no maps parameter
   ModuleMemory memory_;   ///< a candidate's writable memory; empty for a reference
   bool is_reference_ = false;
 };

@@ -18,3 +18,21 @@ inline long long ak_tiled_blocks(long long rows, long long cols, int tile_m, int
   if (tile_m < 1 || tile_n < 1) return 0;
   return batches * ((rows + tile_m - 1) / tile_m) * ((cols + tile_n - 1) / tile_n);
 }
+
+/// Clustered launches (ak_cluster_blocks): the grid rounded up to whole clusters along x; the
+/// blocks past the work find no tile and do nothing.
+inline long long ak_cluster_rounded_blocks(long long blocks, int cluster_blocks) {
+  if (cluster_blocks < 1) cluster_blocks = 1;
+  return (blocks + cluster_blocks - 1) / cluster_blocks * cluster_blocks;
+}
+
+/// Persistent kernels (ak_persistent): as many blocks as the GPU holds at once (resident_blocks:
+/// SMs x blocks per SM, or clusters the GPU holds x the cluster size), never more than the work
+/// needs, in whole clusters, and at least one cluster. The kernel loops over its tiles itself.
+inline long long ak_persistent_blocks(long long work_blocks, long long resident_blocks, int cluster_blocks) {
+  if (cluster_blocks < 1) cluster_blocks = 1;
+  const long long work = ak_cluster_rounded_blocks(work_blocks, cluster_blocks);
+  long long resident = resident_blocks / cluster_blocks * cluster_blocks;
+  if (resident < cluster_blocks) resident = cluster_blocks;
+  return work < resident ? work : resident;
+}

@@ -76,6 +76,9 @@ struct ArgSpec {
   int dim = 0;                                       ///< Dim: index into the shape; FanIn: the fan-in
   float value = 0;                                   ///< FloatConst: the value passed
   Elem elem = Elem::T;                               ///< buffers: element type
+  /// Buffers a tensor map may cover: the elements of one row (the innermost dimension), so the
+  /// buffer is seen as a row-major matrix; unset: the buffer cannot be mapped.
+  std::function<int64_t(const Shape&)> row_length = {};
   bool is_buffer() const { return kind != Dim && kind != FloatConst; }
 };
 

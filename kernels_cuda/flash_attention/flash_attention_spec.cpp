@@ -98,6 +98,8 @@ KernelSpec make() {
             {ArgSpec::Dim, "H", {}, Fill::Data, 1},
             {ArgSpec::Dim, "S", {}, Fill::Data, 2},
             {ArgSpec::Dim, "D", {}, Fill::Data, 3}};
+  // Rows as TMA sees them: every tensor is B * H * S rows of D.
+  for (int i = 0; i < 4; ++i) k.args[size_t(i)].row_length = [](const Shape& s) { return s[3]; };
   k.dtypes = {DType::F16, DType::BF16};
   k.metric = Metric::TFLOPS;
   k.bench_shape = {4, 32, 4096, 128};

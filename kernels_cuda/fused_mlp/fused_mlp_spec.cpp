@@ -107,6 +107,9 @@ KernelSpec make() {
             {ArgSpec::Dim, "M", {}, Fill::Data, 0},
             {ArgSpec::Dim, "K", {}, Fill::Data, 1},
             {ArgSpec::Dim, "I", {}, Fill::Data, 2}};
+  // Rows as TMA sees them: x, w_down and out have rows of K, w_gate, w_up and hidden rows of I.
+  for (size_t i : {0, 3, 4}) k.args[i].row_length = [](const Shape& s) { return s[1]; };
+  for (size_t i : {1, 2, 5}) k.args[i].row_length = [](const Shape& s) { return s[2]; };
   k.dtypes = {DType::F16, DType::BF16};
   k.metric = Metric::TFLOPS;
   k.bench_shape = {4096, 4096, 11008};

@@ -53,6 +53,9 @@ KernelSpec make() {
             {ArgSpec::Dim, "M", {}, Fill::Data, 0},
             {ArgSpec::Dim, "N", {}, Fill::Data, 1},
             {ArgSpec::Dim, "K", {}, Fill::Data, 2}};
+  // Rows as TMA sees them (docs/kernel-contract.md, tensor maps): a is M x K, b K x N, c M x N.
+  k.args[0].row_length = [](const Shape& s) { return s[2]; };
+  k.args[1].row_length = k.args[2].row_length = [](const Shape& s) { return s[1]; };
   k.dtypes = {DType::F16, DType::BF16};
   k.metric = Metric::TFLOPS;
   k.bench_shape = {4096, 4096, 4096};

@@ -134,6 +134,18 @@ TEST_CASE("a kernel file that exports no ak_block_threads is refused by name", "
   CHECK_THAT(files.error().message, Catch::Contains("broken.cu") && Catch::Contains("exports no ak_block_threads"));
 }
 
+TEST_CASE("a kernel file that asks for a persistent grid or clusters is not exported, saying why", "[export]") {
+  for (const char* symbol : {"ak_persistent", "ak_cluster_blocks"}) {
+    ExportedKernel k = starter("rmsnorm");
+    k.origin = "persistent.cu";
+    k.source += std::string("\nextern \"C\" __constant__ int ") + symbol + " = 1;\n";
+    std::vector<std::string> left_out;
+    auto files = package_files({k}, PackageFormat::Torch, left_out);
+    REQUIRE_FALSE(files.ok());
+    CHECK_THAT(files.error().message, Catch::Contains(symbol) && Catch::Contains("exported launchers do not provide"));
+  }
+}
+
 TEST_CASE("a run's kept kernels are read from its state, one per type (the heaviest), a slower one only when asked", "[export]") {
   test::TempDir run;
   std::filesystem::create_directories(run.path / "kernels");
