@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "harness/cupti_timer.hpp"
 #include "harness/inputs.hpp"
 
 namespace ak {
@@ -54,6 +55,25 @@ Status CublasGemm::run(const GemmShape& g, DType d, CUdeviceptr a, CUdeviceptr b
   return ok();
 }
 
+namespace {
+
+/// Replaces each repetition's event time by the span of its kernels on the GPU, first start to
+/// last end, as the candidate is timed (CUPTI, no launch overhead); a repetition of which CUPTI
+/// returned no kernel keeps its event time.
+void cupti_spans_into(const std::vector<CuptiKernelTimer::Span>& spans, const std::vector<uint64_t>& done_at,
+                      std::vector<double>& us) {
+  uint64_t from = 0;
+  for (size_t i = 0; i < done_at.size(); ++i) {
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& s : spans)
+      if (s.start > from && s.start <= done_at[i]) first = std::min(first, s.start), last = std::max(last, s.end);
+    if (last > first) us[i] = double(last - first) / 1000.0;
+    from = done_at[i];
+  }
+}
+
+}  // namespace
+
 Result<double> time_cublas_gemms(GpuContext& gpu, const std::vector<GemmShape>& gemms, DType d, int repetitions) {
   auto blas = CublasGemm::open();
   if (!blas) return blas.error();
@@ -73,6 +93,8 @@ Result<double> time_cublas_gemms(GpuContext& gpu, const std::vector<GemmShape>& 
   drv.cuEventCreate(&e0, CU_EVENT_DEFAULT);
   drv.cuEventCreate(&e1, CU_EVENT_DEFAULT);
   std::vector<double> us;
+  std::vector<uint64_t> done_at;   // CUPTI's clock after each repetition: the windows of its kernels
+  const bool cupti = CuptiKernelTimer::start().ok();
   Status st = ok();
   for (int i = 0; i < repetitions + 3 && st; ++i) {
     drv.cuMemsetD8Async(flush->ptr(), (unsigned char)(i & 0xff), flush->bytes(), nullptr);
@@ -83,11 +105,18 @@ Result<double> time_cublas_gemms(GpuContext& gpu, const std::vector<GemmShape>& 
     if (auto s = cu_check(drv.cuEventSynchronize(e1), "timing the cuBLAS baseline"); !s) st = s;
     float ms = 0;
     drv.cuEventElapsedTime(&ms, e0, e1);
-    if (i >= 3) us.push_back(double(ms) * 1000.0);  // the first three warm cuBLAS up
+    done_at.push_back(cupti ? CuptiKernelTimer::now() : 0);
+    us.push_back(double(ms) * 1000.0);
   }
   drv.cuEventDestroy(e0);
   drv.cuEventDestroy(e1);
+  if (cupti) {
+    auto spans = CuptiKernelTimer::stop_all(done_at.size() * gemms.size());
+    if (!spans) return spans.error();
+    if (st) cupti_spans_into(*spans, done_at, us);
+  }
   if (!st) return st.error();
+  us.erase(us.begin(), us.begin() + 3);   // the first three warm cuBLAS up
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
 }

@@ -26,7 +26,9 @@ class CublasGemm {
 };
 
 /// The median time in microseconds of the GEMMs run back to back (the cuBLAS baseline of a
-/// shape): CUDA events around them, the L2 flushed before each repetition, inputs random.
+/// shape), timed as a candidate is: CUPTI's record of cuBLAS's kernels on the GPU, first start to
+/// last end of each repetition (CUDA events around them only where CUPTI cannot record), the L2
+/// flushed before each repetition, inputs random.
 Result<double> time_cublas_gemms(GpuContext& gpu, const std::vector<GemmShape>& gemms, DType d, int repetitions);
 
 }  // namespace ak

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 
 namespace ak {
@@ -46,23 +47,12 @@ Status check(CUptiResult r, const char* what) {
                " (is another profiler attached? CUPTI allows one subscriber per process)");
 }
 
-}  // namespace
-
-Status CuptiKernelTimer::start() {
-  static Status registered = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-                                   "registering activity buffers");
-  if (!registered) return registered;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_records.clear();
-  }
-  return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
-}
-
-Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel, size_t expected) {
+/// Flushes until `expected` records pass `keep` or a second has gone, disables recording, and
+/// takes the records that pass, sorted by start.
+Result<std::vector<Record>> drain(const std::function<bool(const Record&)>& keep, size_t expected) {
   auto matching = [&] {
     std::lock_guard<std::mutex> lock(g_mutex);
-    return size_t(std::count_if(g_records.begin(), g_records.end(), [&](auto& r) { return r.name == kernel; }));
+    return size_t(std::count_if(g_records.begin(), g_records.end(), keep));
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   for (;;) {
@@ -77,12 +67,45 @@ Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel, si
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     for (auto& r : g_records)
-      if (r.name == kernel) mine.push_back(r);
+      if (keep(r)) mine.push_back(r);
     g_records.clear();
   }
   std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  return mine;
+}
+
+}  // namespace
+
+Status CuptiKernelTimer::start() {
+  static Status registered = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+                                   "registering activity buffers");
+  if (!registered) return registered;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_records.clear();
+  }
+  return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
+}
+
+Result<std::vector<CuptiKernelTimer::Span>> CuptiKernelTimer::stop_all(size_t expected) {
+  auto all = drain([](const Record&) { return true; }, expected);
+  if (!all) return all.error();
+  std::vector<Span> out;
+  for (auto& r : *all) out.push_back({r.start, r.end});
+  return out;
+}
+
+uint64_t CuptiKernelTimer::now() {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel, size_t expected) {
+  auto mine = drain([&](const Record& r) { return r.name == kernel; }, expected);
+  if (!mine) return mine.error();
   std::vector<double> us;
-  for (auto& r : mine) us.push_back(double(r.end - r.start) / 1000.0);
+  for (auto& r : *mine) us.push_back(double(r.end - r.start) / 1000.0);
   return us;
 }
 
