@@ -36,6 +36,10 @@
 #                                 starters benched 5 times paired with themselves, 10 candidates'
 #                                 full evaluation, the loop against scripts/scripted-llm-server.py
 #                                 --cheats, and the processes left behind; writes trust.tar.gz
+#   scripts/gpu-round.sh tensor   on the GPU machine: the tensor-map and cluster tests, the tensor-core
+#                                 variants benched in fp16 and bf16, the libraries timed the same
+#                                 way, then config/tensor-cores.toml (TENSOR_LOOP=0 skips it);
+#                                 writes tensor.tar.gz to $OUT
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -413,7 +417,38 @@ nine() {
   tar -czf "$out/nine.tar.gz" -C "$out" nine && rm -rf "$w"
 }
 
+# The tensor-core types against the libraries: the TMA/cluster contract's [gpu] tests, every
+# matmul, flash_attention and fused_mlp variant benched in fp16 and bf16 at the benchmark shape
+# (matmul's also at the decoder's shapes), then cuBLAS, SDPA and torch.compile timed the same way
+# (scripts/tensor-core-library.py) in this call; then config/tensor-cores.toml to convergence.
+tensor() {
+  device_env
+  local w="$out/tensor"
+  mkdir -p "$w"
+  .gpu-bundle/autokernel_tests "[tensor_maps],[grid_launch]" > "$w/tests.log" 2>&1; echo "exit $?" >> "$w/tests.log"
+  for t in matmul flash_attention fused_mlp; do
+    for d in fp16 bf16; do
+      "$ak" bench kernels_cuda/$t/variants/*.cu --kernel "$t" --dtype "$d" --json >> "$w/bench.jsonl" 2>> "$w/bench.log"
+    done
+  done
+  for shape in 4096x2048x5632 4096x5632x2048 4096x2048x2048; do
+    for d in fp16 bf16; do
+      "$ak" bench kernels_cuda/matmul/variants/tma_*.cu --kernel matmul --shape "$shape" --dtype "$d" --json \
+        >> "$w/decoder.jsonl" 2>> "$w/bench.log"
+    done
+  done
+  python3 scripts/tensor-core-library.py > "$w/library.jsonl" 2> "$w/library.err"
+  if [ "${TENSOR_LOOP:-1}" = 1 ]; then
+    rm -rf runs/tensor-cores
+    "$ak" run --config config/tensor-cores.toml > "$w/run.log" 2>&1; echo "exit $?" >> "$w/run.log"
+    cp runs/tensor-cores/results.tsv "$w/" 2>/dev/null
+    cp -r runs/tensor-cores/kernels "$w/best-kernels" 2>/dev/null
+  fi
+  tar -czf "$out/tensor.tar.gz" -C "$out" tensor && rm -rf "$w"
+}
+
 case ${1:-} in
+  tensor) tensor ;;
   variants) variants ;;
   nine) nine ;;
   profile) profile ;;
@@ -428,5 +463,5 @@ case ${1:-} in
   compile-times) compile_times ;;
   bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
-  *) echo "usage: scripts/gpu-round.sh bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile|parallel|variants|nine" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-round.sh tensor|bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile|parallel|variants|nine" >&2; exit 2 ;;
 esac
