@@ -13,10 +13,13 @@
 //   swizzled layout, zeros past the head, then a proxy fence and an ordinary arrive;
 // - two computing warpgroups (setmaxnreg.inc), 64 query rows each of a 128-row tile. Two named
 //   barriers pass a turn between them, so that one issues its q k^T and P v while the other
-//   does its softmax (ping-pong). Within a warpgroup the next block's q k^T is issued before
-//   this block's softmax and overlaps it, while P v of the block before runs too; P goes from
-//   the score registers to the A registers of P v (wgmma's mma.sync layout), v is read N-major
-//   through the descriptor's transpose bit as in wgmma_registers;
+//   does its softmax (ping-pong). Within a warpgroup q k^T of block j and P v of block j - 1
+//   go out together, and the softmax of block j starts as soon as its scores are in, while P v
+//   still runs (where the registers allow: ptxas budgets them by the block's entry count of
+//   168, so at D = 128 with 128-key blocks it waits for P v before the exponentials, and the
+//   overlap is the other warpgroup's); P goes from the score registers to the A registers of
+//   P v (wgmma's mma.sync layout), v is read N-major through the descriptor's transpose bit
+//   as in wgmma_registers;
 // - causal: a tile reads keys up to its last row only; only the blocks that cross a
 //   warpgroup's diagonal are masked (key > row gets -inf). Keys past S meet only rows past S,
 //   which are never stored; the rows a box reads past a head's end are the next head's finite
@@ -374,6 +377,8 @@ template <typename T, int D>
 __device__ __forceinline__ void consume(T* o, int S, int tiles, int q_tiles, unsigned smem, Barriers bar, int cw) {
   constexpr int N = AK_BLOCK_N;
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = N * D * 2;
+  // O (D / 2), P (N / 4) and the next scores (N / 2) held at once, in registers a thread.
+  constexpr bool kSplitSoftmax = D / 2 + N / 4 + N / 2 <= 128;
   const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
   const unsigned qs = smem + cw * 64 * 128, kv = smem + kQBytes;
   const float scale_log2 = 1.4426950408889634f * rsqrtf(float(D));   // exp(x / sqrt(D)) = exp2(x * this)
@@ -446,10 +451,11 @@ __device__ __forceinline__ void consume(T* o, int S, int tiles, int q_tiles, uns
       pin(s);   // the exponentials run here, while P v is in flight, not after its wait
       pin(l);
       // ptxas schedules the wait below above the exponentials when they share a basic block; a
-      // branch that never fires (l is a sum of exponentials) keeps them apart. At D = 128 the
-      // registers of P, O and the next scores do not fit beside each other (ptxas then
-      // serialises every wgmma, C7512), so only D = 64 gets the split.
-      if constexpr (D == 64)
+      // branch that never fires (l is a sum of exponentials) keeps them apart. ptxas judges the
+      // registers by the block's entry budget (168), not the 240 of setmaxnreg: where O, P and
+      // the next scores do not fit in it together it would serialise every wgmma (C7512), so
+      // those shapes (D = 128 with 128-key blocks) leave the order to ptxas.
+      if constexpr (kSplitSoftmax)
         if (l[0] < 0.f) __trap();
       wgmma_wait<0>();
       pin(acc);
