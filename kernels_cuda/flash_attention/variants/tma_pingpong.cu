@@ -72,8 +72,8 @@ static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
 
 // ---- the tensor maps parameter (docs/kernel-contract.md, tensor maps) ----
 struct alignas(64) ak_tensor_map { unsigned long long opaque[16]; };   // a CUtensorMap
-struct ak_tensor_maps { ak_tensor_map map[8]; unsigned int built; };
-static_assert(sizeof(struct ak_tensor_maps) == 1088, "the layout the harness passes");
+struct ak_tensor_map_args { ak_tensor_map map[8]; unsigned int built; };
+static_assert(sizeof(ak_tensor_map_args) == 1088, "the layout the harness passes");
 
 // operand, box_cols, box_rows, swizzle_bytes, l2_promotion_bytes: 64 columns (128 bytes) a box,
 // the 128-byte swizzle; a D = 128 row is two boxes.
@@ -279,7 +279,7 @@ __device__ __forceinline__ void load_block(bool tma, const ak_tensor_map* map, u
 
 template <typename T, int D>
 __device__ __forceinline__ void produce(const T* q, const T* k, const T* v, int S, int units, int q_tiles,
-                                        unsigned smem, Barriers bar, const struct ak_tensor_maps& maps) {
+                                        unsigned smem, Barriers bar, const ak_tensor_map_args& maps) {
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = AK_BLOCK_N * D * 2;
   const int lt = threadIdx.x;   // 0..127
   const unsigned built = maps.built;
@@ -517,7 +517,7 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
 
 template <typename T, int D>
 __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int B, int H, int S, unsigned smem,
-                                       const struct ak_tensor_maps& maps) {
+                                       const ak_tensor_map_args& maps) {
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = AK_BLOCK_N * D * 2;
   const Barriers bar{smem + kQBytes + 2 * AK_STAGES * kTileBytes};
   if (threadIdx.x == 0) {
@@ -547,7 +547,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
 flash_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                       int B, int H, int S, int D, const __grid_constant__ struct ak_tensor_maps maps) {
+                       int B, int H, int S, int D, const __grid_constant__ ak_tensor_map_args maps) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_addr(smem_raw);
   const unsigned smem = raw + ((1024 - (raw & 1023)) & 1023);   // swizzle atoms are 1024-aligned
