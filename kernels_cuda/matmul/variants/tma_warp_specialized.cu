@@ -18,7 +18,8 @@
 // cluster take vertically adjacent tiles, which share their columns of b: each loads half of b's
 // boxes and multicasts them to both, and a stage is free only when the consumers of both blocks
 // have released it (they arrive on the empty barriers of both blocks). Both blocks walk the same
-// number of tiles; a block whose tile lies past the last row loads the last one again and stores nothing.
+// number of tiles; a block whose tile lies past the last row loads the last one again and
+// stores nothing.
 // Where the harness could not build a tensor map (rows whose length is not a multiple of 16
 // bytes, an unaligned base), the producer warpgroup fills the same swizzled stages itself with
 // cp.async (or element by element), zeros past the edges, and arrives on the full barrier, so
@@ -37,7 +38,7 @@
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_N 256  // columns of c per tile (128 or 256); a tile has 128 rows, 64 per consumer warpgroup
-#define AK_STAGES 4    // slices of 64 along K in flight (2 or more; 4 at most with 256 columns, 6 with 128)
+#define AK_STAGES 4    // slices of 64 along K in flight (2 or more; 4 at most with 256 columns, 7 with 128)
 #define AK_GROUP_M 8   // tile rows (of clusters) numbered together, for L2 reuse
 #define AK_CLUSTER 1   // blocks per cluster (1, or 2: adjacent tile rows share b through TMA multicast)
 
@@ -94,7 +95,7 @@ __device__ __forceinline__ void bar_arrive_tx(unsigned bar, unsigned bytes) {
 // Arrives on the mbarrier at the same offset in the shared memory of block `rank` of the cluster.
 __device__ __forceinline__ void bar_arrive_cluster(unsigned bar, unsigned rank) {
   asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank) : "memory");
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank) : "memory");
 }
 __device__ __forceinline__ bool bar_try_wait(unsigned bar, unsigned parity) {
   unsigned done;
@@ -243,7 +244,6 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
     if (tma_a) asm volatile("prefetch.tensormap [%0];\n" ::"l"(&maps.map[0]) : "memory");
     if (tma_b) asm volatile("prefetch.tensormap [%0];\n" ::"l"(&maps.map[1]) : "memory");
   }
-  const unsigned tx = (tma_a ? kStageA : 0) + (tma_b ? kStageB : 0);   // bytes the copy engine brings per stage
   const TileOrder order(M, N);
   const int k_tiles = (K + kTileK - 1) / kTileK;
   const int last_m0 = (M - 1) / kTileM * kTileM;
@@ -252,6 +252,10 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
     int m0, n0;
     order.origin(u, rank, m0, n0);
     m0 = min(m0, last_m0);   // a block past the last tile row loads a real one (and its consumers store nothing)
+    // b's boxes wholly past the last column are not loaded: what the stage holds there reaches
+    // only columns of c that are never stored. Both blocks of a cluster skip the same ones.
+    const int atoms = min(kAtomsB, (N - n0 + 63) / 64);
+    const unsigned tx = (tma_a ? kStageA : 0) + (tma_b ? atoms * kAtomN : 0);   // bytes the copy engine brings
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
       const unsigned s = it % AK_STAGES;
       const unsigned full = full0 + 8 * s, empty = empty0 + 8 * s;
@@ -269,7 +273,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
         else bar_arrive(full);
         if (tma_a) tma_load(smem_addr(st), &maps.map[0], k0, m0, full);
         if (tma_b) {
-          for (int atom = rank; atom < kAtomsB; atom += AK_CLUSTER) {
+          for (int atom = rank; atom < atoms; atom += AK_CLUSTER) {
             const unsigned dst = smem_addr(st + kStageA + atom * kAtomN);
             if (AK_CLUSTER == 1) tma_load(dst, &maps.map[1], n0 + atom * 64, k0, full);
             else tma_load_multicast(dst, &maps.map[1], n0 + atom * 64, k0, full, (unsigned short)((1u << AK_CLUSTER) - 1));
