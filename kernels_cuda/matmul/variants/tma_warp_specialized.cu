@@ -59,7 +59,11 @@ static_assert(AK_GROUP_M >= 1, "group at least one tile row");
 static_assert(AK_CLUSTER == 1 || AK_CLUSTER == 2, "clusters of 1 or 2 blocks");
 static_assert(kAtomsB % AK_CLUSTER == 0, "the blocks of a cluster split b's boxes evenly");
 static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
-static_assert(kProducerRegs * 128 + 2 * kConsumerRegs * 128 <= 65536, "setmaxnreg asks for more registers than an SM has");
+// The block starts with 168 registers a thread (65536 / 384, rounded down to a multiple of 8);
+// setmaxnreg only moves them between warpgroups, and a consumer asking for more than the pool
+// holds would wait forever.
+static_assert(kProducerRegs * 128 + 2 * kConsumerRegs * 128 <= 168 * kThreads, "setmaxnreg asks for more registers than the block has");
+static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256, "setmaxnreg counts are multiples of 8 in 24..256");
 // Descriptor strides of b's N-major atoms (64 columns x 8 rows of K, 1024 bytes): between atoms
 // along N (kTileK / 8 groups of K rows apart), and between groups of 8 rows of K.
 constexpr unsigned kAtomN = kTileK / 8 * 1024, kGroupK = 1024;
