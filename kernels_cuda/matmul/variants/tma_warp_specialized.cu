@@ -1,0 +1,382 @@
+// matmul variant tma_warp_specialized: a persistent, warp-specialized wgmma kernel fed by TMA through mbarrier stages, optionally multicast across a cluster of two
+//
+// What it changes and why: in the wgmma_pipeline variant every thread both copies and multiplies,
+// and the whole block meets at a barrier once per slice of K, so the tensor cores wait whenever
+// the slowest warp is still copying. Here the roles are split. Warpgroup 0 is the producer: it
+// gives most of its registers away (setmaxnreg) and one of its threads asks the Tensor Memory
+// Accelerator for each slice of 64 along K (a: a 128 x 64 box, b: boxes of 64 rows of K x 64
+// columns of N), written by the copy engine in the same 128-byte swizzle wgmma_pipeline builds by
+// hand (a K-major, b as N-major 64-column atoms read through the descriptor's transpose). Each of
+// AK_STAGES stages has a "full" mbarrier (the copy engine counts the bytes in) and an "empty" one
+// (the consumers say they are done with it), so nothing waits at a block-wide barrier. Warpgroups
+// 1 and 2 are the consumers: each takes 64 rows of the tile and all AK_TILE_N columns with one
+// m64nNk16 wgmma per 16 of K, keeps one batch in flight, and frees a stage as soon as the
+// wgmmas that read it are complete. The grid is persistent: each block walks over output tiles
+// (grouped by AK_GROUP_M tile rows so that the tiles running at once share a and b in L2), and
+// the producer runs into the next tile while the consumers store the last one. The mbarrier
+// phases run on with one slice counter across tiles. With AK_CLUSTER 2, the two blocks of a
+// cluster take vertically adjacent tiles, which share their columns of b: each loads half of b's
+// boxes and multicasts them to both, and a stage is free only when the consumers of both blocks
+// have released it (they arrive on the empty barriers of both blocks). Both blocks walk the same
+// number of tiles; a block whose tile lies past the last row loads the last one again and
+// stores nothing.
+// Where the harness could not build a tensor map (rows whose length is not a multiple of 16
+// bytes, an unaligned base), the producer warpgroup fills the same swizzled stages itself with
+// cp.async (or element by element), zeros past the edges, and arrives on the full barrier, so
+// one structure serves every shape. The accumulators go from registers straight to c, bounds
+// checked.
+// Not yet: an epilogue through shared memory and a TMA store, and two consumer warpgroups
+// taking turns (ping-pong) so that one stores while the other multiplies.
+//
+// The kernel-file contract (docs/kernel-contract.md, with tensor maps, clusters and persistent
+// grids): device code and launch knobs only, no host code; the entry point and its arguments are
+// fixed, plus the trailing tensor-map parameter; the harness reads the launch geometry from the
+// ak_* constants below and instantiates the template for __half and __nv_bfloat16. wgmma,
+// setmaxnreg and TMA need sm_90a (the H100's architecture as the harness compiles for it).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+// ---- knobs: plain lines a tuner or an LLM may rewrite ----
+#define AK_TILE_N 256  // columns of c per tile (128 or 256); a tile has 128 rows, 64 per consumer warpgroup
+#define AK_STAGES 4    // slices of 64 along K in flight (2 or more; 4 at most with 256 columns, 7 with 128)
+#define AK_GROUP_M 8   // tile rows (of clusters) numbered together, for L2 reuse
+#define AK_CLUSTER 1   // blocks per cluster (1, or 2: adjacent tile rows share b through TMA multicast)
+
+constexpr int kTileM = 128;                          // two consumer warpgroups of 64 rows
+constexpr int kTileK = 64;                           // one 128-byte swizzle row of 16-bit elements
+constexpr int kThreads = 384;                        // producer warpgroup + two consumers
+constexpr int kAtomsB = AK_TILE_N / 64;              // b's N-major atoms per stage, one TMA box each
+constexpr int kStageA = kTileM * kTileK * 2;         // bytes
+constexpr int kStageB = kTileK * AK_TILE_N * 2;
+constexpr int kStage = kStageA + kStageB;
+constexpr int kBarriers = 2 * AK_STAGES * 8;         // full and empty mbarriers
+constexpr int kSmem = kStage * AK_STAGES + kBarriers + 1024;   // + room to align the stages to 1024 bytes
+constexpr int kProducerRegs = 56;                    // setmaxnreg: the producer gives registers away
+constexpr int kConsumerRegs = 224;                   // and the consumers take them (168 a thread at launch)
+static_assert(AK_TILE_N == 128 || AK_TILE_N == 256, "tiles of 128 or 256 columns (one wgmma instruction each)");
+static_assert(AK_STAGES >= 2, "the pipeline needs 2 or more stages");
+static_assert(AK_GROUP_M >= 1, "group at least one tile row");
+static_assert(AK_CLUSTER == 1 || AK_CLUSTER == 2, "clusters of 1 or 2 blocks");
+static_assert(kAtomsB % AK_CLUSTER == 0, "the blocks of a cluster split b's boxes evenly");
+static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
+// The block starts with 168 registers a thread (65536 / 384, rounded down to a multiple of 8);
+// setmaxnreg only moves them between warpgroups, and a consumer asking for more than the pool
+// holds would wait forever.
+static_assert(kProducerRegs * 128 + 2 * kConsumerRegs * 128 <= 168 * kThreads, "setmaxnreg asks for more registers than the block has");
+static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256, "setmaxnreg counts are multiples of 8 in 24..256");
+// Descriptor strides of b's N-major atoms (64 columns x 8 rows of K, 1024 bytes): between atoms
+// along N (kTileK / 8 groups of K rows apart), and between groups of 8 rows of K.
+constexpr unsigned kAtomN = kTileK / 8 * 1024, kGroupK = 1024;
+
+// ---- launch geometry, read by the harness from the compiled module ----
+extern "C" __constant__ int ak_block_threads = kThreads;
+extern "C" __constant__ int ak_tile_m = kTileM;
+extern "C" __constant__ int ak_tile_n = AK_TILE_N;
+extern "C" __constant__ int ak_smem_bytes = kSmem;
+extern "C" __constant__ int ak_cluster_blocks = AK_CLUSTER;
+extern "C" __constant__ int ak_persistent = 1;
+// operand, box_cols, box_rows, swizzle_bytes, l2_promotion_bytes
+extern "C" __constant__ int ak_tensor_maps[2][5] = {
+    {0, kTileK, kTileM, 128, 256},   // a: 128 rows x 64 columns of K
+    {1, 64, kTileK, 128, 256},       // b: 64 rows of K x 64 columns of N, one atom
+};
+
+struct alignas(64) ak_tensor_map { unsigned long long opaque[16]; };
+struct ak_tensor_maps { ak_tensor_map map[8]; unsigned int built; };
+
+// ---- shared memory, mbarriers, TMA ----
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Arrives on the mbarrier at the same offset in the shared memory of block `rank` of the cluster.
+__device__ __forceinline__ void bar_arrive_cluster(unsigned bar, unsigned rank) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank) : "memory");
+}
+__device__ __forceinline__ bool bar_try_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
+  while (!bar_try_wait(bar, parity)) {
+  }
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// One box of a tensor map into this block's shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load(unsigned dst, const ak_tensor_map* map, int col, int row, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               ::"r"(dst), "l"(map), "r"(col), "r"(row), "r"(bar) : "memory");
+}
+// One box into the same offset of the shared memory of every block in `mask`, each counted on its own `bar`.
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const ak_tensor_map* map, int col, int row, unsigned bar,
+                                                   unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3}], [%4], %5;\n"
+               ::"r"(dst), "l"(map), "r"(col), "r"(row), "r"(bar), "h"(mask) : "memory");
+}
+
+__device__ __forceinline__ void copy16(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+// ---- wgmma m64nNk16, fp32 accumulators: N/2 registers a thread ----
+#define AK_ACC_64 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define AK_ACC_128 \
+  AK_ACC_64 \
+  ",%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define AK_ACC_256 \
+  AK_ACC_128 \
+  ",%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define AK_OUT_8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define AK_OUT_64 AK_OUT_8(0), AK_OUT_8(8), AK_OUT_8(16), AK_OUT_8(24), AK_OUT_8(32), AK_OUT_8(40), AK_OUT_8(48), AK_OUT_8(56)
+#define AK_OUT_128 AK_OUT_64, AK_OUT_8(64), AK_OUT_8(72), AK_OUT_8(80), AK_OUT_8(88), AK_OUT_8(96), AK_OUT_8(104), AK_OUT_8(112), AK_OUT_8(120)
+// b is N-major in shared memory: the instruction's transpose-b flag (the last 1) reads it as K x N.
+#define AK_WGMMA(shape, type, acc, outs, da_idx, db_idx)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned." shape ".f32." type "." type \
+               " {" acc "}, %" da_idx ", %" db_idx ", p, 1, 1, 0, 1;\n}\n"                                      \
+               : outs : "l"(da), "l"(db))
+
+__device__ __forceinline__ void wgmma(float (&d)[64], unsigned long long da, unsigned long long db, __half) {
+  AK_WGMMA("m64n128k16", "f16", AK_ACC_128, AK_OUT_64, "64", "65");
+}
+__device__ __forceinline__ void wgmma(float (&d)[64], unsigned long long da, unsigned long long db, __nv_bfloat16) {
+  AK_WGMMA("m64n128k16", "bf16", AK_ACC_128, AK_OUT_64, "64", "65");
+}
+__device__ __forceinline__ void wgmma(float (&d)[128], unsigned long long da, unsigned long long db, __half) {
+  AK_WGMMA("m64n256k16", "f16", AK_ACC_256, AK_OUT_128, "128", "129");
+}
+__device__ __forceinline__ void wgmma(float (&d)[128], unsigned long long da, unsigned long long db, __nv_bfloat16) {
+  AK_WGMMA("m64n256k16", "bf16", AK_ACC_256, AK_OUT_128, "128", "129");
+}
+
+__device__ __forceinline__ void store_pair(__half* p, float x, float y) { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y); }
+__device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
+__device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+// Byte offset of element (row, col) of a block of 128-byte rows in the 128-byte swizzle (what
+// TMA writes with CU_TENSOR_MAP_SWIZZLE_128B into a 1024-aligned box): the 16-byte chunk index
+// XOR the row's index within its group of eight.
+__device__ __forceinline__ int swizzled(int row, int col) {
+  return row * 128 + ((((col >> 3) ^ row) & 7) << 4) + (col & 7) * 2;
+}
+
+// The producer warpgroup's own copy of a ROWS x COLS block of a row-major matrix (row stride ld,
+// bounds R x C) at (r0, c0) into the swizzled stage layout, zeros past the edge: 16-byte
+// cp.async chunks where the rows allow, else element by element. `atom` is the byte distance
+// between blocks of 64 columns (b's N atoms). Used only where the tensor map was not built.
+template <typename T, int rows, int cols, int atom>
+__device__ __forceinline__ void fill_block(unsigned char* s, const T* g, int ld, int r0, int c0, int R, int C, int t) {
+  if (ld % 8 == 0 && (reinterpret_cast<unsigned long long>(g) & 15) == 0) {
+#pragma unroll 1
+    for (int i = t; i < rows * cols / 8; i += 128) {
+      const int r = i / (cols / 8), col = (i % (cols / 8)) * 8;
+      const int gr = r0 + r, gc = c0 + col;
+      const bool in = gr < R && gc < C;   // C % 8 == 0 here: a chunk is whole or absent
+      copy16(smem_addr(s + (col / 64) * atom + swizzled(r, col % 64)), in ? g + (long long)gr * ld + gc : g, in ? 16 : 0);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  } else {
+    T zero;
+    store_one(&zero, 0.f);
+#pragma unroll 1
+    for (int i = t; i < rows * cols; i += 128) {
+      const int r = i / cols, col = i % cols;
+      const int gr = r0 + r, gc = c0 + col;
+      *reinterpret_cast<T*>(s + (col / 64) * atom + swizzled(r, col % 64)) = (gr < R && gc < C) ? g[(long long)gr * ld + gc] : zero;
+    }
+  }
+}
+
+// The tiles a cluster takes: AK_CLUSTER vertically adjacent tiles (one per block) sharing their
+// columns, numbered in groups of AK_GROUP_M cluster rows so that neighbours in time share L2.
+struct TileOrder {
+  int rows, cols, count;   // in cluster tiles
+  __device__ TileOrder(int M, int N) {
+    rows = ((M + kTileM - 1) / kTileM + AK_CLUSTER - 1) / AK_CLUSTER;
+    cols = (N + AK_TILE_N - 1) / AK_TILE_N;
+    count = rows * cols;
+  }
+  // The first row and column of c of this block's tile of cluster tile u.
+  __device__ void origin(int u, int rank, int& m0, int& n0) const {
+    const int group = u / (AK_GROUP_M * cols);
+    const int rows_in_group = min(AK_GROUP_M, rows - group * AK_GROUP_M);
+    const int in_group = u % (AK_GROUP_M * cols);
+    m0 = ((group * AK_GROUP_M + in_group % rows_in_group) * AK_CLUSTER + rank) * kTileM;
+    n0 = (in_group / rows_in_group) * AK_TILE_N;
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, unsigned empty0, const T* a, const T* b, int M,
+                                        int N, int K, const struct ak_tensor_maps& maps, unsigned rank) {
+  const bool tma_a = maps.built & 1u, tma_b = (maps.built >> 1) & 1u;
+  const int t = threadIdx.x;   // 0..127
+  // With both maps built one thread does all the work; otherwise the warpgroup copies together.
+  if ((tma_a && tma_b) ? t != 0 : false) return;
+  if (t == 0) {
+    if (tma_a) asm volatile("prefetch.tensormap [%0];\n" ::"l"(&maps.map[0]) : "memory");
+    if (tma_b) asm volatile("prefetch.tensormap [%0];\n" ::"l"(&maps.map[1]) : "memory");
+  }
+  const TileOrder order(M, N);
+  const int k_tiles = (K + kTileK - 1) / kTileK;
+  const int last_m0 = (M - 1) / kTileM * kTileM;
+  unsigned it = 0;   // slices produced so far, across tiles: stage it % AK_STAGES, phase it / AK_STAGES
+  for (int u = blockIdx.x / AK_CLUSTER; u < order.count; u += gridDim.x / AK_CLUSTER) {
+    int m0, n0;
+    order.origin(u, rank, m0, n0);
+    m0 = min(m0, last_m0);   // a block past the last tile row loads a real one (and its consumers store nothing)
+    // b's boxes wholly past the last column are not loaded: what the stage holds there reaches
+    // only columns of c that are never stored. Both blocks of a cluster skip the same ones.
+    const int atoms = min(kAtomsB, (N - n0 + 63) / 64);
+    const unsigned tx = (tma_a ? kStageA : 0) + (tma_b ? atoms * kAtomN : 0);   // bytes the copy engine brings
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const unsigned s = it % AK_STAGES;
+      const unsigned full = full0 + 8 * s, empty = empty0 + 8 * s;
+      if (it >= AK_STAGES) bar_wait(empty, (it / AK_STAGES - 1) & 1);   // every consumer of the cluster done with it
+      unsigned char* st = smem + s * kStage;
+      const int k0 = kt * kTileK;
+      if (!tma_a) fill_block<T, kTileM, kTileK, 0>(st, a, K, m0, k0, M, K, t);
+      if (!tma_b) fill_block<T, kTileK, AK_TILE_N, kAtomN>(st + kStageA, b, N, k0, n0, K, N, t);
+      if (!(tma_a && tma_b)) {
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // this thread's writes, seen by wgmma
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");                 // the whole warpgroup's
+      }
+      if (t == 0) {
+        if (tx) bar_arrive_tx(full, tx);
+        else bar_arrive(full);
+        if (tma_a) tma_load(smem_addr(st), &maps.map[0], k0, m0, full);
+        if (tma_b) {
+          for (int atom = rank; atom < atoms; atom += AK_CLUSTER) {
+            const unsigned dst = smem_addr(st + kStageA + atom * kAtomN);
+            if (AK_CLUSTER == 1) tma_load(dst, &maps.map[1], n0 + atom * 64, k0, full);
+            else tma_load_multicast(dst, &maps.map[1], n0 + atom * 64, k0, full, (unsigned short)((1u << AK_CLUSTER) - 1));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The wgmmas reading stage `s` are complete: free it for the producers of every block of the cluster.
+__device__ __forceinline__ void release(unsigned empty, bool signals) {
+  if (!signals) return;
+  if (AK_CLUSTER == 1) bar_arrive(empty);
+  else
+    for (unsigned r = 0; r < AK_CLUSTER; ++r) bar_arrive_cluster(empty, r);
+}
+
+template <typename T>
+__device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, unsigned empty0, T* c, int M, int N, int K,
+                                        unsigned rank) {
+  const int wg = threadIdx.x / 128 - 1;   // 0 or 1: which 64 rows of the tile
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const bool signals = threadIdx.x % 128 == 0;
+  const TileOrder order(M, N);
+  const int k_tiles = (K + kTileK - 1) / kTileK;
+  const unsigned base = smem_addr(smem);
+  float acc[AK_TILE_N / 2];
+  unsigned it = 0;
+  for (int u = blockIdx.x / AK_CLUSTER; u < order.count; u += gridDim.x / AK_CLUSTER) {
+    int m0, n0;
+    order.origin(u, rank, m0, n0);
+#pragma unroll
+    for (int e = 0; e < AK_TILE_N / 2; ++e) acc[e] = 0.f;
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const unsigned s = it % AK_STAGES;
+      bar_wait(full0 + 8 * s, (it / AK_STAGES) & 1);
+      const unsigned st = base + s * kStage;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < kTileK / 16; ++kk)
+        wgmma(acc, descriptor(st + wg * 64 * 128 + kk * 32, 16, 1024),
+              descriptor(st + kStageA + kk * 2 * kGroupK, kAtomN, kGroupK), T());
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      // One batch stays in flight: the one before it is complete, and its stage is free.
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      if (kt > 0) release(empty0 + 8 * ((it - 1) % AK_STAGES), signals);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (k_tiles > 0) release(empty0 + 8 * ((it - 1) % AK_STAGES), signals);
+
+    // Each warp of a warpgroup holds 16 rows; per 8 columns, a lane has rows lane/4 and lane/4 + 8,
+    // columns 2 * (lane % 4) and the next.
+    const bool pairs = N % 2 == 0;
+#pragma unroll
+    for (int j = 0; j < AK_TILE_N / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + wg * 64 + warp * 16 + lane / 4 + h * 8;
+        const int col = n0 + j * 8 + (lane % 4) * 2;
+        if (row >= M || col >= N) continue;
+        T* p = c + (long long)row * N + col;
+        const float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
+        if (pairs) store_pair(p, x, y);
+        else {
+          store_one(p, x);
+          if (col + 1 < N) store_one(p + 1, y);
+        }
+      }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
+              const __grid_constant__ struct ak_tensor_maps maps) {
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
+  const unsigned full0 = smem_addr(smem + AK_STAGES * kStage), empty0 = full0 + 8 * AK_STAGES;
+  const unsigned rank = AK_CLUSTER == 1 ? 0 : cluster_rank();
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < AK_STAGES; ++s) {
+      bar_init(full0 + 8 * s, 1);                    // the producer's arrival (+ the copy engine's bytes)
+      bar_init(empty0 + 8 * s, 2 * AK_CLUSTER);      // one per consumer warpgroup of the cluster
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // Every barrier of the cluster initialised before anyone arrives on it or copies into it.
+  if (AK_CLUSTER > 1) cluster_sync();
+  else __syncthreads();
+
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    produce<T>(smem, full0, empty0, a, b, M, N, K, maps, rank);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    consume<T>(smem, full0, empty0, c, M, N, K, rank);
+  }
+  // A block's barriers and stages receive the other block's arrivals and copies until both are done.
+  if (AK_CLUSTER > 1) cluster_sync();
+}
