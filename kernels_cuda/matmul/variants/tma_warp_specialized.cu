@@ -82,7 +82,7 @@ extern "C" __constant__ int ak_tensor_maps[2][5] = {
 };
 
 struct alignas(64) ak_tensor_map { unsigned long long opaque[16]; };
-struct ak_tensor_maps { ak_tensor_map map[8]; unsigned int built; };
+struct ak_tensor_map_args { ak_tensor_map map[8]; unsigned int built; };
 
 // ---- shared memory, mbarriers, TMA ----
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -239,7 +239,7 @@ struct TileOrder {
 
 template <typename T>
 __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, unsigned empty0, const T* a, const T* b, int M,
-                                        int N, int K, const struct ak_tensor_maps& maps, unsigned rank) {
+                                        int N, int K, const ak_tensor_map_args& maps, unsigned rank) {
   const bool tma_a = maps.built & 1u, tma_b = (maps.built >> 1) & 1u;
   const int t = threadIdx.x;   // 0..127
   // With both maps built one thread does all the work; otherwise the warpgroup copies together.
@@ -353,7 +353,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
 matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
-              const __grid_constant__ struct ak_tensor_maps maps) {
+              const __grid_constant__ ak_tensor_map_args maps) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
   const unsigned full0 = smem_addr(smem + AK_STAGES * kStage), empty0 = full0 + 8 * AK_STAGES;
