@@ -89,4 +89,5 @@ TEST_CASE("kernels lists all nine types with their ABI, metric, baseline, valida
   CHECK_THAT(r.out, Catch::Contains("TFLOPS (compute-bound)"));
   CHECK_THAT(r.out, Catch::Contains("baseline:   the starter timed on the same GPU"));
   CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_warp_specialized, wgmma_pipeline\n"));   // matmul
+  CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_swiglu, wgmma_pipeline\n"));   // fused_mlp
 }
