@@ -1,4 +1,4 @@
-// matmul variant tma_warp_specialized: a persistent, warp-specialized wgmma kernel fed by TMA through mbarrier stages, optionally multicast across a cluster of two
+// matmul variant tma_warp_specialized: a persistent, warp-specialized wgmma kernel fed by TMA through mbarrier stages, optionally multicast across a cluster of two, its tiles stored through shared memory by TMA
 //
 // What it changes and why: in the wgmma_pipeline variant every thread both copies and multiplies,
 // and the whole block meets at a barrier once per slice of K, so the tensor cores wait whenever
@@ -12,21 +12,36 @@
 // 1 and 2 are the consumers: each takes 64 rows of the tile and all AK_TILE_N columns with one
 // m64nNk16 wgmma per 16 of K, keeps one batch in flight, and frees a stage as soon as the
 // wgmmas that read it are complete. The grid is persistent: each block walks over output tiles
-// (grouped by AK_GROUP_M tile rows so that the tiles running at once share a and b in L2), and
-// the producer runs into the next tile while the consumers store the last one. The mbarrier
-// phases run on with one slice counter across tiles. With AK_CLUSTER 2, the two blocks of a
-// cluster take vertically adjacent tiles, which share their columns of b: each loads half of b's
-// boxes and multicasts them to both, and a stage is free only when the consumers of both blocks
-// have released it (they arrive on the empty barriers of both blocks). Both blocks walk the same
-// number of tiles; a block whose tile lies past the last row loads the last one again and
-// stores nothing.
+// (grouped by AK_GROUP_M tile rows so that the tiles running at once share a and b in L2, or with
+// AK_RASTER_N 1 by AK_GROUP_M tile columns, walked along N), and the producer runs into the next
+// tile while the consumers store the last one. The mbarrier phases run on with one slice counter
+// across tiles. With AK_CLUSTER 2, the two blocks of a cluster take vertically adjacent tiles,
+// which share their columns of b: each loads half of b's boxes and multicasts them to both, and a
+// stage is free only when the consumers of both blocks have released it (they arrive on the empty
+// barriers of both blocks). Both blocks walk the same number of tiles; a block whose tile lies
+// past the last row loads the last one again and stores nothing.
 // Where the harness could not build a tensor map (rows whose length is not a multiple of 16
 // bytes, an unaligned base), the producer warpgroup fills the same swizzled stages itself with
 // cp.async (or element by element), zeros past the edges, and arrives on the full barrier, so
-// one structure serves every shape. The accumulators go from registers straight to c, bounds
-// checked.
-// Not yet: an epilogue through shared memory and a TMA store, and two consumer warpgroups
-// taking turns (ping-pong) so that one stores while the other multiplies.
+// one structure serves every shape.
+// The epilogue. Both consumer warpgroups store a tile at the same time, and the tensor cores
+// wait for them: with AK_EPILOGUE 0 each thread converts its 128 accumulators and writes them
+// to c itself, 4 bytes at a time and bounds checked, 64 scattered stores a thread before the
+// next tile's first wgmma. The load-side knobs (more stages, clusters, narrower tiles) did not
+// move the time, so the loads are not the limit, and this store is the likely wait.
+// With AK_EPILOGUE 1 (the default), each warpgroup converts its 64 x AK_TILE_N accumulators one
+// box of 64 x 64 at a time into shared memory with stmatrix (four 8 x 8 matrices per
+// instruction, the accumulator fragment's own layout, conflict-free in the 128-byte swizzle the
+// map over c expects), and one thread hands each box to the copy engine (a TMA store, which
+// clips rows and columns past c's edge itself). Two 8 KB box buffers per warpgroup alternate:
+// the copy engine reads one while the threads fill the other, and the warpgroup goes on to the
+// next tile's wgmmas as soon as its last box is handed over, the stores still in flight. The
+// staging takes 32 KB, so 4 stages of 256-column tiles still fit (4 x 48 + 32 = 224 KB). With
+// AK_STORE_BUFFERS 4 a warpgroup stages its whole tile and waits only for stores handed over
+// three boxes earlier, at the price of a stage (3 stages). Where c has no map (its rows not a multiple
+// of 16 bytes), the direct stores serve.
+// Not yet: two consumer warpgroups taking turns (ping-pong) so that one stores while the other
+// multiplies.
 //
 // The kernel-file contract (docs/kernel-contract.md, with tensor maps, clusters and persistent
 // grids): device code and launch knobs only, no host code; the entry point and its arguments are
@@ -38,9 +53,12 @@
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_N 256  // columns of c per tile (128 or 256); a tile has 128 rows, 64 per consumer warpgroup
-#define AK_STAGES 4    // slices of 64 along K in flight (2 or more; 4 at most with 256 columns, 7 with 128)
-#define AK_GROUP_M 8   // tile rows (of clusters) numbered together, for L2 reuse
+#define AK_STAGES 4    // slices of 64 along K in flight (2 or more; with 256 columns 4 at most, with 128 columns 7, or 6 with AK_EPILOGUE 1)
+#define AK_GROUP_M 8   // tile rows (of clusters) numbered together for L2 reuse; tile columns with AK_RASTER_N 1
 #define AK_CLUSTER 1   // blocks per cluster (1, or 2: adjacent tile rows share b through TMA multicast)
+#define AK_EPILOGUE 1  // 0: accumulators stored straight to c; 1: through shared memory and TMA stores (direct where c has no map)
+#define AK_RASTER_N 0  // 0: tiles numbered down M within a group of tile rows; 1: along N within a group of tile columns
+#define AK_STORE_BUFFERS 2   // AK_EPILOGUE 1: 64 x 64 staging buffers per consumer warpgroup (2, or 4 = a whole 256-column tile, with 3 stages)
 
 constexpr int kTileM = 128;                          // two consumer warpgroups of 64 rows
 constexpr int kTileK = 64;                           // one 128-byte swizzle row of 16-bit elements
@@ -49,16 +67,23 @@ constexpr int kAtomsB = AK_TILE_N / 64;              // b's N-major atoms per st
 constexpr int kStageA = kTileM * kTileK * 2;         // bytes
 constexpr int kStageB = kTileK * AK_TILE_N * 2;
 constexpr int kStage = kStageA + kStageB;
+constexpr int kBoxesC = AK_TILE_N / 64;              // TMA store boxes of 64 rows x 64 columns per consumer warpgroup
+constexpr int kBoxC = 64 * 64 * 2;                   // bytes of one box, one 128-byte swizzle row per row of c
+constexpr int kStaging = AK_EPILOGUE * 2 * AK_STORE_BUFFERS * kBoxC;   // box buffers of both consumer warpgroups
 constexpr int kBarriers = 2 * AK_STAGES * 8;         // full and empty mbarriers
-constexpr int kSmem = kStage * AK_STAGES + kBarriers + 1024;   // + room to align the stages to 1024 bytes
+constexpr int kSmem = kStage * AK_STAGES + kStaging + kBarriers + 1024;   // + room to align the stages to 1024 bytes
 constexpr int kProducerRegs = 56;                    // setmaxnreg: the producer gives registers away
 constexpr int kConsumerRegs = 224;                   // and the consumers take them (168 a thread at launch)
 static_assert(AK_TILE_N == 128 || AK_TILE_N == 256, "tiles of 128 or 256 columns (one wgmma instruction each)");
 static_assert(AK_STAGES >= 2, "the pipeline needs 2 or more stages");
 static_assert(AK_GROUP_M >= 1, "group at least one tile row");
 static_assert(AK_CLUSTER == 1 || AK_CLUSTER == 2, "clusters of 1 or 2 blocks");
+static_assert(AK_EPILOGUE == 0 || AK_EPILOGUE == 1, "AK_EPILOGUE is 0 (direct stores) or 1 (shared memory and TMA stores)");
+static_assert(AK_RASTER_N == 0 || AK_RASTER_N == 1, "AK_RASTER_N is 0 (down M in a group) or 1 (along N in a group)");
+static_assert(AK_STORE_BUFFERS == 2 || AK_STORE_BUFFERS == 4, "2 or 4 staging buffers per consumer warpgroup");
+static_assert(AK_STORE_BUFFERS <= kBoxesC, "no more staging buffers than boxes of c per warpgroup");
 static_assert(kAtomsB % AK_CLUSTER == 0, "the blocks of a cluster split b's boxes evenly");
-static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
+static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (the stages, plus 8 KB per staging buffer and warpgroup with AK_EPILOGUE 1)");
 // The block starts with 168 registers a thread (65536 / 384, rounded down to a multiple of 8);
 // setmaxnreg only moves them between warpgroups, and a consumer asking for more than the pool
 // holds would wait forever.
@@ -76,9 +101,12 @@ extern "C" __constant__ int ak_smem_bytes = kSmem;
 extern "C" __constant__ int ak_cluster_blocks = AK_CLUSTER;
 extern "C" __constant__ int ak_persistent = 1;
 // operand, box_cols, box_rows, swizzle_bytes, l2_promotion_bytes
-extern "C" __constant__ int ak_tensor_maps[2][5] = {
+extern "C" __constant__ int ak_tensor_maps[2 + AK_EPILOGUE][5] = {
     {0, kTileK, kTileM, 128, 256},   // a: 128 rows x 64 columns of K
     {1, 64, kTileK, 128, 256},       // b: 64 rows of K x 64 columns of N, one atom
+#if AK_EPILOGUE
+    {2, 64, 64, 128, 0},             // c: 64 rows x 64 columns, one staging box
+#endif
 };
 
 struct alignas(64) ak_tensor_map { unsigned long long opaque[16]; };
@@ -133,6 +161,24 @@ __device__ __forceinline__ void tma_load_multicast(unsigned dst, const ak_tensor
                ::"r"(dst), "l"(map), "r"(col), "r"(row), "r"(bar), "h"(mask) : "memory");
 }
 
+// One staged box of c out to global memory; the copy engine clips rows and columns past c's edge.
+__device__ __forceinline__ void tma_store(const ak_tensor_map* map, int col, int row, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(map), "r"(col), "r"(row), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// All but this thread's `pending` latest bulk store groups have read their shared memory (they may still be writing c).
+template <int pending>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending) : "memory"); }
+// ... and written c: before the block exits, its shared memory must no longer be a source.
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Four 8 x 8 matrices of 16-bit elements, row addresses from lanes 8i..8i+7 for matrix i, and
+// from each lane one register per matrix: the accumulator fragment's own layout.
+__device__ __forceinline__ void stmatrix4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 __device__ __forceinline__ void copy16(unsigned dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
@@ -183,6 +229,14 @@ __device__ __forceinline__ void store_pair(__half* p, float x, float y) { *reint
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
 __device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ unsigned pack_pair(float x, float y, __half) {
+  const __half2 h = __floats2half2_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+__device__ __forceinline__ unsigned pack_pair(float x, float y, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
 
 // Byte offset of element (row, col) of a block of 128-byte rows in the 128-byte swizzle (what
 // TMA writes with CU_TENSOR_MAP_SWIZZLE_128B into a 1024-aligned box): the 16-byte chunk index
@@ -219,7 +273,8 @@ __device__ __forceinline__ void fill_block(unsigned char* s, const T* g, int ld,
 }
 
 // The tiles a cluster takes: AK_CLUSTER vertically adjacent tiles (one per block) sharing their
-// columns, numbered in groups of AK_GROUP_M cluster rows so that neighbours in time share L2.
+// columns, numbered in groups of AK_GROUP_M cluster rows (or tile columns, AK_RASTER_N) so that
+// neighbours in time share L2.
 struct TileOrder {
   int rows, cols, count;   // in cluster tiles
   __device__ TileOrder(int M, int N) {
@@ -229,11 +284,22 @@ struct TileOrder {
   }
   // The first row and column of c of this block's tile of cluster tile u.
   __device__ void origin(int u, int rank, int& m0, int& n0) const {
-    const int group = u / (AK_GROUP_M * cols);
-    const int rows_in_group = min(AK_GROUP_M, rows - group * AK_GROUP_M);
-    const int in_group = u % (AK_GROUP_M * cols);
-    m0 = ((group * AK_GROUP_M + in_group % rows_in_group) * AK_CLUSTER + rank) * kTileM;
-    n0 = (in_group / rows_in_group) * AK_TILE_N;
+    int row, col;
+    if (AK_RASTER_N) {   // groups of AK_GROUP_M tile columns, walked along N first
+      const int group = u / (AK_GROUP_M * rows);
+      const int cols_in_group = min(AK_GROUP_M, cols - group * AK_GROUP_M);
+      const int in_group = u % (AK_GROUP_M * rows);
+      col = group * AK_GROUP_M + in_group % cols_in_group;
+      row = in_group / cols_in_group;
+    } else {             // groups of AK_GROUP_M tile rows, walked down M first
+      const int group = u / (AK_GROUP_M * cols);
+      const int rows_in_group = min(AK_GROUP_M, rows - group * AK_GROUP_M);
+      const int in_group = u % (AK_GROUP_M * cols);
+      row = group * AK_GROUP_M + in_group % rows_in_group;
+      col = in_group / rows_in_group;
+    }
+    m0 = (row * AK_CLUSTER + rank) * kTileM;
+    n0 = col * AK_TILE_N;
   }
 };
 
@@ -296,12 +362,82 @@ __device__ __forceinline__ void release(unsigned empty, bool signals) {
     for (unsigned r = 0; r < AK_CLUSTER; ++r) bar_arrive_cluster(empty, r);
 }
 
+// Each warp of a warpgroup holds 16 rows of the accumulators; per 8 columns j, a lane has rows
+// lane/4 and lane/4 + 8 (h = 0, 1), columns 2 * (lane % 4) and the next: acc[4j + 2h], acc[4j + 2h + 1].
+//
+// The direct epilogue: each pair from registers to c, bounds checked.
+template <typename T>
+__device__ __forceinline__ void store_direct(const float (&acc)[AK_TILE_N / 2], T* c, int row0, int n0, int M, int N, int warp,
+                                             int lane) {
+  const bool pairs = N % 2 == 0;
+#pragma unroll
+  for (int j = 0; j < AK_TILE_N / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + warp * 16 + lane / 4 + h * 8;
+      const int col = n0 + j * 8 + (lane % 4) * 2;
+      if (row >= M || col >= N) continue;
+      T* p = c + (long long)row * N + col;
+      const float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
+      if (pairs) store_pair(p, x, y);
+      else {
+        store_one(p, x);
+        if (col + 1 < N) store_one(p + 1, y);
+      }
+    }
+}
+
+// The staged epilogue of one consumer warpgroup (64 rows): box by box (64 columns), the
+// accumulators go as T into one of its AK_STORE_BUFFERS swizzled box buffers (in turn) with
+// stmatrix, and one thread hands the box to the copy engine, which stores it while the warpgroup
+// fills the next buffer and then goes on to the next tile's wgmmas. A buffer is filled again only
+// after the store that read it has: before the barrier of box j the storing thread waits until at
+// most AK_STORE_BUFFERS - 2 of its store groups have not read their buffers, so the buffer of box
+// j + 1 (last read by box j + 1 - AK_STORE_BUFFERS, with at most that many groups after it) is
+// free after the barrier, across tiles too. Boxes wholly past c's edge are neither filled nor
+// stored (fewer groups: the wait only gets stricter); every thread still meets every barrier.
+template <typename T>
+__device__ __forceinline__ void store_staged(const float (&acc)[AK_TILE_N / 2], unsigned staging, const ak_tensor_map* map,
+                                             int row0, int n0, int M, int N, int wg, int warp, int lane, bool elected) {
+  // stmatrix's matrices 0..3 are (j, h = 0), (j, h = 1), (j + 1, h = 0), (j + 1, h = 1): lane
+  // gives the address of row lane % 8 of matrix lane / 8. Eight rows of a matrix lie in eight
+  // different 16-byte columns of the swizzle, so each stmatrix phase touches every bank once.
+  const int r = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+  const int c8 = (lane >> 4) * 8;
+#pragma unroll
+  for (int box = 0; box < kBoxesC; ++box) {
+    const unsigned buf = staging + (box % AK_STORE_BUFFERS) * kBoxC;
+    const bool live = row0 < M && n0 + box * 64 < N;   // the same for the whole warpgroup
+    if (live) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int j = box * 8 + q * 2;
+        stmatrix4(buf + swizzled(r, q * 16 + c8), pack_pair(acc[4 * j], acc[4 * j + 1], T()),
+                  pack_pair(acc[4 * j + 2], acc[4 * j + 3], T()), pack_pair(acc[4 * j + 4], acc[4 * j + 5], T()),
+                  pack_pair(acc[4 * j + 6], acc[4 * j + 7], T()));
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // this thread's writes, seen by the copy engine
+    }
+    if (elected) bulk_wait_read<AK_STORE_BUFFERS - 2>();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory");      // the whole warpgroup's
+    if (elected && live) {
+      tma_store(map, n0 + box * 64, row0, buf);
+      bulk_commit();
+    }
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, unsigned empty0, T* c, int M, int N, int K,
-                                        unsigned rank) {
+                                        const ak_tensor_map_args& maps, unsigned rank) {
   const int wg = threadIdx.x / 128 - 1;   // 0 or 1: which 64 rows of the tile
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const bool signals = threadIdx.x % 128 == 0;
+  const bool elected = signals;           // the thread that issues and waits for its warpgroup's stores
+  // Through shared memory where c has a map (its rows a multiple of 16 bytes), else direct.
+  const bool staged = AK_EPILOGUE == 1 && ((maps.built >> 2) & 1u);
+  const unsigned staging = smem_addr(smem + AK_STAGES * kStage + wg * AK_STORE_BUFFERS * kBoxC);
+  if (staged && elected) asm volatile("prefetch.tensormap [%0];\n" ::"l"(&maps.map[2]) : "memory");
   const TileOrder order(M, N);
   const int k_tiles = (K + kTileK - 1) / kTileK;
   const unsigned base = smem_addr(smem);
@@ -329,25 +465,10 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (k_tiles > 0) release(empty0 + 8 * ((it - 1) % AK_STAGES), signals);
 
-    // Each warp of a warpgroup holds 16 rows; per 8 columns, a lane has rows lane/4 and lane/4 + 8,
-    // columns 2 * (lane % 4) and the next.
-    const bool pairs = N % 2 == 0;
-#pragma unroll
-    for (int j = 0; j < AK_TILE_N / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + wg * 64 + warp * 16 + lane / 4 + h * 8;
-        const int col = n0 + j * 8 + (lane % 4) * 2;
-        if (row >= M || col >= N) continue;
-        T* p = c + (long long)row * N + col;
-        const float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
-        if (pairs) store_pair(p, x, y);
-        else {
-          store_one(p, x);
-          if (col + 1 < N) store_one(p + 1, y);
-        }
-      }
+    if (staged) store_staged<T>(acc, staging, &maps.map[2], m0 + wg * 64, n0, M, N, wg, warp, lane, elected);
+    else store_direct(acc, c, m0 + wg * 64, n0, M, N, warp, lane);
   }
+  if (staged && elected) bulk_wait_all();
 }
 
 template <typename T>
@@ -356,7 +477,7 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
               const __grid_constant__ ak_tensor_map_args maps) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
-  const unsigned full0 = smem_addr(smem + AK_STAGES * kStage), empty0 = full0 + 8 * AK_STAGES;
+  const unsigned full0 = smem_addr(smem + AK_STAGES * kStage + kStaging), empty0 = full0 + 8 * AK_STAGES;
   const unsigned rank = AK_CLUSTER == 1 ? 0 : cluster_rank();
 
   if (threadIdx.x == 0) {
@@ -375,7 +496,7 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
     produce<T>(smem, full0, empty0, a, b, M, N, K, maps, rank);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<T>(smem, full0, empty0, c, M, N, K, rank);
+    consume<T>(smem, full0, empty0, c, M, N, K, maps, rank);
   }
   // A block's barriers and stages receive the other block's arrivals and copies until both are done.
   if (AK_CLUSTER > 1) cluster_sync();
