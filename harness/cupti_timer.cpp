@@ -101,8 +101,9 @@ uint64_t CuptiKernelTimer::now() {
   return t;
 }
 
-Result<std::vector<double>> CuptiKernelTimer::stop(const std::string& kernel, size_t expected) {
-  auto mine = drain([&](const Record& r) { return r.name == kernel; }, expected);
+Result<std::vector<double>> CuptiKernelTimer::stop(const std::vector<std::string>& kernels, size_t expected) {
+  auto mine = drain([&](const Record& r) { return std::find(kernels.begin(), kernels.end(), r.name) != kernels.end(); },
+                    expected);
   if (!mine) return mine.error();
   std::vector<double> us;
   for (auto& r : *mine) us.push_back(double(r.end - r.start) / 1000.0);

@@ -13,10 +13,11 @@ class CuptiKernelTimer {
  public:
   /// Starts recording kernel activity (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
   static Status start();
-  /// Stops, flushes, and returns the durations in microseconds of the launches of the kernel
-  /// whose mangled name is `kernel`, in launch order. CUPTI may hand records back late, so it
-  /// flushes again until `expected` have come or a second has passed; fewer may come back.
-  static Result<std::vector<double>> stop(const std::string& kernel, size_t expected);
+  /// Stops, flushes, and returns the durations in microseconds of the launches of the kernels
+  /// whose mangled names are `kernels`, in launch order (two files paired in a timing may mangle
+  /// differently: a file with tensor maps takes one more parameter). CUPTI may hand records back
+  /// late, so it flushes again until `expected` have come or a second has passed; fewer may come.
+  static Result<std::vector<double>> stop(const std::vector<std::string>& kernels, size_t expected);
 
   /// A kernel's interval on the GPU, in CUPTI's nanoseconds (the clock of now()).
   struct Span {

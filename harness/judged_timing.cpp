@@ -55,6 +55,12 @@ class Session {
   Result<JudgedTiming> run(bool& sticky);
 
  private:
+  /// The entry point of each kernel timed, as CUPTI names their launches.
+  std::vector<std::string> timed_names() const {
+    std::vector<std::string> names;
+    for (auto* k : kernels_) names.push_back(k->lowered_name(d_));
+    return names;
+  }
   uint64_t inputs_of(int pair) const { return mix_seed(plan_.input_seed ^ (uint64_t(pair) * 0xd1342543de82ef95ull)); }
   int kernel_at(int pair, int i) const {
     return n_ == 1 ? 0 : ((pair + int(plan_.choice_seed & 1)) % 2 == 0 ? i : 1 - i);
@@ -265,7 +271,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
       if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
       auto r = launch(pair, k, slots_.size(), timed ? std::pair{&starts.back(), &ends.back()} : std::pair<Event*, Event*>{});
       if (!r || *r != CUDA_SUCCESS) {
-        if (timed) (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        if (timed) (void)CuptiKernelTimer::stop(timed_names(), 0);
         if (!r) return r.error();
         return fail(*r, std::string(timed ? "timed" : "warm-up") + " launch failed");
       }
@@ -275,18 +281,18 @@ Result<JudgedTiming> Session::run(bool& sticky) {
       CUresult cuda_error = CUDA_SUCCESS;
       auto judged = judge(pair, k, cuda_error);
       if (!judged) {
-        (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        (void)CuptiKernelTimer::stop(timed_names(), 0);
         return cuda_error != CUDA_SUCCESS ? fail(cuda_error, judged.error().message) : judged.error();
       }
       if (*judged) out.failures[size_t(k)] = *judged;
       if (out.failures[0]) {
-        (void)CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), 0);
+        (void)CuptiKernelTimer::stop(timed_names(), 0);
         return out;
       }
     }
   }
   CUresult r = drv_.cuCtxSynchronize();
-  auto cupti = CuptiKernelTimer::stop(kernels_[0]->lowered_name(d_), size_t(reps_ * n_));
+  auto cupti = CuptiKernelTimer::stop(timed_names(), size_t(reps_ * n_));
   if (r != CUDA_SUCCESS) return fail(r, "timed launches failed");
   if (!cupti) return cupti.error();
 
@@ -327,8 +333,6 @@ Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, 
                                    const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky) {
   sticky = false;
   if (kernels.empty() || kernels.size() > 2) return error("judged_timing takes one or two kernels");
-  for (auto* k : kernels)
-    if (k->lowered_name(d) != kernels[0]->lowered_name(d)) return error("paired kernels must share their entry point's name");
   if (plan.checked_launches > 0 && !reference) return error("checked launches need the reference");
   Session session(gpu, inputs, checks, spec, shape, d, kernels, reference, plan);
   return session.run(sticky);

@@ -7,6 +7,8 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/run_buffers.hpp"
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
+#include "tests/harness/gpu_judge.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
@@ -158,4 +160,25 @@ TEST_CASE("a clustered persistent kernel gets whole clusters and no more blocks 
   c = run(**gpu, *k, {2048, 2048, 16}, 2, set);
   CHECK(c[0] == half_of(float(resident / 2 * 2)));
   CHECK(c[1] == half_of(2));
+}
+
+TEST_CASE("a file with tensor maps is timed beside a best without them, both from CUPTI's records", "[gpu][tensor_maps]") {
+  if (!test::gpu_or_skip()) return;
+  const std::string* tma = nullptr;
+  const std::string* plain = nullptr;
+  for (const auto& v : kernel_variants("matmul")) {
+    if (v.name == "tma_warp_specialized") tma = v.source;
+    if (v.name == "wgmma_pipeline") plain = v.source;
+  }
+  REQUIRE(tma);
+  REQUIRE(plain);
+  // The extra parameter gives the two entry points different mangled names: the pairing must
+  // still take each launch's record, not fall back to events or refuse the pair.
+  Verdict v = test::judge(matmul_spec(), *tma, *plain, {2048, 2048, 2048});
+  CHECK(v.passed());
+  REQUIRE(v.timing.has_value());
+  CHECK(v.timing->source == "CUPTI");
+  CHECK(v.paired.pairs > 0);
+  CHECK(v.paired.ratio > 0);
+  CHECK(v.paired.ratio < 0.8);   // TMA and wgmma at 650+ TFLOPS against the cp.async core's 400
 }
