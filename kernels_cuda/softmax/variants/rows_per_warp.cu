@@ -34,7 +34,7 @@
 #define AK_WARPS 8              // warps per block (1 to 32)
 #define AK_ROWS_PER_WARP 1      // rows one warp handles side by side (1, 2, 4, 8): 32 / AK_ROWS_PER_WARP lanes per row
 #define AK_LOAD_BYTES 16        // bytes per load and store (4, 8, 16); scalar when a row is not a whole number of them
-#define AK_ROW_CAPACITY 1024    // elements a row's lanes hold in registers; longer rows are read twice
+#define AK_ROW_CAPACITY 512     // elements a row's lanes hold in registers; longer rows are read twice
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = AK_WARPS * 32;
