@@ -1,5 +1,7 @@
 #include "daemon/loop/run_loop.hpp"
 
+#include <chrono>
+
 #include "common/format.hpp"
 
 #include <cstdio>
@@ -337,7 +339,10 @@ Result<RunOutcome> RunLoop::run() {
       continue;
     }
     threads_[f.job.worker].join();
-    if (auto s = finish_guarded(std::move(f)); !s && !failed) {
+    const auto decided_from = std::chrono::steady_clock::now();
+    Status decided = finish_guarded(std::move(f));
+    decisions_.add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided_from).count());
+    if (auto s = decided; !s && !failed) {
       failed = s.error();
       ending = true;
       if (busy_gpus()) spdlog::error("{}; waiting for the {} other experiment(s) in flight", failed->message, busy_gpus());
@@ -348,6 +353,9 @@ Result<RunOutcome> RunLoop::run() {
     return *failed;
   }
   push_history();  // what a failed push at a keep left behind
+  if (decisions_.count())
+    spdlog::info("the loop thread decided {} verdicts: {:.1f} ms each (median), {:.1f} ms at most", decisions_.count(),
+                 decisions_.median_ms(), decisions_.max_ms());
   out.summary = summary();
   write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
   if (notifier_) notifier_->stopping();
@@ -364,6 +372,7 @@ void RunLoop::write_state(const std::string& status) const {
   j["llm_cost_usd"] = cost_usd_;
   j["seconds"] = seconds;
   j["wall_seconds"] = wall_seconds();
+  j["decisions"] = decisions_.to_json();
   j["gpus"] = nlohmann::json::array();
   for (size_t w = 0; w < gpus_.size(); ++w) {
     auto d = doing_.find(w);

@@ -18,6 +18,7 @@
 
 #include "config/config.hpp"
 #include "daemon/loop/clock.hpp"
+#include "daemon/loop/decision_times.hpp"
 #include "daemon/loop/experiment_job.hpp"
 #include "daemon/loop/git_history.hpp"
 #include "daemon/loop/gpu_workers.hpp"
@@ -125,6 +126,7 @@ class RunLoop {
   int proposing_ = 0;                   ///< slow proposals being asked now
   double wall_before_ = 0, session_start_ = 0;   ///< for [run] max_hours across restarts
   double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
+  DecisionTimes decisions_;             ///< the loop thread's time per verdict, this process
   std::string gpu_, arch_, unit_;       ///< what the last verdict said of the device
   double peak_ = 0;
 };

@@ -68,6 +68,7 @@ void check_numbers_once(const std::vector<ResultRow>& rows) {
 TEST_CASE("with two GPUs two experiments run at once and rows are written in order of completion", "[loop][parallel]") {
   TempDir dir;
   OrderedEvaluator ev;
+  ev.hold_ms = 200;   // B must still be running when A's thread starts, however late it is scheduled
   ScriptedProposer pr;
   ManualClock clock;
   a_after_b(pr);
@@ -263,4 +264,42 @@ TEST_CASE("an experiment in flight on a kernel the config no longer lists is dro
   CHECK(rows[0].experiment == 6);   // after the dropped number
   CHECK(rows[0].tag == "rmsnorm");
   CHECK(ev.judge.calls == 2);       // the softmax candidate was not run
+}
+
+TEST_CASE("with eight GPUs finishing in reverse order every verdict is recorded once, against the best at its time", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ev.wait_s = 10;
+  ev.hold_ms = 300;   // all eight are running at once, however late their threads are scheduled
+  ScriptedProposer pr;
+  ManualClock clock;
+  // C1 is handed out first and finishes last: each Ci waits for C(i+1). The faster ones finish first.
+  for (int i = 1; i <= 8; ++i) {
+    const std::string name = "C" + std::to_string(i);
+    const std::string after = i < 8 ? " after=C" + std::to_string(i + 1) : "";
+    pr.queue.push_back({"// us=" + std::to_string(100 - i) + after + "\n" + name + "\n", name, 10, 0});
+  }
+  RunLoop loop(loop_config(dir), gpus(ev, 8), pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  auto rows = rows_in(loop);
+  REQUIRE(rows.size() == 9);   // the starter, then the eight
+  CHECK(ev.most_at_once == 8);
+  check_numbers_once(rows);
+  for (int i = 8; i >= 1; --i) {   // recorded in the order they finished: C8 first
+    const ResultRow& r = rows[size_t(9 - i)];
+    CHECK(r.description == "C" + std::to_string(i));
+    CHECK(r.experiment == i + 1);
+    CHECK(r.kept == (i == 8));     // C8 (92 us) beats the starter; each later one is slower than C8
+  }
+  CHECK(loop.kernels()[0].best_us == Approx(92));
+  // The loop thread's time per decision (here with real commits in a temp dir) is in state.json.
+  auto state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  REQUIRE(state.contains("decisions"));
+  CHECK(state["decisions"]["count"] == 9);
+  CHECK(state["decisions"]["median_ms"].get<double>() > 0);
+  CHECK(state["decisions"]["max_ms"].get<double>() >= state["decisions"]["median_ms"].get<double>());
+  std::printf("loop thread per decision, 8 workers: median %.2f ms, max %.2f ms over %d decisions\n",
+              state["decisions"]["median_ms"].get<double>(), state["decisions"]["max_ms"].get<double>(),
+              state["decisions"]["count"].get<int>());
 }
