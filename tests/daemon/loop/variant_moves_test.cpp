@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/loop/knob_constraints.hpp"
@@ -81,10 +83,18 @@ TEST_CASE("after three reverts in a structure the tuner tries every variant befo
   REQUIRE(is_structure_move(p));
   CHECK(variant_name(p.source) == "row_in_registers");
   ctx.history.push_back({p.description, p.source, "PASS", 130, false, "", p.move});
-  // The switch lost; it is not a revert of the structure, and the knobs go on where they were.
+  // The switch lost; it is not a revert of the structure. Each other variant is tried in turn,
+  // and when all have lost the knobs go on where they were.
   CHECK(reverts_in_structure(ctx.history) == kSwitchAfterReverts);
+  std::set<std::string> tried{variant_name(p.source)};
   Proposal next = propose(t, ctx);
-  CHECK_FALSE(is_structure_move(next));
+  while (is_structure_move(next)) {
+    REQUIRE(tried.insert(variant_name(next.source)).second);   // never the same variant twice
+    ctx.history.push_back({next.description, next.source, "PASS", 130, false, "", next.move});
+    next = propose(t, ctx);
+  }
+  CHECK(tried.size() == kernel_variants("softmax").size() - 1);
+  CHECK(reverts_in_structure(ctx.history) == kSwitchAfterReverts);
   CHECK(variant_name(next.source) == "starter");
 }
 
@@ -105,11 +115,21 @@ TEST_CASE("a tuned knob carries into the variant, an untuned one does not, and a
   CHECK_THAT(carried.description, Catch::Contains("knobs carried over"));
   ctx.history.push_back({carried.description, carried.source, "PASS", 130, false, "", carried.move});
 
+  // Every structure not yet tried comes first; then the one that lost, at its own knobs.
+  const std::string& variant_own = *kernel_variants("softmax")[1].source;
   Proposal own_knobs = propose(t, ctx);
+  for (int other = 0; is_structure_move(own_knobs) && own_knobs.source != variant_own; ++other) {
+    REQUIRE(other < 8);
+    CHECK(variant_name(own_knobs.source) != variant_name(variant_own));
+    ctx.history.push_back({own_knobs.description, own_knobs.source, "PASS", 130, false, "", own_knobs.move});
+    own_knobs = propose(t, ctx);
+  }
   REQUIRE(is_structure_move(own_knobs));
-  CHECK(own_knobs.source == *kernel_variants("softmax")[1].source);
+  CHECK(own_knobs.source == variant_own);
   ctx.history.push_back({own_knobs.description, own_knobs.source, "PASS", 130, false, "", own_knobs.move});
-  CHECK_FALSE(is_structure_move(propose(t, ctx)));   // both tried: back to the starter's knobs
+  // Both tried: the next structure move goes to another variant, never this one again.
+  Proposal after = propose(t, ctx);
+  if (is_structure_move(after)) CHECK(variant_name(after.source) != variant_name(own_knobs.source));
 }
 
 TEST_CASE("a carried knob that breaks the variant's static_asserts stays the variant's own", "[variants]") {
