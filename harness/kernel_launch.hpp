@@ -2,6 +2,7 @@
 /// A compiled kernel file (or reference) loaded on the GPU, ready to launch on any shape and dtype
 /// of its spec. The launch geometry comes from the module's exported constants, never from text.
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "harness/gpu_context.hpp"
@@ -63,6 +64,12 @@ class LaunchableKernel {
   LaunchGeometry geometry_;
   int smem_bytes_ = 0;
   GridLaunch grid_launch_;                  ///< clusters and persistent grid (candidates only)
+  /// The maps of one call, encoded once per dtype, shape and buffers (launch() is on the timed path).
+  using MapsKey = std::tuple<DType, Shape, std::vector<CUdeviceptr>>;
+  static constexpr size_t kMapsCacheEntries = 64;
+  mutable std::map<MapsKey, TensorMapsParam> maps_cache_;
+  const TensorMapsParam* encoded_maps(const KernelSpec& spec, DType d, const Shape& shape,
+                                      const std::vector<CUdeviceptr>& operands) const;
   std::vector<TensorMapDecl> tensor_maps_;  ///< what ak_tensor_maps declares; empty: no maps parameter
   ModuleMemory memory_;   ///< a candidate's writable memory; empty for a reference
   bool is_reference_ = false;

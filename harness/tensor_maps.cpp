@@ -10,6 +10,11 @@ std::string map_name(int i, const TensorMapDecl& m, const KernelSpec& spec) {
   return "ak_tensor_maps[" + std::to_string(i) + "] (" + (known ? spec.args[size_t(m.operand)].name : "operand " + std::to_string(m.operand)) + ")";
 }
 
+/// A map sees T for the type's own operands and for scratch (a kernel may keep its scratch in T);
+/// other operands keep their fixed element type.
+bool mapped_as_t(const ArgSpec& a) { return a.elem == Elem::T || a.kind == ArgSpec::Scratch; }
+size_t mapped_elem_bytes(const ArgSpec& a, DType d) { return mapped_as_t(a) ? dtype_size(d) : elem_size(a.elem, d); }
+
 /// The rules that hold whatever the shape; "" when the declaration keeps them.
 std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
   if (m.operand < 0 || m.operand >= int(spec.args.size()))
@@ -26,8 +31,7 @@ std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
   if (m.l2_promotion != 0 && m.l2_promotion != 64 && m.l2_promotion != 128 && m.l2_promotion != 256)
     return "L2 promotion " + std::to_string(m.l2_promotion) + ": expected 0, 64, 128 or 256 bytes";
   for (DType d : spec.dtypes) {
-    const bool as_t = a.elem == Elem::T || a.kind == ArgSpec::Scratch;
-    const size_t row_bytes = size_t(m.box_cols) * (as_t ? dtype_size(d) : elem_size(a.elem, d));
+    const size_t row_bytes = size_t(m.box_cols) * mapped_elem_bytes(a, d);
     if (row_bytes % 16)
       return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ": it must be a multiple of 16";
     if (m.swizzle && row_bytes > size_t(m.swizzle))
@@ -37,11 +41,11 @@ std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
   return "";
 }
 
-CUtensorMapDataType tma_type(size_t bytes, Elem e, DType d, bool as_t) {
-  if (as_t) return d == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                   : d == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  if (e == Elem::U32) return CU_TENSOR_MAP_DATA_TYPE_UINT32;
-  return bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+/// Int64 operands are refused at load unless mapped as T (static_problem), so every case is here.
+CUtensorMapDataType tma_type(const ArgSpec& a, DType d) {
+  if (mapped_as_t(a)) return d == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                             : d == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  return a.elem == Elem::U32 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
 CUtensorMapSwizzle tma_swizzle(int bytes) {
@@ -86,10 +90,9 @@ Result<std::vector<TensorMapDecl>> parse_tensor_maps(const std::vector<int>& int
 
 TensorMapView tensor_map_view(const KernelSpec& spec, const TensorMapDecl& decl, const Shape& shape, DType d) {
   const ArgSpec& a = spec.args.at(size_t(decl.operand));
-  const bool as_t = a.elem == Elem::T || a.kind == ArgSpec::Scratch;
   TensorMapView v;
-  v.elem_bytes = as_t ? dtype_size(d) : elem_size(a.elem, d);
-  v.type = tma_type(v.elem_bytes, a.elem, d, as_t);
+  v.elem_bytes = mapped_elem_bytes(a, d);
+  v.type = tma_type(a, d);
   v.cols = uint64_t(a.row_length(shape));
   const uint64_t bytes = uint64_t(a.numel(shape)) * elem_size(a.elem, d);
   v.rows = v.cols ? bytes / (v.cols * v.elem_bytes) : 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "harness/gpu_context.hpp"
+#include "harness/host_dtype.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/run_buffers.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -86,11 +87,11 @@ std::vector<uint16_t> run(GpuContext& gpu, const LaunchableKernel& k, const Shap
   return c;
 }
 
-uint16_t half_of(float f) {   // exact for the small integers these tests write
-  if (f == 0) return 0;
-  int e = 0;
-  float m = std::frexp(f, &e);   // f = m 2^e, m in [0.5, 1)
-  return uint16_t(((e - 1 + 15) << 10) | (uint32_t((m * 2 - 1) * 1024) & 0x3ff));
+/// The fp16 bits of f, as the kernel's T(float) writes them.
+uint16_t half_of(float f) {
+  uint16_t h = 0;
+  store_from_float(&h, DType::F16, 0, f);
+  return h;
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llm/llm_client.hpp"
+
 namespace ak::test {
 
 struct Scripted {
@@ -145,5 +147,12 @@ class FakeLlmServer {
   std::deque<Scripted> script_;
   std::vector<Received> received_;
 };
+
+/// Client options whose back-off between retries takes no time, for tests of retry paths.
+inline LlmClient::Options no_wait() {
+  LlmClient::Options o;
+  o.sleep = [](double) {};
+  return o;
+}
 
 }  // namespace ak::test

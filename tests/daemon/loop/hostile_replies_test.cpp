@@ -33,12 +33,6 @@ LlmConfig scripted_llm(const FakeLlmServer& s) {
   return c;
 }
 
-LlmClient::Options no_wait() {
-  LlmClient::Options o;
-  o.sleep = [](double) {};
-  return o;
-}
-
 Scripted reply(const std::string& description, const std::string& first_line) {
   Scripted s;
   s.text = "Description: " + description + "\n\n```cuda\n" + first_line + "\n__global__ void rmsnorm_kernel() {}\n```\n";

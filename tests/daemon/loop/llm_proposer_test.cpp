@@ -58,12 +58,6 @@ LlmConfig llm_config(const FakeLlmServer& s) {
   return c;
 }
 
-LlmClient::Options no_wait() {
-  LlmClient::Options o;
-  o.sleep = [](double) {};
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("the message carries the GPU, the kernel, the best file, its numbers and the history", "[prompts][llm]") {
