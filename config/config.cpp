@@ -266,6 +266,14 @@ void read_convergence(const toml::table& t, const std::string& file, std::vector
   r.finish();
 }
 
+/// Whether some version of `type`'s contract takes shapes of `dims` dimensions: a run folder of an
+/// older version keeps its config, and its kept file picks the version it is judged by.
+bool shape_of_some_version(const std::string& type, size_t dims) {
+  for (int v = 1; const KernelSpec* s = find_spec(type, v); ++v)
+    if (s->shape_names.size() == dims) return true;
+  return false;
+}
+
 void read_kernel(const toml::table& t, const std::string& file, std::vector<std::string>& e,
                  KernelEntry& k) {
   TableReader r(t, "kernel", file, e);
@@ -285,7 +293,7 @@ void read_kernel(const toml::table& t, const std::string& file, std::vector<std:
         if (ok) k.shape.push_back(*v);
       }
     if (!ok) r.bad("shape", *n, "(as written)", "an array of positive integers, e.g. [8192, 8192]");
-    else if (spec && k.shape.size() != spec->shape_names.size())
+    else if (spec && !shape_of_some_version(k.type, k.shape.size()))
       r.bad("shape", *n, std::to_string(k.shape.size()) + " dimensions",
             std::to_string(spec->shape_names.size()) + " dimensions for " + k.type + " (" +
                 spec->shape_help() + ")");

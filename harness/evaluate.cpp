@@ -9,6 +9,7 @@
 #include "harness/judged_timing.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/roofline.hpp"
+#include "kernels_cuda/contract_version.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -28,6 +29,25 @@ CompileRequest compile_request(const KernelSpec& spec, const std::string& source
 Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
   v.total_seconds = since(t0);
   return v;
+}
+
+/// Why a file of `spec`'s contract cannot be judged at `shape` beside `best_source`, or "": the
+/// shape has the version's dimensions, and the file keeps the version of the kernel's kept file
+/// (a version changes the arguments, so the two could not be timed on one set of inputs).
+std::string contract_mismatch(const KernelSpec& spec, const std::string& best_source, const Shape& shape) {
+  if (shape.size() != spec.shape_names.size())
+    return "the shape " + shape_str(shape) + " has " + std::to_string(shape.size()) + " dimensions; version " +
+           std::to_string(spec.contract_version) + " of the " + spec.type + " contract takes " +
+           std::to_string(spec.shape_names.size()) + " (" + spec.shape_help() + "): give a shape of that version";
+  if (std::string why = spec.shape_error ? spec.shape_error(shape) : ""; !why.empty())
+    return "the shape " + shape_str(shape) + " is not one of the " + spec.type + " contract's: " + why;
+  if (best_source.empty()) return "";
+  const int best = declared_contract_version(best_source).value_or(spec.contract_version);
+  if (best == spec.contract_version) return "";
+  return "the file declares version " + std::to_string(spec.contract_version) + " of the " + spec.type +
+         " contract and the kernel's kept file version " + std::to_string(best) +
+         ": a kernel keeps the version it started with (write the file for version " + std::to_string(best) +
+         ", or start a new run for version " + std::to_string(spec.contract_version) + ")";
 }
 
 }  // namespace
@@ -71,7 +91,8 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
 }
 
 Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
-  if (auto it = references_.find(spec.type); it != references_.end()) return &it->second;
+  const std::string key = spec.type + " v" + std::to_string(spec.contract_version);  // versions differ in arguments
+  if (auto it = references_.find(key); it != references_.end()) return &it->second;
   auto compiled = nvrtc_compile(compile_request(spec, spec.reference_source, gpu_->info().arch, true));
   if (!compiled) return compiled.error();
   if (!compiled->ok) return error("the " + spec.type + " reference does not compile (a harness bug): " + compiled->log);
@@ -80,7 +101,7 @@ Result<Harness::Reference*> Harness::reference(const KernelSpec& spec) {
   auto baseline = LaunchableKernel::reference(*gpu_, spec, *compiled, ReferenceOutput::InputDtype);
   if (!baseline) return baseline.error();
   Reference r{std::move(*validate), std::move(*baseline)};
-  return &references_.emplace(spec.type, std::move(r)).first->second;
+  return &references_.emplace(key, std::move(r)).first->second;
 }
 
 Result<Timing> Harness::time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
@@ -161,15 +182,23 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   if (seeds->fixed)
     v.notes.push_back("made with the fixed seed " + std::to_string(req.seed) +
                       ": its inputs and checked launches could be known in advance; the loop never uses one");
-  const KernelSpec* spec = find_spec(req.kernel_type);
+  auto file_spec = spec_for_file(req.kernel_type, req.source);
   auto dtype = parse_dtype(req.dtype);
-  if (!spec || !dtype) {
-    v.message = !spec ? "unknown kernel type '" + req.kernel_type + "'" : "unknown dtype '" + req.dtype + "'";
+  if (!file_spec || !dtype) {
+    v.message = !file_spec ? file_spec.error().message : "unknown dtype '" + req.dtype + "'";
+    if (!file_spec && find_spec(req.kernel_type)) v.correctness = Correctness::CompileError, v.failed_stage = "compile";
     return finish(v, t0);
   }
+  const KernelSpec* spec = *file_spec;
   const Shape shape = req.shape.empty() ? spec->bench_shape : req.shape;
   v.dtype = dtype_name(*dtype);
   v.shape = shape_str(shape);
+  if (std::string why = contract_mismatch(*spec, req.best_source, shape); !why.empty()) {
+    v.correctness = Correctness::CompileError;
+    v.failed_stage = "compile";
+    v.message = why;
+    return finish(v, t0);
+  }
 
   // Compile.
   if (on_stage) on_stage("compile");

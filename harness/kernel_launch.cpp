@@ -163,7 +163,7 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
       case ArgSpec::Output: pass_buffer(b.outputs.at(out++)); break;
       case ArgSpec::Scratch: pass_buffer(b.scratch.at(scratch++)); break;
       case ArgSpec::Counters: pass_buffer(b.counters.at(counters++)); break;
-      case ArgSpec::Dim: ints.push_back(int(shape.at(a.dim))); params.push_back(&ints.back()); operands.push_back(0); break;
+      case ArgSpec::Dim: ints.push_back(int(a.int_value(shape))); params.push_back(&ints.back()); operands.push_back(0); break;
       case ArgSpec::FloatConst: floats.push_back(a.value); params.push_back(&floats.back()); operands.push_back(0); break;
     }
   }

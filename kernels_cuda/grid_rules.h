@@ -12,6 +12,13 @@ inline long long ak_rowwise_blocks(const long long* shape, int dims, int rows_pe
   return (rows + rows_per_block - 1) / rows_per_block;
 }
 
+/// rotary_embedding (contract version 2), shape {batch, q_heads, k_heads, seq, head_dim, layout}:
+/// one row per head vector of q and of k, ak_rows_per_block rows a block.
+inline long long ak_rotary_blocks(const long long* shape, int rows_per_block) {
+  const long long rows = shape[0] * (shape[1] + shape[2]) * shape[3];
+  return (rows + rows_per_block - 1) / rows_per_block;
+}
+
 /// Tensor-core types: one block per tile_m x tile_n tile of each of `batches` rows x cols outputs;
 /// 0 when a tile size is missing.
 inline long long ak_tiled_blocks(long long rows, long long cols, int tile_m, int tile_n, long long batches) {

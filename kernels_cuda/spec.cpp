@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "kernels_cuda/contract_version.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -79,7 +80,7 @@ int64_t leading_rows(const Shape& s) {
   return r;
 }
 
-int64_t KernelSpec::rows(const Shape& s) const { return leading_rows(s); }
+int64_t KernelSpec::rows(const Shape& s) const { return row_count ? row_count(s) : leading_rows(s); }
 
 int64_t output_rows(const KernelSpec& spec, const Shape& shape) {
   for (const ArgSpec& a : spec.args)
@@ -114,7 +115,8 @@ std::string KernelSpec::shape_help() const {
 const std::string& KernelSpec::starter_source() const {
   static const std::string none;
   const std::string* s = embedded_starter(type);
-  return s ? *s : none;
+  // An older contract's spec has no starter: the embedded one is written for the newest.
+  return s && declared_contract_version(*s).value_or(0) == contract_version ? *s : none;
 }
 
 }  // namespace ak

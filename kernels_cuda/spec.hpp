@@ -67,7 +67,7 @@ struct ArgSpec {
     Output,      ///< poisoned before each run, compared with the reference
     Scratch,     ///< the kernel's own workspace; contents undefined
     Counters,    ///< zeroed before the first launch; the kernel must leave them zero again
-    Dim,         ///< an int: shape[dim]
+    Dim,         ///< an int: shape[dim], or computed(shape) when set
     FloatConst,  ///< a float: value
   } kind;
   std::string name;
@@ -79,7 +79,11 @@ struct ArgSpec {
   /// Buffers a tensor map may cover: the elements of one row (the innermost dimension), so the
   /// buffer is seen as a row-major matrix; unset: the buffer cannot be mapped.
   std::function<int64_t(const Shape&)> row_length = {};
+  /// Dim: an int the shape implies rather than one of its dimensions (a stride its layout gives);
+  /// an exported op computes it from its tensors and passes it after the shape's dimensions.
+  std::function<int64_t(const Shape&)> computed = {};
   bool is_buffer() const { return kind != Dim && kind != FloatConst; }
+  int64_t int_value(const Shape& s) const { return computed ? computed(s) : s.at(size_t(dim)); }
 };
 
 /// The launch geometry a kernel file exports (ak_block_threads, ak_rows_per_block, ak_tile_m,
@@ -108,6 +112,10 @@ using CpuReference = std::function<std::vector<std::vector<double>>(
 
 struct KernelSpec {
   std::string type;          ///< e.g. "rmsnorm"
+  /// The version of the type's kernel-file contract (its arguments and what they mean). A file
+  /// names the version it was written for (ak_contract_version, kernels_cuda/contract_version.hpp);
+  /// older versions stay registered, so kept files and run folders of older builds still load.
+  int contract_version = 1;
   std::string summary;       ///< one line: what it computes
   std::string entry;         ///< the template the file must define, e.g. "rmsnorm_kernel"
   std::string reference_entry;
@@ -132,8 +140,15 @@ struct KernelSpec {
   std::string launch_help;
   /// The adversarial recipes of stage 3 that make sense for this type.
   std::vector<Recipe> stability_recipes = kAdversarialRecipes;
-  int64_t rows(const Shape& s) const;   ///< product of all but the last dimension
-  int64_t cols(const Shape& s) const { return s.back(); }
+  int64_t rows(const Shape& s) const;   ///< row_count(s), or the product of all but the last dimension
+  /// The rows the reference runs a block on, when they are not the leading dimensions' product.
+  std::function<int64_t(const Shape&)> row_count;
+  /// "" or why a shape of the right dimension count cannot be run (a value the contract excludes).
+  std::function<std::string(const Shape&)> shape_error;
+  int64_t cols(const Shape& s) const { return col_count ? col_count(s) : s.back(); }
+  /// The elements of one row of the data inputs (what the adversarial recipes fill row by row),
+  /// when it is not the shape's last dimension.
+  std::function<int64_t(const Shape&)> col_count;
 
   std::string reference_source;         ///< CUDA: template reference_entry<T, O>, O = float or T
   int reference_threads = 256;          ///< one block of these per row

@@ -7,6 +7,7 @@
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "harness/worker_evaluator.hpp"
 
 namespace ak {
@@ -77,6 +78,11 @@ int bench_command(const Args& args) {
     auto source = read_kernel_file(f, **spec);
     if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
     sources.push_back(*source);
+  }
+  // The shape is read in the dimensions of the contract version the (first) file follows.
+  if (!sources.empty()) {
+    spec = spec_for_file(type, sources.front());
+    if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   }
 
   EvalRequest req;

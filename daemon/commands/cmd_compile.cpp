@@ -6,6 +6,7 @@
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "harness/candidate_compile.hpp"
 
 namespace ak {
@@ -31,6 +32,8 @@ int compile_command(const Args& args) {
   if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   auto source = read_kernel_file(file, **spec);
   if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+  spec = spec_for_file(type, *source);  // the arguments of the version the file follows
+  if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
 
   nlohmann::json out{{"file", file}, {"kernel", type}, {"arch", arch}};
   auto compiled = compile_candidate(**spec, *source, file == "starter" ? type + ".cu" : file, arch);

@@ -11,6 +11,7 @@
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "daemon/loop/llm_proposer.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "llm/api_key.hpp"
@@ -86,6 +87,8 @@ int propose_command(const Args& args) {
   if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   auto source = read_kernel_file(from, **spec);
   if (!source) return std::fprintf(stderr, "%s\n", source.error().message.c_str()), kExitUsage;
+  spec = spec_for_file(type, *source);  // the prompt shows the contract the file follows
+  if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   ProposalContext ctx;
   ctx.spec = *spec;
   ctx.tag = type;

@@ -5,6 +5,7 @@
 
 #include "daemon/loop/knob_constraints.hpp"
 #include "daemon/loop/knobs.hpp"
+#include "kernels_cuda/contract_version.hpp"
 #include "kernels_cuda/variants.hpp"
 
 namespace ak {
@@ -64,7 +65,11 @@ std::optional<Proposal> next_variant_move(const ProposalContext& ctx, bool knobs
   for (auto& e : ctx.in_flight) note(e.source);
   note(ctx.best_source);
 
-  const auto variants = kernel_variants(ctx.spec->type);
+  // Only the structures written for the contract version of the kept file: a file of another
+  // version takes other arguments and could not be judged beside it.
+  std::vector<KernelVariant> variants;
+  for (auto& v : kernel_variants(ctx.spec->type))
+    if (declared_contract_version(*v.source).value_or(0) == ctx.spec->contract_version) variants.push_back(v);
   std::string defaults;   // a file of no known structure: every value counts as tuned
   for (auto& v : variants)
     if (v.name == variant_name(ctx.best_source)) defaults = *v.source;
