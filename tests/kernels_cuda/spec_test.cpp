@@ -84,7 +84,8 @@ TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width,
       bool odd = false, one_row = false, long_row = false;
       for (auto& e : s->edge_shapes) {
         odd |= s->cols(e) % 8 != 0;
-        one_row |= s->rows(e) == 1;
+        // rotary_embedding's rows are q's and k's head vectors: at least one of each.
+        one_row |= s->rows(e) == (s->type == "rotary_embedding" ? 2 : 1);
         long_row |= s->cols(e) >= 65536;
       }
       CHECK(odd);
@@ -112,15 +113,33 @@ TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width,
   CHECK(rmsnorm_spec().tolerance(DType::F32).rtol <= 1e-4);
 }
 
-TEST_CASE("the CPU rotary reference rotates each pair of halves by its position's angle", "[spec]") {
-  // One row of head_dim 4 at position 0: pairs (q0, q2) and (q1, q3) rotated by (cos, sin).
+TEST_CASE("the CPU rotary reference rotates each pair of halves of q and of k by its position's angle", "[spec]") {
+  // One head vector of q and one of k, head_dim 4, at position 0: pairs (x0, x2) and (x1, x3),
+  // each half with its own entries of cos and sin (the model's tables, both halves).
+  std::vector<double> q{1, 2, 3, 4}, k{-1, 0.5, 2, 8}, cos{0.5, 0, 0.25, 2}, sin{0.25, 1, -1, 3};
+  auto out = rotary_embedding_spec().cpu_reference({1, 1, 1, 1, 4, 0}, DType::F32, {q, k, cos, sin});
+  REQUIRE(out.size() == 2);
+  for (auto [x, y] : {std::pair{q, out[0]}, std::pair{k, out[1]}}) {
+    CHECK(y[0] == Approx(x[0] * 0.5 - x[2] * 0.25));
+    CHECK(y[2] == Approx(x[2] * 0.25 + x[0] * -1));
+    CHECK(y[1] == Approx(x[1] * 0 - x[3] * 1));
+    CHECK(y[3] == Approx(x[3] * 2 + x[1] * 3));
+  }
+  // Bytes: q and k read and written once, the two tables read once per batch in this layout.
+  CHECK(rotary_embedding_spec().bytes({2, 32, 8, 2048, 128, 1}, DType::F16) ==
+        2.0 * (2.0 * 2 * 40 * 2048 * 128 + 2.0 * 2 * 2048 * 128));
+}
+
+TEST_CASE("version 1 of the rotary contract stays: one contiguous q and half-width tables", "[spec]") {
+  const KernelSpec* v1 = find_spec("rotary_embedding", 1);
+  REQUIRE(v1);
+  CHECK(v1 == &rotary_embedding_v1_spec());
+  CHECK(v1->shape_names.size() == 4);
+  CHECK(v1->starter_source().empty());   // the embedded starter is written for version 2
   std::vector<double> q{1, 2, 3, 4}, cos{0.5, 0}, sin{0.25, 1};
-  auto y = rotary_embedding_spec().cpu_reference({1, 1, 1, 4}, DType::F32, {q, cos, sin})[0];
+  auto y = v1->cpu_reference({1, 1, 1, 4}, DType::F32, {q, cos, sin})[0];
   CHECK(y[0] == Approx(1 * 0.5 - 3 * 0.25));
-  CHECK(y[2] == Approx(3 * 0.5 + 1 * 0.25));
-  CHECK(y[1] == Approx(2 * 0 - 4 * 1));
   CHECK(y[3] == Approx(4 * 0 + 2 * 1));
-  CHECK(rotary_embedding_spec().bytes({4, 32, 4096, 128}, DType::F16) == 2.0 * (2.0 * 4 * 32 * 4096 * 128 + 2.0 * 4096 * 64));
 }
 
 TEST_CASE("the CPU softmax reference sums to one per row and is shift-invariant", "[spec]") {

@@ -5,8 +5,11 @@
 // and a narrow one leaves a block with few bytes in flight. Here the AK_ROWS_PER_BLOCK rows of a
 // block are one flat range of (row, vector of pairs) items that its threads walk with a stride
 // of AK_THREADS: every thread has work whatever head_dim is, each item loads AK_VEC elements of
-// both halves of a row (16-byte loads at AK_VEC 8 in fp16) and its cos and sin, and writes both
-// halves. cos and sin are shared by every batch and head, so they come from L2.
+// both halves of a row (16-byte loads at AK_VEC 8 in fp16) and both halves of its cos and sin,
+// and writes both halves. Rows run q's head vectors then k's, each in (batch, seq, head) order,
+// so a block's rows are neighbours in the projections' [batch, seq, heads, head_dim] and share
+// one position's cos and sin (from L1 and L2). Written for contract version 2: q and k strided,
+// in one launch (docs/kernel-contract.md).
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
@@ -17,9 +20,10 @@
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_THREADS 256         // threads per block
 #define AK_ROWS_PER_BLOCK 32   // rows one block rotates, its threads spread over all of their pairs
-#define AK_VEC 8               // pairs per load/store (1, 2, 4, 8); scalar when (head_dim / 2) % AK_VEC != 0
+#define AK_VEC 8               // pairs per load/store (1, 2, 4, 8); scalar when the layout does not allow it
 
-// ---- launch geometry, read by the harness from the compiled module ----
+// ---- the contract this file follows, and its launch geometry, read by the harness ----
+extern "C" __constant__ int ak_contract_version = 2;
 extern "C" __constant__ int ak_block_threads = AK_THREADS;
 extern "C" __constant__ int ak_rows_per_block = AK_ROWS_PER_BLOCK;
 extern "C" __constant__ int ak_smem_bytes = 0;
@@ -37,41 +41,93 @@ struct alignas(sizeof(T) * N) AkVec {
   T v[N];
 };
 
-template <typename T, int W>
-__device__ __forceinline__ void rotate(const T* x, const T* c, const T* sn, T* y, int half, int i) {
-  using V = AkVec<T, W>;
-  const V a = reinterpret_cast<const V*>(x)[i], b = reinterpret_cast<const V*>(x + half)[i];
-  const V cv = reinterpret_cast<const V*>(c)[i], sv = reinterpret_cast<const V*>(sn)[i];
-  V lo, hi;
-#pragma unroll
-  for (int k = 0; k < W; ++k) {
-    const float x1 = ak_to_float(a.v[k]), x2 = ak_to_float(b.v[k]), cc = ak_to_float(cv.v[k]), ss = ak_to_float(sv.v[k]);
-    lo.v[k] = ak_from_float<T>(x1 * cc - x2 * ss);
-    hi.v[k] = ak_from_float<T>(x2 * cc + x1 * ss);
-  }
-  reinterpret_cast<V*>(y)[i] = lo;
-  reinterpret_cast<V*>(y + half)[i] = hi;
+/// Where one row's vectors lie: the input, the output and the row's cos and sin.
+template <typename T>
+struct AkRow {
+  const T* x;
+  T* y;
+  const T* c;
+  const T* sn;
+};
+
+/// Rows are q's head vectors first, then k's, each in (batch, seq, head) order: neighbouring rows
+/// are neighbours in memory for the projections' usual [batch, seq, heads, head_dim].
+template <typename T>
+__device__ __forceinline__ AkRow<T> ak_row(long long row, const T* q, const T* k, const T* cos, const T* sin, T* q_out,
+                                           T* k_out, int batch, int q_heads, int k_heads, int seq, const int* st) {
+  const long long q_rows = (long long)batch * seq * q_heads;
+  const bool is_q = row < q_rows;
+  const long long r = is_q ? row : row - q_rows;
+  const int heads = is_q ? q_heads : k_heads;
+  const long long h = r % heads, s = r / heads % seq, b = r / heads / seq;
+  const int* in = st + (is_q ? 0 : 3);    // q's strides, then k's
+  const int* out = st + (is_q ? 6 : 9);   // q_out's, then k_out's
+  AkRow<T> w;
+  w.x = (is_q ? q : k) + b * in[0] + h * in[1] + s * in[2];
+  w.y = (is_q ? q_out : k_out) + b * out[0] + h * out[1] + s * out[2];
+  w.c = cos + b * st[12] + s * st[13];
+  w.sn = sin + b * st[12] + s * st[13];
+  return w;
 }
 
 template <typename T, int W>
-__device__ __forceinline__ void rotate_rows(const T* q, const T* cos, const T* sin, T* out, long long rows, int seq,
-                                            int head_dim) {
-  const int half = head_dim / 2;
-  const int per_row = half / W;
+__device__ __forceinline__ void ak_rotate_vector(const AkRow<T>& w, int half, int i) {
+  using V = AkVec<T, W>;
+  const V a = reinterpret_cast<const V*>(w.x)[i], b = reinterpret_cast<const V*>(w.x + half)[i];
+  const V c1 = reinterpret_cast<const V*>(w.c)[i], c2 = reinterpret_cast<const V*>(w.c + half)[i];
+  const V s1 = reinterpret_cast<const V*>(w.sn)[i], s2 = reinterpret_cast<const V*>(w.sn + half)[i];
+  V lo, hi;
+#pragma unroll
+  for (int j = 0; j < W; ++j) {
+    const float x1 = ak_to_float(a.v[j]), x2 = ak_to_float(b.v[j]);
+    lo.v[j] = ak_from_float<T>(x1 * ak_to_float(c1.v[j]) - x2 * ak_to_float(s1.v[j]));
+    hi.v[j] = ak_from_float<T>(x2 * ak_to_float(c2.v[j]) + x1 * ak_to_float(s2.v[j]));
+  }
+  reinterpret_cast<V*>(w.y)[i] = lo;
+  reinterpret_cast<V*>(w.y + half)[i] = hi;
+}
+
+/// Whether W pairs can move as one vector: every base aligned and every stride a multiple of W.
+template <typename T, int W>
+__device__ __forceinline__ bool ak_vectorizable(const void* const* bases, const int* strides, int half) {
+  if (W == 1) return true;
+  if (half % W) return false;
+  for (int i = 0; i < 6; ++i)
+    if (reinterpret_cast<unsigned long long>(bases[i]) % (sizeof(T) * W)) return false;
+  for (int i = 0; i < 14; ++i)
+    if (strides[i] % W) return false;
+  return true;
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void ak_rotate_rows(const T* q, const T* k, const T* cos, const T* sin, T* q_out, T* k_out,
+                                               int batch, int q_heads, int k_heads, int seq, int head_dim,
+                                               const int* st) {
+  const int half = head_dim / 2, per_row = half / W;
+  const long long rows = (long long)batch * (q_heads + k_heads) * seq;
   const long long first = (long long)blockIdx.x * AK_ROWS_PER_BLOCK;
   for (int item = threadIdx.x; item < AK_ROWS_PER_BLOCK * per_row; item += AK_THREADS) {
     const long long row = first + item / per_row;
     if (row >= rows) break;   // items are in row order: the rest are past the end too
-    const long long s = row % seq;
-    rotate<T, W>(q + row * head_dim, cos + s * half, sin + s * half, out + row * head_dim, half, item % per_row);
+    ak_rotate_vector<T, W>(ak_row(row, q, k, cos, sin, q_out, k_out, batch, q_heads, k_heads, seq, st), half,
+                           item % per_row);
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(AK_THREADS)
-rotary_embedding_kernel(const T* __restrict__ q, const T* __restrict__ cos, const T* __restrict__ sin,
-                        T* __restrict__ out, int batch, int heads, int seq, int head_dim) {
-  const long long rows = (long long)batch * heads * seq;
-  if (AK_VEC > 1 && (head_dim / 2) % AK_VEC == 0) rotate_rows<T, AK_VEC>(q, cos, sin, out, rows, seq, head_dim);
-  else rotate_rows<T, 1>(q, cos, sin, out, rows, seq, head_dim);
+rotary_embedding_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ cos,
+                        const T* __restrict__ sin, T* __restrict__ q_out, T* __restrict__ k_out, int batch,
+                        int q_heads, int k_heads, int seq, int head_dim, int q_stride_batch, int q_stride_head,
+                        int q_stride_seq, int k_stride_batch, int k_stride_head, int k_stride_seq,
+                        int q_out_stride_batch, int q_out_stride_head, int q_out_stride_seq, int k_out_stride_batch,
+                        int k_out_stride_head, int k_out_stride_seq, int table_stride_batch, int table_stride_seq) {
+  const int st[14] = {q_stride_batch,     q_stride_head,     q_stride_seq,     k_stride_batch,     k_stride_head,
+                      k_stride_seq,       q_out_stride_batch, q_out_stride_head, q_out_stride_seq, k_out_stride_batch,
+                      k_out_stride_head,  k_out_stride_seq,  table_stride_batch, table_stride_seq};
+  const void* bases[6] = {q, k, cos, sin, q_out, k_out};
+  if (ak_vectorizable<T, AK_VEC>(bases, st, head_dim / 2))
+    ak_rotate_rows<T, AK_VEC>(q, k, cos, sin, q_out, k_out, batch, q_heads, k_heads, seq, head_dim, st);
+  else
+    ak_rotate_rows<T, 1>(q, k, cos, sin, q_out, k_out, batch, q_heads, k_heads, seq, head_dim, st);
 }
