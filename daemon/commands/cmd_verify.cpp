@@ -11,6 +11,7 @@
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
 #include "daemon/loop/run_directory.hpp"
+#include "daemon/verify/verify_report.hpp"
 #include "daemon/verify/verify_verdict.hpp"
 
 namespace ak {
@@ -24,36 +25,30 @@ int run_runner(const std::string& python, const std::string& ops_dir, const std:
   return run_foreground(cmd, {{"PYTHONPATH", ops_dir}}, "verify");
 }
 
-OutputError output_error(const nlohmann::json& j) {
-  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : INFINITY; };
-  return {num("rel_l2"), num("max_abs"), j.value("finite", false)};
-}
-
-std::string timing_row(const char* label, const nlohmann::json& j) {
-  char line[160];
-  std::snprintf(line, sizeof line, "%-22s %9.3f  %9.3f  %9.3f  %12.3g\n", label, j.value("median_ms", 0.0),
-                j.value("min_ms", 0.0), j.value("max_ms", 0.0), j.value("rel_l2", 0.0));
-  return line;
-}
-
 }  // namespace
 
 int verify_command(const Args& args) {
   std::string model, ops, dtype = "fp16", steps = "30", profile_path, out, python = "python3", compile_mode;
-  bool compile = false;
-  ArgParser p("autokernel verify --model FILE.py --ops DIR [--dtype fp16|bf16] [--steps N] [--compile] [--profile P.json]",
+  bool compile = false, no_max_autotune = false, cuda_graphs = false;
+  ArgParser p("autokernel verify --model FILE.py --ops DIR [--dtype fp16|bf16] [--steps N] [--compile [--compile-mode M] "
+              "[--no-max-autotune]] [--cuda-graphs] [--profile P.json]",
               "Runs a model with and without the ops of an exported package (autokernel export), compares both\n"
               "outputs with the model's own fp32 output, and times both (CUDA events, warm-up, median of N steps).\n"
               "The outputs agree when the error with the ops is at most twice the model's own in that dtype (or\n"
               "the dtype's floor). Prints the end-to-end speedup and, with --profile (the profile the run was\n"
               "planned from), the one the Amdahl plan predicts from the kernels' speedups and shares. Exits 1\n"
-              "when the outputs disagree. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
+              "when the outputs disagree. Also measures the CPU time of one call of each replacement and the GPU's\n"
+              "idle time per step the ops add. --compile times each torch.compile mode and decides, on the whole\n"
+              "compiled step, which ops run under it. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
   p.option("model", "FILE.py", "the model file", &model)
       .option("ops", "DIR", "the package autokernel export wrote", &ops)
       .option("dtype", "fp16|bf16", "the dtype of the run (default fp16)", &dtype)
       .option("steps", "N", "timed steps (default 30)", &steps)
-      .flag("compile", "also time torch.compile of the model, without and with the ops", &compile)
-      .option("compile-mode", "MODE", "torch.compile's mode (default max-autotune-no-cudagraphs)", &compile_mode)
+      .flag("compile", "also time torch.compile of the model in each mode, and decide which ops run under it", &compile)
+      .option("compile-mode", "MODE", "time this torch.compile mode only (default: default, max-autotune-no-cudagraphs, "
+              "reduce-overhead)", &compile_mode)
+      .flag("no-max-autotune", "leave out max-autotune-no-cudagraphs (slow to compile)", &no_max_autotune)
+      .flag("cuda-graphs", "also time one step replayed as a CUDA graph, without and with the ops", &cuda_graphs)
       .option("profile", "P.json", "the profile the run was planned from: predict the speedup", &profile_path)
       .option("out", "FILE", "also write the report as JSON", &out)
       .option("python", "PATH", "the Python with PyTorch (default python3)", &python);
@@ -76,6 +71,8 @@ int verify_command(const Args& args) {
   std::vector<std::string> runner{"--model", fs::absolute(model).string(), "--json", report_path, "--dtype", dtype, "--steps", steps};
   if (compile) runner.push_back("--compile");
   if (!compile_mode.empty()) runner.insert(runner.end(), {"--compile-mode", compile_mode});
+  if (no_max_autotune) runner.push_back("--no-max-autotune");
+  if (cuda_graphs) runner.push_back("--cuda-graphs");
   if (int rc = run_runner(python, fs::absolute(ops).string(), runner); rc != 0)
     return std::fprintf(stderr, "autokernel verify: the model run failed (exit %d): its output is above\n", rc), kExitFailure;
   auto text = read_text(report_path);
@@ -84,20 +81,20 @@ int verify_command(const Args& args) {
     return std::fprintf(stderr, "autokernel verify: %s: no report from the model run\n", report_path.c_str()), kExitFailure;
   std::remove(report_path.c_str());  // what it held goes into --out, with the verdict
 
-  const Agreement agreement = judge_outputs(output_error(report["eager"]), output_error(report["autokernel"]), dtype);
+  const ReportVerdict verdict = judge_report(report, dtype);
+  const Agreement& agreement = verdict.eager;
   const double eager_ms = report["eager"].value("median_ms", 0.0), ours_ms = report["autokernel"].value("median_ms", 0.0);
   const double measured = ours_ms > 0 ? eager_ms / ours_ms : 0;
   std::string text_out = "model " + model + " (" + dtype + ", " + report.value("gpu", std::string("?")) + ", PyTorch " +
                          report.value("torch", std::string("?")) + ")\npatched:\n";
   for (auto& n : report.value("patched", std::vector<std::string>{})) text_out += "  " + n + "\n";
-  text_out += "                       median ms     min ms     max ms  rel. L2 vs fp32\n";
-  text_out += timing_row("eager PyTorch", report["eager"]) + timing_row("with autokernel ops", report["autokernel"]);
-  if (report.contains("compile")) text_out += timing_row("torch.compile", report["compile"]);
-  if (report.contains("autokernel_compile")) text_out += timing_row("torch.compile + ops", report["autokernel_compile"]);
-  text_out += "outputs: " + std::string(agreement.agrees ? "agree" : "DISAGREE") + ": " + agreement.why + "\n";
+  text_out += timing_table(report) + op_cost_text(report) + compile_decision_text(report);
+  for (auto& line : verdict.lines) text_out += line + "\n";
   text_out += format_numbers("end-to-end speedup with the ops: %.3fx", measured);
-  report["verdict"] = {{"agrees", agreement.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
-                       {"speedup", measured}};
+  if (report.contains("compile") && report["compile"].value("median_ms", 0.0) > 0 && ours_ms > 0)
+    text_out += format_numbers(" (eager with the ops against the best torch.compile: %.3fx)", report["compile"].value("median_ms", 0.0) / ours_ms);
+  report["verdict"] = {{"agrees", verdict.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
+                       {"judgements", verdict.lines}, {"speedup", measured}};
   if (!profile.kernels.empty()) {
     auto parts = prediction_parts(profile, manifest);
     const double predicted = predicted_speedup(parts);
@@ -115,7 +112,7 @@ int verify_command(const Args& args) {
   if (!out.empty())
     if (auto s = write_file_atomic(out, report.dump(2) + "\n"); !s)
       std::fprintf(stderr, "autokernel verify: %s\n", s.error().message.c_str());
-  return agreement.agrees ? kExitOk : kExitFailure;
+  return verdict.agrees ? kExitOk : kExitFailure;
 }
 
 }  // namespace ak

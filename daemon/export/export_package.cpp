@@ -99,7 +99,7 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
   files[csrc + "launch.h"] = launch_header(types);
   files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
-  for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
+  for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py", "_modules.py", "_compile_decision.py", "_timing.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
   return files;
 }
 

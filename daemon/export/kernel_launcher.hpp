@@ -23,13 +23,15 @@ std::vector<std::string> exported_constants(const std::string& kernel_source);
 /// launch.h: the declaration of each type's launcher,
 ///   const char* launch_<type>(void* const* buffers, const long long* shape, const float* consts,
 ///                             int dtype, cudaStream_t stream);   // nullptr, or what failed
+///   const char* load_<type>();   // loads the module in the current CUDA context: nullptr, or what failed
 std::string launch_header(const std::vector<std::string>& types);
 
 /// <type>_module.h: the compiled modules as byte arrays, one per architecture, and the lowered
 /// name of each dtype's entry point.
 std::string module_header(const KernelSpec& spec, const std::vector<ExportedModule>& modules);
 
-/// <type>_launch.cpp: host C++ only, including <type>_module.h and the package's loaded_module.h.
+/// <type>_launch.cpp: host C++ only, including <type>_module.h and the package's loaded_module.h;
+/// defines launch_<type> and load_<type> (the op calls load at import, outside any graph capture).
 /// An Error when the file does not export ak_block_threads.
 Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source);
 

@@ -27,6 +27,38 @@ Agreement judge_outputs(const OutputError& eager, const OutputError& ours, const
   return a;
 }
 
+OutputError output_error(const nlohmann::json& j) {
+  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : INFINITY; };
+  return {num("rel_l2"), num("max_abs"), j.value("finite", false)};
+}
+
+ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtype) {
+  ReportVerdict v;
+  auto say = [&](const std::string& what, bool agrees, const std::string& why) {
+    v.agrees = v.agrees && agrees;
+    v.lines.push_back(what + (agrees ? "agree: " : "DISAGREE: ") + why);
+  };
+  v.eager = judge_outputs(output_error(report["eager"]), output_error(report["autokernel"]), dtype);
+  say("outputs: ", v.eager.agrees, v.eager.why);
+  if (report.contains("autokernel_graph")) {
+    const auto& g = report["autokernel_graph"];
+    const bool baseline_captured = report.contains("graph") && !report["graph"].contains("error");
+    if (g.contains("error") && baseline_captured)
+      say("CUDA graph outputs: ", false, "the step with the ops does not capture (" + g.value("error", std::string()) +
+                                             ") while the step without them does");
+    else if (!g.contains("error")) {
+      const Agreement a = judge_outputs(output_error(report["eager"]), output_error(g), dtype);
+      say("CUDA graph outputs: ", a.agrees, a.why);
+    }
+  }
+  if (report.contains("autokernel_compile") && report.contains("compile") &&
+      !report["autokernel_compile"].value("ops", nlohmann::json::array()).empty()) {
+    const Agreement a = judge_outputs(output_error(report["compile"]), output_error(report["autokernel_compile"]), dtype);
+    say("torch.compile outputs: ", a.agrees, a.why);
+  }
+  return v;
+}
+
 std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest) {
   std::vector<PredictedPart> parts;
   for (auto& op : manifest.value("ops", nlohmann::json::array())) {

@@ -33,6 +33,20 @@ struct Agreement {
 /// PyTorch's, in another order, stays near the model's own error; a wrong kernel is far off.
 Agreement judge_outputs(const OutputError& eager, const OutputError& ours, const std::string& dtype);
 
+/// A report row's error ("rel_l2", "max_abs", "finite"); a missing number is infinite.
+OutputError output_error(const nlohmann::json& row);
+
+/// Every judgement on one report: eager with the ops against eager PyTorch; where the report has
+/// them, the CUDA graph with the ops against eager PyTorch (a capture the ops broke, where the
+/// graph without them captured, is a disagreement), and torch.compile with the ops, where it runs
+/// any, against compile alone's own error.
+struct ReportVerdict {
+  bool agrees = true;
+  Agreement eager;                 ///< eager with the ops
+  std::vector<std::string> lines;  ///< one per judgement: "outputs: agree: ..."
+};
+ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtype);
+
 /// One exported kernel's part in the prediction: its share f of the profile's GPU time and the
 /// speedup s the run measured for it.
 struct PredictedPart {

@@ -38,6 +38,7 @@ TEST_CASE("a package holds the compiled modules beside a launcher in its spec's 
   CHECK(left_out.empty());
   for (const char* f : {"pyproject.toml", "README.md", "autokernel_ops/__init__.py", "autokernel_ops/_load.py",
                         "autokernel_ops/_patch.py", "autokernel_ops/_replacements.py", "autokernel_ops/_fakes.py",
+                        "autokernel_ops/_modules.py", "autokernel_ops/_compile_decision.py", "autokernel_ops/_timing.py",
                         "autokernel_ops/verify.py", "autokernel_ops/manifest.json", "autokernel_ops/csrc/common.h",
                         "autokernel_ops/csrc/launch.h", "autokernel_ops/csrc/grid_rules.h", "autokernel_ops/csrc/loaded_module.h",
                         "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
@@ -77,6 +78,26 @@ TEST_CASE("a package holds the compiled modules beside a launcher in its spec's 
   CHECK(manifest["ops"][0]["modules"][0]["arch"] == "sm_90a");
   CHECK(manifest["ops"][0]["modules"][0]["bytes"].get<size_t>() > 1000);
   CHECK(manifest["ops"][0]["entries"].size() == 3);
+}
+
+TEST_CASE("every launcher has a load function the op registers, so that modules load at import, never inside a capture", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("rmsnorm"), starter("softmax")}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  const std::string& header = files->at("autokernel_ops/csrc/launch.h");
+  for (const char* t : {"rmsnorm", "softmax"}) {
+    INFO(t);
+    CHECK_THAT(header, Catch::Contains("const char* load_" + std::string(t) + "();"));
+    // The same module object the launch uses: loading it is a lookup later, in the current context.
+    CHECK_THAT(files->at("autokernel_ops/csrc/" + std::string(t) + "_launch.cpp"),
+               Catch::Contains("const char* load_" + std::string(t) + "() {\n  const char* error = nullptr;\n  return k" +
+                               std::string(t) + "_module.current(error) ? nullptr : error;\n}"));
+    CHECK_THAT(files->at("autokernel_ops/csrc/" + std::string(t) + ".cpp"), Catch::Contains("AK_LOAD_OP(" + std::string(t) + ")"));
+  }
+  CHECK_THAT(files->at("autokernel_ops/csrc/common.h"), Catch::Contains("#type \"_load(int device) -> ()\""));
+  // __init__.py calls them at import for the current device.
+  CHECK_THAT(files->at("autokernel_ops/__init__.py"), Catch::Contains("load_modules(torch.ops.autokernel, LOADED)"));
+  CHECK_THAT(files->at("autokernel_ops/_modules.py"), Catch::Contains("getattr(ops, f\"{t}_load\")(int(device))"));
 }
 
 TEST_CASE("a package carries one module per architecture asked for", "[export]") {
@@ -228,7 +249,8 @@ std::string build_launcher_program(const std::filesystem::path& pkg, const std::
   const std::string main = dir.write(type + "_main.cpp",
       "#include <cstdio>\n#include \"launch.h\"\nint main() {\n  void* b[8] = {};\n  const long long s[4] = {4, 8, 1, 1};\n"
       "  const float c[4] = {1e-6f, 0, 0, 0};\n  const char* e = launch_" + type + "(b, s, c, 0, nullptr);\n"
-      "  std::printf(\"launch: %s\\n\", e ? e : \"ok\");\n  return 0;\n}\n");
+      "  std::printf(\"launch: %s\\n\", e ? e : \"ok\");\n  const char* l = load_" + type + "();\n"
+      "  std::printf(\"load: %s\\n\", l ? l : \"ok\");\n  return 0;\n}\n");
   const std::string program = (dir.path / (type + "_main")).string();
   auto linked = test::run_shell("g++ -std=c++17 -I" + csrc + " -I" + kCudaInclude + " " + main + " " + lib + " -Wl,-rpath," +
                                 dir.path.string() + " -o " + program);
@@ -269,6 +291,8 @@ TEST_CASE("the launchers build and link with the host compiler alone, and open t
     auto run = test::run_shell(program);
     CHECK(run.exit_code == 0);
     CHECK_THAT(run.out, Catch::Contains("launch: cannot open the CUDA driver") || Catch::Contains("launch: no current CUDA context"));
+    // The load the op makes at import answers the same way, outside any launch.
+    CHECK_THAT(run.out, Catch::Contains("load: cannot open the CUDA driver") || Catch::Contains("load: no current CUDA context"));
   }
 }
 

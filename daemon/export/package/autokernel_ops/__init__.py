@@ -6,14 +6,23 @@ with one line to use them in a model:
         print(p.names)                      # what was replaced
         y = model(x)
 
+At import each op's compiled module is loaded into the current device's CUDA context (so that no
+first launch loads it inside a CUDA graph capture); load_on(device) does it for another GPU.
+Under torch.compile a replacement runs PyTorch's code unless its type was enabled for compilation:
+decide_for_compile(model, inputs, mode) measures which help the compiled step, set_compile_ops(types)
+sets a decision made earlier.
+
 Written by `autokernel export`; manifest.json says which kernel files, from which run, measured how."""
 import os
 
 import torch
 
 from . import _load
+from ._compile_decision import decide_for_compile as _decide
 from ._fakes import register as register_fakes
+from ._modules import load_modules
 from ._patch import Patches, find_targets
+from ._replacements import COMPILE_OPS, set_compile_ops
 
 MANIFEST = _load.manifest()
 TYPES = [op["type"] for op in MANIFEST["ops"]]
@@ -21,6 +30,26 @@ LOADED, FAILED = _load.load(TYPES, verbose=os.environ.get("AUTOKERNEL_OPS_VERBOS
 
 
 register_fakes(lambda t: f"autokernel::{t}", LOADED)
+if LOADED:
+    LOADED, _not_loaded = load_modules(torch.ops.autokernel, LOADED)
+    FAILED.update(_not_loaded)
+
+
+def load_on(device):
+    """Loads every op's module on another GPU (device index) now: before a graph is captured there."""
+    return load_modules(torch.ops.autokernel, LOADED, device)
+
+
+def compile_ops():
+    """The op types enabled under torch.compile (none until a decision)."""
+    return sorted(COMPILE_OPS)
+
+
+def decide_for_compile(model, inputs, mode="default", types=None, **kwargs):
+    """Decides, on the whole compiled step, which op types run under torch.compile, records it
+    (set_compile_ops) and returns (enabled, record): see _compile_decision.py. `types` defaults
+    to every loaded type; call it with the model patched and after one eager call."""
+    return _decide(model, inputs, mode, LOADED if types is None else types, **kwargs)
 
 
 def patch(modules=None, also=()):

@@ -5,7 +5,7 @@ moment.
 
 What is compiled here is autokernel's own host C++ only: the op (csrc/<type>.cpp) and its launcher
 (csrc/<type>_launch.cpp), which hands the module NVRTC compiled at export (csrc/<type>_module.h, a
-byte array) to the CUDA driver at the first call. No kernel source is in the package, so nothing a
+byte array) to the CUDA driver at import (_modules.py). No kernel source is in the package, so nothing a
 kernel file holds can run on this machine's CPU, and no nvcc is needed.
 
 One extension per kernel: a kernel that cannot run here (no module for this GPU, a build that

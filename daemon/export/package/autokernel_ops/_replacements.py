@@ -1,12 +1,40 @@
 """The replacements a patch installs: each calls an autokernel op where the call is one the kernel
 computes exactly, and the original otherwise. Forward only: a call that needs gradients runs the
-original, since the ops have no backward."""
+original, since the ops have no backward.
+
+Thin by design: a replacement runs on every call of the model's norms and softmaxes, and its
+Python is time the GPU may wait for. So each makes only the checks the op cannot make (the
+arguments of the call it stands for, gradients, compilation) and exactly one op call, bound once
+(the op's overload, not its packet); what the op checks itself (dtype, device, contiguity, the
+weight's length) it checks in C++ and falls back to PyTorch's op there, said once.
+
+Under torch.compile a replacement runs the original unless its type is in COMPILE_OPS (decided on
+the whole compiled step: _compile_decision.py), so that compiling a patched model is never slower
+than compiling it unpatched. Inside a CUDA graph capture, nothing here synchronises or allocates:
+the first-call check of a class or helper (allclose, a host sync) waits for an eager call outside
+a capture, and the original runs meanwhile."""
 import sys
 
 import torch
 
 # DESIGN.md's tolerances (atol = rtol): the first-call check of a class or function target.
 _TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
+# F.rms_norm's epsilon when given None, per dtype, computed once rather than at every call.
+_EPS = {dt: torch.finfo(dt).eps for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+_compiling = torch.compiler.is_compiling
+_capturing = torch.cuda.is_current_stream_capturing
+_grad_enabled = torch.is_grad_enabled
+
+# The op types that stand in for Inductor's code when a patched model is compiled; empty until a
+# decision (decide_for_compile or set_compile_ops) puts some in. Read when a model is compiled.
+COMPILE_OPS = set()
+
+
+def set_compile_ops(types):
+    """Enables, under torch.compile, the replacements of these op types (and disables the rest).
+    Takes effect for the models compiled afterwards (torch._dynamo.reset() drops earlier ones)."""
+    COMPILE_OPS.clear()
+    COMPILE_OPS.update(types)
 
 
 def _needs_grad(*tensors):
@@ -22,59 +50,75 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a.float(), b.float(), rtol=tol, atol=tol)
 
 
+_UNCHECKED, _CHECKED, _WITHDRAWN = 0, 1, 2
+
+
 def _checked_on_first_call(target, original, fast):
-    """For code the package has not seen (a model's own class or helper): the first eager call runs
-    both and compares; a disagreement withdraws the replacement for good, logged. Until checked, a
-    call being compiled runs the original."""
-    state = {"checked": False, "withdrawn": False}
+    """For code the package has not seen (a model's own class or helper): the first eager call
+    outside a CUDA graph capture runs both and compares (a host sync); a disagreement withdraws the
+    replacement for good, logged. Until checked, a call being compiled or captured runs the
+    original. Once checked, a call costs one state test and `fast`."""
+    type_, state = target.type, [_UNCHECKED]
 
     def call(*args, **kwargs):
-        if state["withdrawn"]:
+        if state[0] == _CHECKED:
+            if not (_compiling() and type_ not in COMPILE_OPS):
+                mine = fast(*args, **kwargs)
+                if mine is not None:
+                    return mine
             return original(*args, **kwargs)
-        if not state["checked"]:
-            if torch.compiler.is_compiling():
-                return original(*args, **kwargs)
-            mine = fast(*args, **kwargs)
-            if mine is None:
-                return original(*args, **kwargs)
-            theirs = original(*args, **kwargs)
-            state["checked"] = True
-            if not _same(mine, theirs):
-                state["withdrawn"] = True
-                print(f"autokernel_ops: {target.name} disagrees with autokernel::{target.type} on its first call: "
-                      "left unpatched", file=sys.stderr)
-            return theirs
+        if state[0] == _WITHDRAWN or _compiling() or _capturing():
+            return original(*args, **kwargs)
         mine = fast(*args, **kwargs)
-        return original(*args, **kwargs) if mine is None else mine
+        if mine is None:
+            return original(*args, **kwargs)
+        theirs = original(*args, **kwargs)
+        state[0] = _CHECKED
+        if not _same(mine, theirs):
+            state[0] = _WITHDRAWN
+            print(f"autokernel_ops: {target.name} disagrees with autokernel::{target.type} on its first call: "
+                  "left unpatched", file=sys.stderr)
+        return theirs
 
     return call
 
 
-def _rms_norm(ops, original):
+def _compile_gated(type_, replacement, original):
+    """`replacement` outside compilation, and under it where type_ is in COMPILE_OPS."""
+    def call(*args, **kwargs):
+        if _compiling() and type_ not in COMPILE_OPS:
+            return original(*args, **kwargs)
+        return replacement(*args, **kwargs)
+    return call
+
+
+def _rms_norm(op, original):
     def rms_norm(input, normalized_shape, weight=None, eps=None):
-        if weight is None or len(normalized_shape) != 1 or weight.dtype != input.dtype or _needs_grad(input, weight):
+        if weight is None or len(normalized_shape) != 1 or (_compiling() and "rmsnorm" not in COMPILE_OPS) \
+                or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
             return original(input, normalized_shape, weight, eps)
-        return ops.rmsnorm(input, weight, torch.finfo(input.dtype).eps if eps is None else eps)
+        return op(input, weight, _EPS[input.dtype] if eps is None else eps)
     return rms_norm
 
 
-def _layer_norm(ops, original):
+def _layer_norm(op, original):
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-        if weight is None or bias is None or len(normalized_shape) != 1 or _needs_grad(input, weight, bias) \
-                or weight.dtype != input.dtype or bias.dtype != input.dtype:
+        if weight is None or bias is None or len(normalized_shape) != 1 \
+                or (_compiling() and "layernorm" not in COMPILE_OPS) \
+                or (_grad_enabled() and (input.requires_grad or weight.requires_grad or bias.requires_grad)):
             return original(input, normalized_shape, weight, bias, eps)
-        return ops.layernorm(input, weight, bias, eps)
+        return op(input, weight, bias, eps)
     return layer_norm
 
 
-def _softmax(ops, original):
+def _softmax(op, original):
     def softmax(input, dim=None, *args, **kwargs):
-        # F.softmax's third positional is _stacklevel, torch.softmax's is dtype: any of them, or a
-        # dtype, is a call the kernel does not make.
-        if args or kwargs.get("dtype") is not None or dim is None or dim not in (-1, input.dim() - 1) \
-                or _needs_grad(input):
+        # F.softmax's third positional is _stacklevel, torch.softmax's is dtype; any of them, or a
+        # keyword (a dtype), is a call the kernel does not make.
+        if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (_compiling() and "softmax" not in COMPILE_OPS) \
+                or (_grad_enabled() and input.requires_grad):
             return original(input, dim, *args, **kwargs)
-        return ops.softmax(input)
+        return op(input)
     return softmax
 
 
@@ -91,17 +135,25 @@ def _cross_entropy(ops, original):
     return cross_entropy
 
 
-def _norm_forward(ops, type_):
+def _norm_forward(op, type_):
+    eps_attribute = {}  # class -> the attribute that holds its epsilon ("" when none): found once
+
     def fast(self, hidden_states, *args, **kwargs):
+        cls = type(self)
+        name = eps_attribute.get(cls)
+        if name is None:
+            name = eps_attribute[cls] = next((n for n in ("variance_epsilon", "eps") if hasattr(self, n)), "")
         weight = getattr(self, "weight", None)
-        eps = getattr(self, "variance_epsilon", getattr(self, "eps", None))
-        if args or kwargs or not isinstance(weight, torch.Tensor) or eps is None or weight.dtype != hidden_states.dtype \
-                or _needs_grad(hidden_states, weight):
+        eps = getattr(self, name, None) if name else None
+        # The dtype stays a check here: the class's own forward may promote a mixed-dtype call,
+        # which the op's PyTorch fallback would not do the same way.
+        if args or kwargs or eps is None or not isinstance(weight, torch.Tensor) or weight.dtype != hidden_states.dtype \
+                or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
             return None
         if type_ == "rmsnorm":
-            return ops.rmsnorm(hidden_states, weight, float(eps))
+            return op(hidden_states, weight, float(eps))
         bias = getattr(self, "bias", None)
-        return None if not isinstance(bias, torch.Tensor) else ops.layernorm(hidden_states, weight, bias, float(eps))
+        return op(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
     return fast
 
 
@@ -132,10 +184,12 @@ def make_replacement(target, original, ops=None):
     op namespace (torch.ops.autokernel unless the package was built under another name)."""
     ops = torch.ops.autokernel if ops is None else ops
     if target.kind == "functional":
-        return {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax,
-                "cross_entropy": _cross_entropy}[target.type](ops, original)
+        if target.type == "cross_entropy":
+            return _compile_gated("cross_entropy", _cross_entropy(ops, original), original)
+        make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
+        return make(getattr(ops, target.type).default, original)
     if target.kind == "class":
-        fast = _norm_forward(ops, target.type)
+        fast = _norm_forward(getattr(ops, target.type).default, target.type)
     else:
         fast = _rotary(ops)
     return _checked_on_first_call(target, original, fast)

@@ -10,19 +10,32 @@ build is called with the seed set to 0 before each call, so a model that draws i
 random draws the same ones each time.
 
     python3 -m autokernel_ops.verify --model FILE --json OUT [--dtype fp16] [--steps 30] [--compile]
+        [--compile-mode M] [--no-max-autotune] [--cuda-graphs]
+
+Besides the outputs and step times it measures what the op layer costs: the CPU time of one call of
+each replacement (and of what it replaces) on the arguments the model really gives it, and the GPU's
+idle time per step from a profiler trace, with and without the ops. --cuda-graphs also times both
+replayed as a CUDA graph. --compile times torch.compile in each mode, takes the fastest, and decides
+there which op types run under compilation (autokernel_ops.decide_for_compile).
 """
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import sys
+import tempfile
+import time
 
 import torch
 
 import autokernel_ops
+from autokernel_ops._timing import capture_graph, gpu_idle_per_step, time_steps
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _MODULE = "autokernel_verify_model"
+_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
+_STEP = "autokernel_verify_step"
 
 
 def load_model_file(path):
@@ -67,21 +80,129 @@ def error(out, ref):
             "max_abs": float(diff.abs().max()) if finite else float("inf"), "finite": finite}
 
 
-def time_steps(model, inputs, steps, warmup):
-    """Milliseconds of each of `steps` forward passes, CUDA events around each, after warm-up."""
-    with torch.inference_mode():
-        for _ in range(warmup):
-            model(*inputs)
+def timed(model, inputs, ref, steps, warmup):
+    """A row of the report: the output's error against fp32 and the step times."""
+    return {**error(run(model, inputs), ref), **time_steps(lambda: model(*inputs), steps, warmup)}
+
+
+def graph_row(model, inputs, ref, steps, warmup):
+    """One step captured as a CUDA graph (after warm-up on a side stream), replayed and timed; its
+    output's error. A step that cannot be captured is a row with the error."""
+    try:
+        graph, out = capture_graph(lambda: model(*inputs))
+    except Exception as e:  # reported: a model (or an op) that does not capture
         torch.cuda.synchronize()
-        times = []
-        for _ in range(steps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            model(*inputs)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "steps": steps}
+        return {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"}
+    row = time_steps(graph.replay, steps, warmup)
+    graph.replay()
+    torch.cuda.synchronize()
+    row = {**error(first_tensor(out).float(), ref), **row}
+    del graph, out
+    torch.cuda.empty_cache()
+    return row
+
+
+def capture_calls(patches, model, inputs):
+    """Runs one eager step with a recorder in front of each installed replacement: for each one
+    the model calls, the arguments of its first call. Returns [(target, replacement, args, kwargs)]."""
+    seen, installed = {}, []
+    for target, _ in patches.applied:
+        replacement = getattr(target.owner, target.attr)
+        installed.append((target, replacement))
+
+        def recorder(*args, _target=target, _replacement=replacement, **kwargs):
+            seen.setdefault(_target.name, (_target, _replacement, args, kwargs))
+            return _replacement(*args, **kwargs)
+        setattr(target.owner, target.attr, recorder)
+    try:
+        run(model, inputs)
+    finally:
+        for target, replacement in installed:
+            setattr(target.owner, target.attr, replacement)
+    return list(seen.values())
+
+
+def cpu_us_per_call(fn, args, kwargs, calls, batches=10):
+    """The CPU time of one call of fn (µs): the best of `batches` batches of `calls` calls timed
+    with perf_counter, the GPU synchronised between batches only. The calls only queue their
+    kernels, and a batch is short enough not to fill the launch queue: the GPU's work is not in it."""
+    best = float("inf")
+    with torch.inference_mode():
+        fn(*args, **kwargs)
+        torch.cuda.synchronize()
+        for _ in range(batches):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn(*args, **kwargs)
+            best = min(best, (time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+    return best
+
+
+def cpu_cost(calls, per_batch):
+    rows = []
+    for target, replacement, args, kwargs in calls:
+        original = getattr(replacement, autokernel_ops.Patches.MARK)
+        rows.append({"name": target.name, "type": target.type,
+                     "us_per_call": cpu_us_per_call(replacement, args, kwargs, per_batch),
+                     "original_us_per_call": cpu_us_per_call(original, args, kwargs, per_batch)})
+    return {"calls": rows, "max_us_per_call": max((r["us_per_call"] for r in rows), default=0.0), "goal_us": 10.0}
+
+
+def gpu_idle(model, inputs, steps):
+    """The GPU's idle time per step (median, µs) from a torch.profiler trace of `steps` steps:
+    the step's span on the GPU minus the union of its kernels (_timing.gpu_idle_per_step)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    with torch.inference_mode():
+        model(*inputs)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                with record_function(_STEP):
+                    model(*inputs)
+                    torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.remove(path)
+    per_step = gpu_idle_per_step(events, _STEP)
+    if not per_step:
+        return {"error": "the trace holds no step with a kernel in it"}
+    return {key: statistics.median(s[key] for s in per_step) for key in ("idle_us", "span_us", "busy_us")} | \
+        {"steps": len(per_step)}
+
+
+def compile_modes(model, inputs, ref, modes, steps, warmup):
+    """torch.compile of the unpatched model in each mode: {mode: row}, and the fastest mode."""
+    rows = {}
+    for mode in modes:
+        torch._dynamo.reset()
+        rows[mode] = timed(torch.compile(model, mode=mode), inputs, ref, steps, warmup)
+    torch._dynamo.reset()
+    return rows, min(rows, key=lambda m: rows[m]["median_ms"])
+
+
+def compile_decision(model, inputs, ref, mode, types, baseline, steps, warmup):
+    """The per-op decision in `mode` (autokernel_ops.decide_for_compile), with each compiled step's
+    output checked; returns (record, the compile + ops row)."""
+    measured = {}
+
+    def on_compiled(enabled, compiled, timing):
+        measured[",".join(sorted(enabled))] = {**error(run(compiled, inputs), ref), **timing, "ops": sorted(enabled)}
+
+    enabled, record = autokernel_ops.decide_for_compile(model, inputs, mode, types=types, steps=steps, warmup=warmup,
+                                                        baseline_ms=baseline["median_ms"], on_compiled=on_compiled)
+    record["measured"] = measured
+    record["types"] = sorted(types)
+    torch._dynamo.reset()
+    if enabled:
+        return record, {**measured[",".join(sorted(enabled))], "mode": mode}
+    # No op helps: a compile of the patched model is the same program as compile alone.
+    return record, {**baseline, "ops": [], "mode": mode, "same_as_compile": True}
 
 
 def main():
@@ -91,8 +212,13 @@ def main():
     p.add_argument("--dtype", default="fp16", choices=sorted(_DTYPES))
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--compile", action="store_true", help="also time torch.compile of the model, without and with the ops")
-    p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument("--compile", action="store_true",
+                   help="also time torch.compile (each mode), and decide which ops run under it")
+    p.add_argument("--compile-mode", choices=_MODES, help="time this mode only (default: all three)")
+    p.add_argument("--no-max-autotune", action="store_true", help="leave out max-autotune-no-cudagraphs (slow to compile)")
+    p.add_argument("--cuda-graphs", action="store_true", help="also time one step replayed as a CUDA graph, without and with the ops")
+    p.add_argument("--cpu-calls", type=int, default=50, help="calls per timed batch of the CPU cost (default 50)")
+    p.add_argument("--profile-steps", type=int, default=5, help="steps profiled for the GPU idle time (0: none)")
     a = p.parse_args()
     module = load_model_file(a.model)
     dtype = _DTYPES[a.dtype]
@@ -105,23 +231,33 @@ def main():
     torch.cuda.empty_cache()
 
     model, inputs = build(module, dtype)
-    eager_out = run(model, inputs)
-    report["eager"] = {**error(eager_out, ref), **time_steps(model, inputs, a.steps, a.warmup)}
+    report["eager"] = timed(model, inputs, ref, a.steps, a.warmup)
+    idle = {"eager": gpu_idle(model, inputs, a.profile_steps)} if a.profile_steps > 0 else None
+    if a.cuda_graphs:
+        report["graph"] = graph_row(model, inputs, ref, a.steps, a.warmup)
     if a.compile:
-        compiled = torch.compile(model, mode=a.compile_mode)
-        report["compile"] = {**error(run(compiled, inputs), ref), **time_steps(compiled, inputs, a.steps, a.warmup)}
-        torch._dynamo.reset()
+        modes = [a.compile_mode] if a.compile_mode else [m for m in _MODES
+                                                         if not (a.no_max_autotune and m.startswith("max-autotune"))]
+        report["compile_modes"], best = compile_modes(model, inputs, ref, modes, a.steps, a.warmup)
+        report["compile"] = {**report["compile_modes"][best], "mode": best}
 
     with autokernel_ops.patched(also=(_MODULE,)) as patches:
         report["patched"] = patches.names
-        ours = run(model, inputs)  # the first eager call: class and helper replacements check themselves here
-        ours = run(model, inputs)
-        report["autokernel"] = {**error(ours, ref), **time_steps(model, inputs, a.steps, a.warmup)}
+        run(model, inputs)  # the first eager call: class and helper replacements check themselves here
+        report["autokernel"] = timed(model, inputs, ref, a.steps, a.warmup)
+        calls = capture_calls(patches, model, inputs)
+        report["cpu_cost"] = cpu_cost(calls, a.cpu_calls)
+        if idle is not None:
+            idle["autokernel"] = gpu_idle(model, inputs, a.profile_steps)
+            if "idle_us" in idle["eager"] and "idle_us" in idle["autokernel"]:
+                idle["added_us"] = idle["autokernel"]["idle_us"] - idle["eager"]["idle_us"]
+            report["gpu_idle"] = idle
+        if a.cuda_graphs:
+            report["autokernel_graph"] = graph_row(model, inputs, ref, a.steps, a.warmup)
         if a.compile:
-            compiled = torch.compile(model, mode=a.compile_mode)
-            report["autokernel_compile"] = {**error(run(compiled, inputs), ref),
-                                            **time_steps(compiled, inputs, a.steps, a.warmup)}
-            torch._dynamo.reset()
+            types = sorted({target.type for target, _, _, _ in calls})  # only what the model calls
+            report["compile_decision"], report["autokernel_compile"] = compile_decision(
+                model, inputs, ref, report["compile"]["mode"], types, report["compile"], a.steps, a.warmup)
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
 

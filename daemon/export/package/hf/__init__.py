@@ -10,19 +10,31 @@ import sys
 
 import torch
 
+from ._compile_decision import decide_for_compile as _decide
 from ._fakes import register as register_fakes
+from ._modules import load_modules
 from ._ops import add_op_namespace_prefix, ops
 from ._patch import Patches, find_targets
-from ._replacements import make_replacement
+from ._replacements import COMPILE_OPS, make_replacement, set_compile_ops
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.json")) as _f:
     TYPES = [op["type"] for op in json.load(_f)["ops"]]
 
 register_fakes(add_op_namespace_prefix, TYPES)
+# Each module loads now, in the current device's context: never at a first launch inside a capture.
+LOADED, FAILED = load_modules(ops, TYPES) if torch.cuda.is_available() else ([], {t: "no CUDA device" for t in TYPES})
+
+
+def compile_ops():
+    return sorted(COMPILE_OPS)
+
+
+def decide_for_compile(model, inputs, mode="default", types=None, **kwargs):
+    return _decide(model, inputs, mode, LOADED if types is None else types, **kwargs)
 
 
 def patch(modules=None):
-    targets = find_targets(sys.modules if modules is None else modules, set(TYPES))
+    targets = find_targets(sys.modules if modules is None else modules, set(LOADED))
     return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops))
 
 

@@ -3,7 +3,7 @@
 // Written by autokernel export. The package holds no kernel source: <type>_module.h carries the
 // compiled module byte for byte, and nothing of a kernel file ever reaches a host compiler.
 //
-// Like the harness, this never links libcuda: the driver is opened at the first launch
+// Like the harness, this never links libcuda: the driver is opened when the module first loads (at import)
 // (libcuda.so.1, which is where a GPU is), so the extension builds with no driver library or
 // stub at hand and imports on a machine without a GPU.
 #pragma once
@@ -130,7 +130,8 @@ inline std::string load(const ModuleSpec& spec, CUcontext context, Loaded& out) 
 }
 
 /// The module loaded in the current context (PyTorch's, for the tensors' device), loaded on first
-/// use there; a failed load is kept and said again at every call, never retried halfway.
+/// use there: the op's <type>_load makes that use at import, outside any CUDA graph capture, so a
+/// launch finds it loaded. A failed load is kept and said again at every call, never retried halfway.
 class Module {
  public:
   explicit Module(const ModuleSpec& spec) : spec_(spec) {}

@@ -67,13 +67,15 @@ inline void log_fallback(const char* op, const std::string& why) {
 /// launch through the CUDA driver in the current context, and the runtime binds its context to a
 /// thread only when a runtime call needs it (a thread whose tensors came from the caching
 /// allocator may have made none). A no-op runtime call binds it, as PyTorch does before its own
-/// driver launches; once per thread and device.
+/// driver launches; once per thread and device (a set of devices, not the last one: a thread that
+/// goes back and forth between two GPUs must not make that call again, perhaps inside a capture).
 inline cudaStream_t stream() {
-  thread_local int bound = -1;
+  thread_local unsigned long long bound = 0;
   const int device = c10::cuda::current_device();
-  if (bound != device) {
+  const unsigned long long bit = device < 64 ? 1ull << device : 0;
+  if (!(bound & bit)) {
     cudaFree(nullptr);
-    bound = device;
+    bound |= bit;
   }
   return at::cuda::getCurrentCUDAStream().stream();
 }
@@ -83,4 +85,20 @@ inline void check_launch(const char* op, const char* error) {
   TORCH_CHECK(error == nullptr, "autokernel_ops: ", op, ": ", error ? error : "");
 }
 
+/// Loads an op's module in `device`'s context now. Python calls it for every loaded op at import
+/// (torch.ops.autokernel.<type>_load(device)): a module loaded at the first launch instead could be
+/// loaded inside a CUDA graph capture, where cuModuleLoadData has no place.
+inline void load_module(const char* op, const char* (*load)(), int64_t device) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  stream();
+  check_launch(op, load());
+}
+
 }  // namespace autokernel_ops
+
+/// Registers <type>_load(int device) -> (), which loads the type's module on that device.
+#define AK_LOAD_OP(type)                                                                 \
+  AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {                                      \
+    m.def(#type "_load(int device) -> ()",                                               \
+          [](int64_t device) { autokernel_ops::load_module(#type, &load_##type, device); }); \
+  }

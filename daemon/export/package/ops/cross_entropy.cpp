@@ -44,3 +44,4 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const
 
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("cross_entropy(Tensor logits, Tensor target) -> (Tensor, Tensor)"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("cross_entropy", &autokernel_ops::cross_entropy); }
+AK_LOAD_OP(cross_entropy)

@@ -1,0 +1,92 @@
+#include "daemon/verify/verify_report.hpp"
+
+#include <cstdio>
+
+#include "common/format.hpp"
+
+namespace ak {
+namespace {
+
+double num(const nlohmann::json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+
+std::string row(const std::string& label, const nlohmann::json& j) {
+  char line[240];
+  if (j.contains("error")) {
+    std::snprintf(line, sizeof line, "%-34s failed: %s\n", label.c_str(), j.value("error", std::string()).c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof line, "%-34s %9.3f  %9.3f  %9.3f  %12.3g\n", label.c_str(), num(j, "median_ms"), num(j, "min_ms"),
+                num(j, "max_ms"), num(j, "rel_l2"));
+  return line;
+}
+
+std::string joined(const nlohmann::json& list) {
+  std::string out;
+  for (auto& t : list) out += (out.empty() ? "" : ", ") + (t.is_string() ? t.get<std::string>() : t.dump());
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::string timing_table(const nlohmann::json& report) {
+  std::string out = std::string(34, ' ') + " median ms     min ms     max ms  rel. L2 vs fp32\n";
+  out += row("eager PyTorch", report.value("eager", nlohmann::json::object()));
+  out += row("with autokernel ops", report.value("autokernel", nlohmann::json::object()));
+  if (report.contains("graph")) out += row("CUDA graph", report["graph"]);
+  if (report.contains("autokernel_graph")) out += row("CUDA graph + ops", report["autokernel_graph"]);
+  const std::string best = report.contains("compile") ? report["compile"].value("mode", std::string()) : "";
+  if (report.contains("compile_modes") && report["compile_modes"].is_object()) {
+    for (auto& [mode, j] : report["compile_modes"].items())
+      out += row("torch.compile " + mode + (mode == best ? " (best)" : ""), j);
+  } else if (report.contains("compile")) {
+    out += row("torch.compile", report["compile"]);
+  }
+  if (report.contains("autokernel_compile")) {
+    const auto& j = report["autokernel_compile"];
+    out += row("torch.compile + ops (" + joined(j.value("ops", nlohmann::json::array())) + ")", j);
+  }
+  return out;
+}
+
+std::string op_cost_text(const nlohmann::json& report) {
+  std::string out;
+  if (report.contains("cpu_cost") && report["cpu_cost"].contains("calls")) {
+    const auto& cost = report["cpu_cost"];
+    out += format_numbers("CPU time of one call (goal: at most %.0f µs)", num(cost, "goal_us")) + "\n";
+    for (auto& c : cost["calls"]) {
+      char line[320];
+      std::snprintf(line, sizeof line, "  %-60s %7.2f µs  (the original %7.2f µs)\n", c.value("name", std::string("?")).c_str(),
+                    num(c, "us_per_call"), num(c, "original_us_per_call"));
+      out += line;
+    }
+    if (cost["calls"].empty()) out += "  no replacement was called by the model\n";
+  }
+  if (report.contains("gpu_idle")) {
+    const auto& idle = report["gpu_idle"];
+    auto part = [&](const char* key) {
+      if (!idle.contains(key)) return std::string("-");
+      if (idle[key].contains("error")) return "failed: " + idle[key].value("error", std::string());
+      return format_numbers("%.1f µs", num(idle[key], "idle_us"));
+    };
+    out += "GPU idle time per step: eager " + part("eager") + ", with the ops " + part("autokernel");
+    if (idle.contains("added_us")) out += format_numbers("; the ops add %.1f µs", num(idle, "added_us"));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string compile_decision_text(const nlohmann::json& report) {
+  if (!report.contains("compile_decision")) return "";
+  const auto& d = report["compile_decision"];
+  std::string out = "compile decision (mode " + d.value("mode", std::string("?")) +
+                    format_numbers("): compile alone %.3f ms", num(d, "baseline_ms"));
+  if (d.contains("single_ms"))
+    for (auto& [type, ms] : d["single_ms"].items()) out += "; " + type + format_numbers(" alone %.3f ms", ms.is_number() ? ms.get<double>() : 0.0);
+  if (d.contains("together_ms") && d["together_ms"].is_number() && d.value("helped", nlohmann::json::array()).size() > 1)
+    out += "; " + joined(d["helped"]) + format_numbers(" together %.3f ms", num(d, "together_ms"));
+  out += "\n  under torch.compile the ops of: " + joined(d.value("enabled", nlohmann::json::array())) +
+         format_numbers(" (a type is kept when the step is at least %.0f%% faster)", 100 * num(d, "min_gain")) + "\n";
+  return out;
+}
+
+}  // namespace ak

@@ -1,0 +1,102 @@
+"""A stand-in for the parts of torch the exported package's Python uses, for tests on a machine
+without PyTorch: tensors that carry values, a dtype and requires_grad; the switches the
+replacements read (compiling, capturing, grad mode); an op namespace that records its calls; and a
+count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
+import importlib
+import os
+import sys
+import types
+
+PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../daemon/export/package/autokernel_ops")
+
+
+class DType:
+    def __init__(self, name, eps):
+        self.name, self.eps = name, eps
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+class Tensor:
+    def __init__(self, values, dtype=None, requires_grad=False, ndim=1):
+        self.values, self._ndim = list(values), ndim
+        self.dtype = dtype or float16
+        self.requires_grad = requires_grad
+
+    @property
+    def shape(self):
+        return (len(self.values),)
+
+    @property
+    def ndim(self):
+        return self._ndim
+
+    def dim(self):
+        return self._ndim
+
+    def float(self):
+        return Tensor(self.values, float32)
+
+
+float16, bfloat16 = DType("float16", 2 ** -10), DType("bfloat16", 2 ** -7)
+float32, float64 = DType("float32", 2 ** -23), DType("float64", 2 ** -52)
+
+
+class State:
+    """What the replacements read at each call, set by a test."""
+    compiling = capturing = grad = False
+    allclose_calls = 0
+
+
+class Op:
+    def __init__(self, namespace, name):
+        self.namespace, self.name = namespace, name
+        self.default = self  # the overload the replacements bind
+
+    def __call__(self, *args):
+        self.namespace.calls.append((self.name, args))
+        return self.namespace.results.get(self.name, lambda *a: Tensor([1.0, 2.0]))(*args)
+
+
+class OpNamespace:
+    """torch.ops.autokernel: records every call; results[name](*args) says what an op returns."""
+
+    def __init__(self):
+        self.calls, self.results = [], {}
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Op(self, name)
+
+
+def allclose(a, b, rtol, atol):
+    State.allclose_calls += 1
+    return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.values, b.values))
+
+
+def install():
+    """Makes `import torch` give the stand-in, and autokernel_ops a package whose modules import
+    without building anything (its __init__, which builds the extensions, is not run)."""
+    sys.dont_write_bytecode = True  # nothing written beside the package's sources
+    torch = types.ModuleType("torch")
+    torch.Tensor, torch.State, torch.allclose = Tensor, State, allclose
+    torch.float16, torch.bfloat16, torch.float32, torch.float64 = float16, bfloat16, float32, float64
+    torch.finfo = lambda dt: types.SimpleNamespace(eps=dt.eps)
+    torch.is_grad_enabled = lambda: State.grad
+    torch.compiler = types.SimpleNamespace(is_compiling=lambda: State.compiling)
+    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: State.capturing, current_device=lambda: 0)
+    torch.ops = types.SimpleNamespace(autokernel=OpNamespace())
+    torch.library = types.SimpleNamespace(register_fake=lambda name: (lambda fn: fn))
+    sys.modules["torch"] = torch
+    package = types.ModuleType("autokernel_ops")
+    package.__path__ = [PACKAGE]
+    sys.modules["autokernel_ops"] = package
+    for name in [m for m in sys.modules if m.startswith("autokernel_ops.")]:
+        del sys.modules[name]
+    return torch
+
+
+def package_module(name):
+    return importlib.import_module(f"autokernel_ops.{name}")

@@ -1,0 +1,244 @@
+"""The replacements of the exported package (daemon/export/package/autokernel_ops/_replacements.py)
+and its per-op compile decision (_compile_decision.py), on a stand-in torch (fake_torch.py): which
+calls reach the op, that compilation without a decision and a CUDA graph capture run the original,
+that a checked replacement makes one op call, that a disagreeing first call withdraws, and the
+decision over scripted timings. Run by ctest: python3 -m unittest replacements_test.py"""
+import contextlib
+import io
+import types
+import unittest
+
+import fake_torch
+
+torch = fake_torch.install()
+R = fake_torch.package_module("_replacements")
+D = fake_torch.package_module("_compile_decision")
+State = torch.State
+
+
+def target(kind, type_, name="m.X.forward"):
+    return types.SimpleNamespace(kind=kind, type=type_, name=name)
+
+
+class Calls:
+    """An original that records its calls and returns `value`."""
+
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.value
+
+
+class Norm:
+    """A model's own RMSNorm: a weight and a variance_epsilon."""
+
+    def __init__(self, dtype=None):
+        self.weight = torch.Tensor([1.0, 1.0], dtype or torch.float16)
+        self.variance_epsilon = 1e-6
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        State.compiling = State.capturing = State.grad = False
+        State.allclose_calls = 0
+        self.ops = torch.ops.autokernel = fake_torch.OpNamespace()
+        R.set_compile_ops(())
+
+    def op_calls(self, name=None):
+        return [c for c in self.ops.calls if name is None or c[0] == name]
+
+
+class Functional(Base):
+    def test_a_call_the_kernel_computes_is_one_op_call_with_the_dtypes_epsilon_when_none_is_given(self):
+        original = Calls("original")
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), original, self.ops)
+        x, w = torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 1.0])
+        out = rms_norm(x, (2,), w)
+        self.assertEqual(out.values, [1.0, 2.0])
+        self.assertEqual(original.calls, 0)
+        self.assertEqual(self.op_calls(), [("rmsnorm", (x, w, 2 ** -10))])
+
+    def test_under_compilation_without_a_decision_the_original_runs(self):
+        original = Calls("original")
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), original, self.ops)
+        State.compiling = True
+        self.assertEqual(rms_norm(torch.Tensor([1.0]), (1,), torch.Tensor([1.0]), 1e-6), "original")
+        self.assertEqual(self.op_calls(), [])
+
+    def test_under_compilation_a_decided_type_runs_its_op_and_the_others_the_original(self):
+        softmax_original = Calls("original softmax")
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), Calls("original"), self.ops)
+        softmax = R.make_replacement(target("functional", "softmax"), softmax_original, self.ops)
+        R.set_compile_ops({"rmsnorm"})
+        State.compiling = True
+        rms_norm(torch.Tensor([1.0]), (1,), torch.Tensor([1.0]), 1e-6)
+        self.assertEqual(softmax(torch.Tensor([1.0]), -1), "original softmax")
+        self.assertEqual([c[0] for c in self.op_calls()], ["rmsnorm"])
+
+    def test_cross_entropy_is_held_back_under_compilation_like_the_others(self):
+        original = Calls("original")
+        ce = R.make_replacement(target("functional", "cross_entropy"), original, self.ops)
+        State.compiling = True
+        self.assertEqual(ce(torch.Tensor([1.0]), torch.Tensor([0.0])), "original")
+        self.assertEqual(self.op_calls(), [])
+
+    def test_a_call_that_needs_gradients_runs_the_original(self):
+        original = Calls("original")
+        layer_norm = R.make_replacement(target("functional", "layernorm"), original, self.ops)
+        State.grad = True
+        w = torch.Tensor([1.0], requires_grad=True)
+        self.assertEqual(layer_norm(torch.Tensor([1.0]), (1,), w, torch.Tensor([0.0])), "original")
+        State.grad = False  # inference: the same call runs the op
+        layer_norm(torch.Tensor([1.0]), (1,), w, torch.Tensor([0.0]))
+        self.assertEqual(len(self.op_calls("layernorm")), 1)
+
+    def test_a_softmax_over_another_dimension_or_with_a_dtype_runs_the_original(self):
+        original = Calls("original")
+        softmax = R.make_replacement(target("functional", "softmax"), original, self.ops)
+        x = torch.Tensor([1.0, 2.0], ndim=3)
+        softmax(x, 1)
+        softmax(x, -1, dtype=torch.float32)
+        softmax(x, None)
+        self.assertEqual((original.calls, self.op_calls()), (3, []))
+        softmax(x, 2)  # the last dimension, named by its index
+        softmax(x, -1)
+        self.assertEqual(len(self.op_calls("softmax")), 2)
+
+    def test_a_capture_does_not_stop_a_functional_replacement(self):
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), Calls("original"), self.ops)
+        State.capturing = True
+        rms_norm(torch.Tensor([1.0]), (1,), torch.Tensor([1.0]), 1e-6)
+        self.assertEqual(len(self.op_calls()), 1)
+        self.assertEqual(State.allclose_calls, 0)
+
+
+class CheckedOnFirstCall(Base):
+    def agreeing_forward(self):
+        original = Calls(torch.Tensor([1.0, 2.0]))
+        return original, R.make_replacement(target("class", "rmsnorm"), original, self.ops)
+
+    def test_the_first_eager_call_compares_once_and_later_calls_are_one_op_call_each(self):
+        original, forward = self.agreeing_forward()
+        norm, x = Norm(), torch.Tensor([3.0, 4.0])
+        forward(norm, x)
+        self.assertEqual((State.allclose_calls, original.calls, len(self.op_calls())), (1, 1, 1))
+        for _ in range(3):
+            forward(norm, x)
+        self.assertEqual((State.allclose_calls, original.calls), (1, 1))
+        self.assertEqual(self.op_calls()[1:], [("rmsnorm", (x, norm.weight, 1e-6))] * 3)
+
+    def test_under_capture_an_unchecked_replacement_runs_the_original_without_comparing(self):
+        original, forward = self.agreeing_forward()
+        State.capturing = True
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((State.allclose_calls, original.calls, self.op_calls()), (0, 1, []))
+        State.capturing = False  # the first eager call outside the capture is the check
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((State.allclose_calls, len(self.op_calls())), (1, 1))
+
+    def test_once_checked_a_capture_runs_the_op(self):
+        original, forward = self.agreeing_forward()
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        State.capturing = True
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, len(self.op_calls()), State.allclose_calls), (1, 2, 1))
+
+    def test_under_compilation_a_checked_replacement_runs_the_original_until_its_type_is_decided(self):
+        original, forward = self.agreeing_forward()
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        State.compiling = True
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, len(self.op_calls())), (2, 1))
+        R.set_compile_ops(["rmsnorm"])
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, len(self.op_calls())), (2, 2))
+
+    def test_an_unchecked_replacement_is_not_checked_under_compilation_even_when_decided(self):
+        original, forward = self.agreeing_forward()
+        R.set_compile_ops(["rmsnorm"])
+        State.compiling = True
+        forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, self.op_calls(), State.allclose_calls), (1, [], 0))
+
+    def test_a_disagreeing_first_call_withdraws_the_replacement_for_good(self):
+        original = Calls(torch.Tensor([9.0, 9.0]))  # e.g. a norm that scales by 1 + weight
+        forward = R.make_replacement(target("class", "rmsnorm", "m.GemmaRMSNorm.forward"), original, self.ops)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(forward(Norm(), torch.Tensor([3.0, 4.0])).values, [9.0, 9.0])
+        self.assertIn("m.GemmaRMSNorm.forward disagrees with autokernel::rmsnorm", err.getvalue())
+        for _ in range(2):
+            forward(Norm(), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, len(self.op_calls()), State.allclose_calls), (3, 1, 1))
+
+    def test_a_class_whose_weight_has_another_dtype_keeps_its_own_forward(self):
+        original, forward = self.agreeing_forward()
+        forward(Norm(torch.float32), torch.Tensor([3.0, 4.0]))
+        self.assertEqual((original.calls, self.op_calls(), State.allclose_calls), (1, [], 0))
+
+    def test_a_layer_norm_class_with_eps_and_bias_calls_the_op_with_both(self):
+        class LayerNorm:
+            def __init__(self):
+                self.weight, self.bias, self.eps = torch.Tensor([1.0]), torch.Tensor([0.0]), 1e-5
+        original = Calls(torch.Tensor([1.0, 2.0]))
+        forward = R.make_replacement(target("class", "layernorm"), original, self.ops)
+        ln, x = LayerNorm(), torch.Tensor([3.0, 4.0])
+        forward(ln, x)
+        forward(ln, x)
+        self.assertEqual(self.op_calls()[-1], ("layernorm", (x, ln.weight, ln.bias, 1e-5)))
+
+
+class CompileDecision(unittest.TestCase):
+    def scripted(self, times):
+        """measure() from a table of times by enabled set; records what was measured."""
+        measured = []
+
+        def measure(enabled):
+            measured.append(tuple(sorted(enabled)))
+            return times[tuple(sorted(enabled))]
+        return measure, measured
+
+    def test_the_types_that_helped_alone_are_kept_when_together_they_beat_compile_alone(self):
+        measure, measured = self.scripted({("rmsnorm",): 9.0, ("softmax",): 10.5, ("rotary_embedding",): 9.5,
+                                           ("rmsnorm", "rotary_embedding"): 8.7})
+        enabled, record = D.choose(["softmax", "rmsnorm", "rotary_embedding"], measure, baseline_ms=10.0)
+        self.assertEqual(enabled, {"rmsnorm", "rotary_embedding"})
+        self.assertEqual(record["helped"], ["rmsnorm", "rotary_embedding"])
+        self.assertEqual(record["together_ms"], 8.7)
+        # compile alone was measured before: one compile per type and one for the set, no more
+        self.assertEqual(measured, [("rmsnorm",), ("rotary_embedding",), ("softmax",), ("rmsnorm", "rotary_embedding")])
+
+    def test_a_set_slower_together_than_compile_alone_is_dropped_whole(self):
+        measure, _ = self.scripted({("a",): 9.0, ("b",): 9.5, ("a", "b"): 10.2})
+        enabled, record = D.choose(["a", "b"], measure, baseline_ms=10.0)
+        self.assertEqual(enabled, frozenset())
+        self.assertEqual(record["enabled"], [])
+
+    def test_one_type_that_helped_is_not_measured_again(self):
+        measure, measured = self.scripted({(): 10.0, ("a",): 9.0, ("b",): 11.0})
+        enabled, record = D.choose(["a", "b"], measure)
+        self.assertEqual(enabled, {"a"})
+        self.assertEqual(measured, [(), ("a",), ("b",)])
+        self.assertEqual(record["baseline_ms"], 10.0)
+
+    def test_a_gain_within_the_noise_margin_is_no_gain(self):
+        measure, measured = self.scripted({("a",): 9.95})
+        enabled, _ = D.choose(["a"], measure, baseline_ms=10.0, min_gain=0.01)
+        self.assertEqual(enabled, frozenset())
+        self.assertEqual(measured, [("a",)])
+
+    def test_nothing_to_decide_measures_nothing(self):
+        measure, measured = self.scripted({})
+        self.assertEqual(D.choose([], measure, baseline_ms=10.0)[0], frozenset())
+        self.assertEqual(measured, [])
+
+    def test_set_compile_ops_replaces_the_whole_decision(self):
+        R.set_compile_ops(["a", "b"])
+        R.set_compile_ops(["c"])
+        self.assertEqual(R.COMPILE_OPS, {"c"})
+
+
+if __name__ == "__main__":
+    unittest.main()

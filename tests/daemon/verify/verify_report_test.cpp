@@ -1,0 +1,81 @@
+// What autokernel verify prints from a model run's report: the rows of each run, the op layer's
+// cost and the compile decision; and the judgements of the CUDA graph and compile rows.
+#include <catch2/catch.hpp>
+
+#include "daemon/verify/verify_report.hpp"
+#include "daemon/verify/verify_verdict.hpp"
+
+using namespace ak;
+
+namespace {
+nlohmann::json full_report() {
+  return nlohmann::json::parse(R"({
+    "eager": {"rel_l2": 0.003, "finite": true, "median_ms": 13.0, "min_ms": 12.9, "max_ms": 13.2},
+    "autokernel": {"rel_l2": 0.003, "finite": true, "median_ms": 10.0, "min_ms": 9.9, "max_ms": 10.3},
+    "graph": {"rel_l2": 0.003, "finite": true, "median_ms": 9.0, "min_ms": 8.9, "max_ms": 9.1},
+    "autokernel_graph": {"rel_l2": 0.004, "finite": true, "median_ms": 7.5, "min_ms": 7.4, "max_ms": 7.6},
+    "compile_modes": {"default": {"rel_l2": 0.003, "finite": true, "median_ms": 8.0},
+                      "reduce-overhead": {"rel_l2": 0.003, "finite": true, "median_ms": 7.0}},
+    "compile": {"rel_l2": 0.003, "finite": true, "median_ms": 7.0, "mode": "reduce-overhead"},
+    "autokernel_compile": {"rel_l2": 0.0035, "finite": true, "median_ms": 6.5, "ops": ["rmsnorm"], "mode": "reduce-overhead"},
+    "compile_decision": {"mode": "reduce-overhead", "baseline_ms": 7.0, "single_ms": {"rmsnorm": 6.5, "softmax": 7.2},
+                         "helped": ["rmsnorm"], "together_ms": 6.5, "enabled": ["rmsnorm"], "min_gain": 0.01},
+    "cpu_cost": {"calls": [{"name": "m.LlamaRMSNorm.forward", "type": "rmsnorm", "us_per_call": 6.25, "original_us_per_call": 41.5}],
+                 "max_us_per_call": 6.25, "goal_us": 10.0},
+    "gpu_idle": {"eager": {"idle_us": 900.0}, "autokernel": {"idle_us": 950.5}, "added_us": 50.5}})");
+}
+}  // namespace
+
+TEST_CASE("the table has a row for each run the report holds, the fastest compile mode marked", "[verify]") {
+  const std::string t = timing_table(full_report());
+  CHECK_THAT(t, Catch::Contains("CUDA graph   ") && Catch::Contains("CUDA graph + ops"));
+  CHECK_THAT(t, Catch::Contains("torch.compile reduce-overhead (best)"));
+  CHECK_THAT(t, Catch::Contains("torch.compile default ") && !Catch::Contains("default (best)"));
+  CHECK_THAT(t, Catch::Contains("torch.compile + ops (rmsnorm)"));
+  CHECK_THAT(t, Catch::Contains("7.500"));
+  auto failed = full_report();
+  failed["autokernel_graph"] = {{"error", "RuntimeError: operation not permitted when stream is capturing"}};
+  CHECK_THAT(timing_table(failed), Catch::Contains("CUDA graph + ops                   failed: RuntimeError: operation not permitted"));
+}
+
+TEST_CASE("the op layer's cost is said per replacement beside the original, with the idle time the ops add", "[verify]") {
+  const std::string t = op_cost_text(full_report());
+  CHECK_THAT(t, Catch::Contains("goal: at most 10 µs"));
+  CHECK_THAT(t, Catch::Contains("m.LlamaRMSNorm.forward") && Catch::Contains("6.25 µs") && Catch::Contains("41.50 µs"));
+  CHECK_THAT(t, Catch::Contains("eager 900.0 µs, with the ops 950.5 µs; the ops add 50.5 µs"));
+  CHECK(op_cost_text(nlohmann::json::object()).empty());
+}
+
+TEST_CASE("the compile decision shows each measured step and what runs under compilation", "[verify]") {
+  const std::string t = compile_decision_text(full_report());
+  CHECK_THAT(t, Catch::Contains("compile decision (mode reduce-overhead): compile alone 7.000 ms; rmsnorm alone 6.500 ms; "
+                                "softmax alone 7.200 ms"));
+  CHECK_THAT(t, Catch::Contains("under torch.compile the ops of: rmsnorm"));
+  auto none = full_report();
+  none["compile_decision"]["enabled"] = nlohmann::json::array();
+  CHECK_THAT(compile_decision_text(none), Catch::Contains("the ops of: none"));
+  CHECK(compile_decision_text(nlohmann::json::object()).empty());
+}
+
+TEST_CASE("a CUDA graph the ops break, or a wrong graph or compiled output, is a disagreement", "[verify]") {
+  auto report = full_report();
+  CHECK(judge_report(report, "fp16").agrees);
+  CHECK(judge_report(report, "fp16").lines.size() == 3);
+  auto broken = full_report();
+  broken["autokernel_graph"] = {{"error", "RuntimeError: capture"}};
+  auto v = judge_report(broken, "fp16");
+  CHECK_FALSE(v.agrees);
+  CHECK_THAT(v.lines[1], Catch::Contains("does not capture"));
+  // Without ops the model does not capture either: not the ops' doing.
+  broken["graph"] = {{"error", "RuntimeError: capture"}};
+  CHECK(judge_report(broken, "fp16").agrees);
+  auto wrong_graph = full_report();
+  wrong_graph["autokernel_graph"]["rel_l2"] = 0.05;
+  CHECK_FALSE(judge_report(wrong_graph, "fp16").agrees);
+  auto wrong_compile = full_report();
+  wrong_compile["autokernel_compile"]["rel_l2"] = 0.05;
+  CHECK_FALSE(judge_report(wrong_compile, "fp16").agrees);
+  // No op runs under compilation: compile + ops is compile alone, nothing to judge.
+  wrong_compile["autokernel_compile"]["ops"] = nlohmann::json::array();
+  CHECK(judge_report(wrong_compile, "fp16").agrees);
+}
