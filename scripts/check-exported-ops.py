@@ -47,9 +47,21 @@ def inputs(type_, shape, dtype, recipe, gen):
     def uniform(lo, hi, *size):
         return (lo + (hi - lo) * torch.rand(*size, device="cuda", generator=gen)).to(dtype)
 
-    if type_ == "rotary_embedding":
+    if type_ == "rotary_embedding" and len(shape) == 4:  # a file of contract version 1: q alone
         b, h, s, d = shape
         return (data(b, h, s, d), uniform(0.5, 1.5, s, d // 2), uniform(-0.5, 0.5, s, d // 2))  # the harness's fills
+    if type_ == "rotary_embedding":  # version 2: q and k in the shape's layout (kernels_cuda/rotary_embedding/rotary_layouts.hpp)
+        b, hq, hk, s, d, layout = shape
+        if layout == 0:
+            q, k, tables = data(b, hq, s, d), data(b, hk, s, d), 1
+        elif layout == 1:  # a projection's output, viewed per head and transposed, as transformers has it
+            q, k, tables = data(b, s, hq, d).transpose(1, 2), data(b, s, hk, d).transpose(1, 2), b
+        else:  # slices of one fused qkv row
+            qkv = data(b, s, (hq + 2 * hk) * d)
+            q = qkv[..., : hq * d].view(b, s, hq, d).transpose(1, 2)
+            k = qkv[..., hq * d: (hq + hk) * d].view(b, s, hk, d).transpose(1, 2)
+            tables = b
+        return (q, k, uniform(0.5, 1.5, tables, s, d), uniform(-0.5, 0.5, tables, s, d))
     rows, cols = shape
     if type_ == "rmsnorm":
         return (data(rows, cols), uniform(0.5, 1.5, cols), 1e-6)
@@ -75,11 +87,18 @@ def reference(type_, args):
     if type_ == "cross_entropy":
         loss = F.cross_entropy(args[0].double(), args[1], reduction="none")
         return (loss, loss.mean())
+    if len(args) == 4:  # version 2: transformers' apply_rotary_pos_emb on q and k
+        q, k, cos, sin = (a.double() for a in args)
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        return (q * c + rotate_half(q) * s, k * c + rotate_half(k) * s)
     q, cos, sin = args
     c, s = torch.cat((cos, cos), -1).double(), torch.cat((sin, sin), -1).double()
-    half = q.shape[-1] // 2
-    rotated = torch.cat((-q[..., half:], q[..., :half]), -1).double()
-    return q.double() * c + rotated * s
+    return q.double() * c + rotate_half(q.double()) * s
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), -1)
 
 
 def matches(got, want, tol, scale=None):
@@ -88,7 +107,8 @@ def matches(got, want, tol, scale=None):
     the terms, not the difference. tol is the harness's, and at least one unit in the last place of
     the dtype: two correct kernels may round a result to neighbouring values."""
     if isinstance(want, tuple):
-        return all(matches(g, w, tol) for g, w in zip(got, want))
+        scales = scale if isinstance(scale, tuple) else (None,) * len(want)
+        return all(matches(g, w, tol, s) for g, w, s in zip(got, want, scales))
     tol = max(tol, {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}.get(got.dtype, 0.0))
     scale = want.abs() if scale is None else scale
     return bool(((got.double() - want).abs() <= tol * (1 + scale)).all())
@@ -98,6 +118,10 @@ def term_scale(type_, args):
     """The magnitude of the terms a rotary result is the difference of; None for the other types."""
     if type_ != "rotary_embedding":
         return None
+    if len(args) == 4:
+        q, k, cos, sin = (a.double() for a in args)
+        c, s = cos.unsqueeze(1).abs(), sin.unsqueeze(1).abs()
+        return ((q * c).abs() + (rotate_half(q) * s).abs(), (k * c).abs() + (rotate_half(k) * s).abs())
     q, cos, sin = (a.double() for a in args)
     half = q.shape[-1] // 2
     rotated = torch.cat((-q[..., half:], q[..., :half]), -1)
@@ -123,6 +147,8 @@ def check_stages(op, type_, validated):
                 cases += 1
                 if not matches(got, reference(type_, args), tol, term_scale(type_, args)):
                     failures.append(f"{dname} {text} {recipe}")
+                if type_ == "rotary_embedding" and len(args) == 4 and not pytorch_strides(got, args):
+                    failures.append(f"{dname} {text} strides {[g.stride() for g in got]}")
         args = inputs(type_, parse_shape(validated["determinism_shape"]), dtype, "normal", gen)
         a, b = op(*args), op(*args)
         same = all(torch.equal(x, y) for x, y in zip(a, b)) if isinstance(a, tuple) else torch.equal(a, b)
@@ -130,6 +156,13 @@ def check_stages(op, type_, validated):
         if not same:
             failures.append(f"{dname} determinism")
     return cases, failures
+
+
+def pytorch_strides(got, args):
+    """Whether the op's results have the strides transformers' own rotary code gives its results."""
+    q, k, cos, sin = args
+    want = [(x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)).stride() for x in (q, k)]
+    return [g.stride() for g in got] == want
 
 
 def fallback_cases(type_, args):
@@ -146,7 +179,12 @@ def fallback_cases(type_, args):
         target = args[1].clone()
         target[::7] = -100  # an ignore_index
         cases["targets outside [0, classes)"] = (x, target)
-    if type_ == "rotary_embedding":
+    if type_ == "rotary_embedding" and len(args) == 4:
+        q, k, cos, sin = args
+        cases = {"cos of another dtype": (q, k, cos.float(), sin.float()),
+                 "head_dim strided": (torch.cat((q, q), -1)[..., ::2], k, cos, sin),
+                 "k of another dtype": (q, k.float(), cos, sin)}
+    elif type_ == "rotary_embedding":
         cases["cos of another dtype"] = (x, args[1].float(), args[2].float())
     return cases
 
@@ -165,10 +203,10 @@ def pytorch_op(type_, args):
     return None  # rotary: compared with the fp64 reference instead
 
 
-def check_fallbacks(op, type_, dtype):
+def check_fallbacks(op, type_, dtype, version):
     """Each call outside the contract gives PyTorch's result (or the reference's, for rotary)."""
     gen = torch.Generator(device="cuda").manual_seed(2)
-    shape = [4, 8, 64, 128] if type_ == "rotary_embedding" else [64, 1000]
+    shape = {1: [4, 8, 64, 128], 2: [2, 8, 2, 64, 128, 1]}[version] if type_ == "rotary_embedding" else [64, 1000]
     failures = []
     for why, args in fallback_cases(type_, inputs(type_, shape, dtype, "normal", gen)).items():
         try:
@@ -291,7 +329,7 @@ def main():
         shape, dtype = entry.get("shape") or entry["validated"]["determinism_shape"], entry.get("dtype") or "fp16"
         args = inputs(t, parse_shape(shape), DTYPES[dtype], "normal", torch.Generator(device="cuda").manual_seed(1))
         r["compile_matches"] = compiles(op, args)
-        r["fallback_failures"] = check_fallbacks(op, t, torch.float16)
+        r["fallback_failures"] = check_fallbacks(op, t, torch.float16, entry.get("contract_version", 1))
         r["shape"], r["dtype"] = shape, dtype
         r["op"] = time_op(op, args, a.repetitions)
         r["op"]["kernel_median_us"] = kernel_time(op, args, t, a.repetitions)

@@ -22,6 +22,22 @@ constexpr const char* kPackage = "autokernel_ops";
 
 const std::string& packaged(const std::string& path) { return embedded_python().at("daemon/export/package/" + path); }
 
+/// The spec of an exported kernel's contract version (package_files checked that there is one).
+const KernelSpec& file_spec(const ExportedKernel& k) { return **spec_for_file(k.type, k.source); }
+
+/// The op's C++ for the kernel's contract version: ops/<type>.cpp for the newest, ops/<type>_v<N>.cpp
+/// for an older one the package still serves.
+Result<std::string> op_source(const ExportedKernel& k) {
+  const KernelSpec& spec = file_spec(k);
+  if (spec.contract_version == find_spec(k.type)->contract_version) return packaged("ops/" + k.type + ".cpp");
+  const std::string older = "ops/" + k.type + "_v" + std::to_string(spec.contract_version) + ".cpp";
+  auto it = embedded_python().find("daemon/export/package/" + older);
+  if (it == embedded_python().end())
+    return error(k.origin + ": version " + std::to_string(spec.contract_version) + " of the " + k.type +
+                 " contract has no exported op: run the loop again from the newest starter and export that");
+  return it->second;
+}
+
 /// What the harness validated a type on: the shapes of its five stages, its dtypes and tolerances.
 nlohmann::json validation(const KernelSpec& spec) {
   std::vector<std::string> shapes{shape_str(spec.smoke_shape)};
@@ -53,7 +69,7 @@ nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::m
     ops.push_back({{"type", k.type}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
                    {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
                    {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
-                   {"validated", validation(*find_spec(k.type))}});
+                   {"contract_version", file_spec(k).contract_version}, {"validated", validation(file_spec(k))}});
   }
   const int cuda = nvrtc_cuda_version();
   return {{"schema", "autokernel-export-2"}, {"ops", ops}, {"left_out", left_out},
@@ -86,7 +102,7 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
   PackageFiles files;
   std::vector<std::string> types;
   for (auto& k : kernels) {
-    const KernelSpec& spec = *find_spec(k.type);
+    const KernelSpec& spec = file_spec(k);
     auto launcher = launcher_source(spec, k.source);
     if (!launcher) return error(k.origin + ": " + launcher.error().message);
     auto compiled = compile_for_export(spec, k.source, k.origin, archs);
@@ -152,8 +168,9 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
                                    const std::vector<std::string>& archs) {
   std::vector<ExportedKernel> kernels;
   for (auto& k : all) {
-    const KernelSpec* spec = find_spec(k.type);
-    if (!spec) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
+    auto found = spec_for_file(k.type, k.source);
+    if (!found) return error(k.origin + ": " + found.error().message);
+    const KernelSpec* spec = *found;
     if (!exportable(*spec))
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
                          " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
@@ -171,7 +188,11 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   if (!files) return files.error();
   PackageFiles& f = *files;
   f[ops_dir + "common.h"] = packaged("ops/common.h");
-  for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = packaged("ops/" + k.type + ".cpp");
+  for (auto& k : kernels) {
+    auto op = op_source(k);
+    if (!op) return op.error();
+    f[ops_dir + k.type + ".cpp"] = *op;
+  }
   f[py + "manifest.json"] = manifest(kernels, modules, left_out).dump(2) + "\n";
   f["README.md"] = readme(kernels, format);
   if (!hf) {

@@ -7,6 +7,7 @@
 #include "harness/grid_launch.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/tensor_maps.hpp"
+#include "kernels_cuda/rotary_embedding/rotary_layouts.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
 
 namespace ak {
@@ -37,11 +38,15 @@ std::string byte_array(const std::vector<char>& bytes) {
 
 }  // namespace
 
-bool exportable(const KernelSpec& spec) {
+std::string grid_rule_call(const KernelSpec& spec) {
   using Grid = int64_t (*)(const Shape&, const LaunchGeometry&);
   const Grid* g = spec.grid.target<Grid>();
-  return g && *g == &rowwise_grid;
+  if (g && *g == &rowwise_grid) return "ak_rowwise_blocks(s, " + std::to_string(spec.shape_names.size()) + ", m->rows_per_block)";
+  if (g && *g == &rotary::blocks) return "ak_rotary_blocks(s, m->rows_per_block)";
+  return "";
 }
+
+bool exportable(const KernelSpec& spec) { return !grid_rule_call(spec).empty(); }
 
 std::vector<std::string> exported_constants(const std::string& kernel_source) {
   static const std::regex decl(R"(extern\s+"C"\s+__constant__\s+int\s+(ak_[A-Za-z0-9_]+))");
@@ -117,14 +122,17 @@ Result<std::string> launcher_source(const KernelSpec& spec, const std::string& k
   out += "};\n  if (dtype < 0 || dtype > 2 || entry_of_dtype[dtype] < 0) return \"the " + t + " kernel is not built for this dtype\";\n"
          "  const char* error = nullptr;\n  const autokernel_launch::Loaded* m = k" + id + "_module.current(error);\n"
          "  if (!m) return error;\n"
-         "  const long long blocks = ak_rowwise_blocks(s, " + std::to_string(spec.shape_names.size()) + ", m->rows_per_block);\n";
+         "  const long long blocks = " + grid_rule_call(spec) + ";\n";
   // The arguments as the kernel takes them, each in a variable of its own, then their addresses:
   // a buffer is a pointer whatever its element type, a dimension an int, a constant a float.
   std::string addrs;
-  int i = 0, buffer = 0, constant = 0;
+  // An int the shape implies (a stride) comes after the shape's dimensions in `s`: the op
+  // computes it from its tensors, as the harness does from the shape's layout.
+  int i = 0, buffer = 0, constant = 0, computed = int(spec.shape_names.size());
   for (const ArgSpec& a : spec.args) {
     const std::string v = "a" + std::to_string(i++);
     if (a.is_buffer()) out += "  void* " + v + " = b[" + std::to_string(buffer++) + "];\n";
+    else if (a.kind == ArgSpec::Dim && a.computed) out += "  int " + v + " = (int)s[" + std::to_string(computed++) + "];  // " + a.name + "\n";
     else if (a.kind == ArgSpec::Dim) out += "  int " + v + " = (int)s[" + std::to_string(a.dim) + "];\n";
     else out += "  float " + v + " = c[" + std::to_string(constant++) + "];\n";
     addrs += (addrs.empty() ? "" : ", ") + std::string("&") + v;

@@ -13,9 +13,13 @@
 
 namespace ak {
 
-/// Whether `export` can launch this type: the row-wise types, whose grid is ak_rowwise_blocks and
-/// whose op code lives in daemon/export/package/ops/. The tensor-core types are not exported yet.
+/// Whether `export` can launch this type: the row-wise types and rotary_embedding, whose grids are
+/// rules of kernels_cuda/grid_rules.h and whose op code lives in daemon/export/package/ops/. The
+/// tensor-core types are not exported yet.
 bool exportable(const KernelSpec& spec);
+/// The grid rule's call in a generated launcher ("ak_rowwise_blocks(s, 2, m->rows_per_block)"),
+/// or "" for a grid no rule describes.
+std::string grid_rule_call(const KernelSpec& spec);
 
 /// The ak_* constants a kernel file defines ("ak_block_threads", ...), from its text.
 std::vector<std::string> exported_constants(const std::string& kernel_source);

@@ -6,7 +6,6 @@
 #include <tuple>
 #include <utility>
 
-#include "kernels_cuda/grid_rules.h"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/rotary_embedding/rotary_layouts.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
@@ -153,11 +152,6 @@ ArgSpec table_stride_arg(const std::string& name, int64_t rotary::Strides::*memb
   return a;
 }
 
-int64_t rotary_rows_grid(const Shape& s, const LaunchGeometry& g) {
-  const long long shape[] = {s[0], s[1], s[2], s[3], s[4], s[5]};
-  return ak_rotary_blocks(shape, g.rows_per_block);
-}
-
 KernelSpec make_rotary_v2() {
   KernelSpec k;
   k.type = "rotary_embedding";
@@ -203,7 +197,7 @@ KernelSpec make_rotary_v2() {
     return (2 * moved + 2 * double(rotary::table_numel(s))) * dtype_size(d);
   };
   k.flops = [](const Shape& s) { return 3.0 * double(rotary::rows(s) * s[rotary::kHeadDim]); };
-  k.grid = rotary_rows_grid;
+  k.grid = rotary::blocks;
   k.row_count = rotary::rows;
   k.col_count = [](const Shape& s) { return s[rotary::kHeadDim]; };
   k.shape_error = rotary::shape_error;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernels_cuda/grid_rules.h"
+
 namespace ak::rotary {
 
 int64_t heads(const Shape& s, Operand o) { return o == Operand::Q || o == Operand::QOut ? s[kQHeads] : s[kKHeads]; }
@@ -32,6 +34,11 @@ int64_t numel(const Shape& s, Operand o) {
 int64_t table_numel(const Shape& s) { return (s[kLayout] == kContiguous ? 1 : s[kBatch]) * s[kSeq] * s[kHeadDim]; }
 
 int64_t rows(const Shape& s) { return s[kBatch] * (s[kQHeads] + s[kKHeads]) * s[kSeq]; }
+
+int64_t blocks(const Shape& s, const LaunchGeometry& g) {
+  const long long shape[] = {s[0], s[1], s[2], s[3], s[4], s[5]};
+  return ak_rotary_blocks(shape, g.rows_per_block);
+}
 
 std::string shape_error(const Shape& s) {
   if (s.size() != 6) return "";  // the dimension count is checked with its own message

@@ -34,6 +34,8 @@ int64_t numel(const Shape& s, Operand o);   ///< elements of the buffer that hol
 int64_t table_numel(const Shape& s);
 /// Rows of work: one per head vector of q and of k, batch x (q_heads + k_heads) x seq.
 int64_t rows(const Shape& s);
+/// The grid: ak_rotary_blocks (kernels_cuda/grid_rules.h), which exported launchers call too.
+int64_t blocks(const Shape& s, const LaunchGeometry& g);
 /// "" or why `s` is not a shape of version 2 (odd head_dim, an unknown layout).
 std::string shape_error(const Shape& s);
 

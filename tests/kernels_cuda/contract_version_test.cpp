@@ -37,7 +37,7 @@ TEST_CASE("a version that cannot be read without compiling is refused with the f
   CHECK(twice.error().message.find("twice") != std::string::npos);
 }
 
-TEST_CASE("a file is judged by the spec of the version it declares; an unknown version names the known ones", "[contract]") {
+TEST_CASE("a file is judged by the spec of the version it declares, and an unknown version names the known ones", "[contract]") {
   auto newest = spec_for_file("rotary_embedding", "extern \"C\" __constant__ int ak_contract_version = 2;\n");
   REQUIRE(newest);
   CHECK(*newest == find_spec("rotary_embedding"));

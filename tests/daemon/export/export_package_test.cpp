@@ -9,6 +9,7 @@
 
 #include "daemon/export/export_package.hpp"
 #include "daemon/export/kernel_launcher.hpp"
+#include "daemon/loop/run_directory.hpp"
 #include "harness/candidate_compile.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
@@ -98,6 +99,36 @@ TEST_CASE("every launcher has a load function the op registers, so that modules 
   // __init__.py calls them at import for the current device.
   CHECK_THAT(files->at("autokernel_ops/__init__.py"), Catch::Contains("load_modules(torch.ops.autokernel, LOADED)"));
   CHECK_THAT(files->at("autokernel_ops/_modules.py"), Catch::Contains("getattr(ops, f\"{t}_load\")(int(device))"));
+}
+
+TEST_CASE("the rotary launcher passes q and k with the strides the op computes, after the shape, on q's and k's rows", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("rotary_embedding")}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  const std::string& launcher = files->at("autokernel_ops/csrc/rotary_embedding_launch.cpp");
+  CHECK_THAT(launcher, Catch::Contains("ak_rotary_blocks(s, m->rows_per_block)"));
+  // q, k, cos, sin, q_out, k_out; batch, q_heads, k_heads, seq, head_dim; then 14 strides from s[6].
+  CHECK_THAT(launcher, Catch::Contains("  void* a5 = b[5];\n  int a6 = (int)s[0];\n"));
+  CHECK_THAT(launcher, Catch::Contains("  int a10 = (int)s[4];\n  int a11 = (int)s[6];  // q_stride_batch\n"));
+  CHECK_THAT(launcher, Catch::Contains("  int a24 = (int)s[19];  // table_stride_seq\n"));
+  const auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["contract_version"] == 2);
+  CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding.cpp"),
+             Catch::Contains("rotary_embedding(Tensor q, Tensor k, Tensor cos, Tensor sin) -> (Tensor, Tensor)"));
+}
+
+TEST_CASE("a rotary file of contract version 1, from an older run, exports with the op of its version", "[export]") {
+  auto v1 = read_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
+  REQUIRE(v1);
+  std::vector<std::string> left_out;
+  auto files = package_files({{"rotary_embedding", "", "kept.cu", *v1, "", "", 0, 0, 0}}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  const auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["contract_version"] == 1);
+  CHECK(manifest["ops"][0]["validated"]["shape_names"].size() == 4);
+  CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding.cpp"),
+             Catch::Contains("rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor"));
+  CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding_launch.cpp"), Catch::Contains("ak_rowwise_blocks(s, 4, m->rows_per_block)"));
 }
 
 TEST_CASE("a package carries one module per architecture asked for", "[export]") {
@@ -247,7 +278,7 @@ std::string build_launcher_program(const std::filesystem::path& pkg, const std::
   INFO(built.out);
   REQUIRE(built.exit_code == 0);
   const std::string main = dir.write(type + "_main.cpp",
-      "#include <cstdio>\n#include \"launch.h\"\nint main() {\n  void* b[8] = {};\n  const long long s[4] = {4, 8, 1, 1};\n"
+      "#include <cstdio>\n#include \"launch.h\"\nint main() {\n  void* b[8] = {};\n  const long long s[24] = {4, 8, 1, 1};\n"
       "  const float c[4] = {1e-6f, 0, 0, 0};\n  const char* e = launch_" + type + "(b, s, c, 0, nullptr);\n"
       "  std::printf(\"launch: %s\\n\", e ? e : \"ok\");\n  const char* l = load_" + type + "();\n"
       "  std::printf(\"load: %s\\n\", l ? l : \"ok\");\n  return 0;\n}\n");

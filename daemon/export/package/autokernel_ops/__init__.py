@@ -26,10 +26,12 @@ from ._replacements import COMPILE_OPS, set_compile_ops
 
 MANIFEST = _load.manifest()
 TYPES = [op["type"] for op in MANIFEST["ops"]]
+# The contract version each exported file follows (an older run's files keep theirs).
+VERSIONS = {op["type"]: op.get("contract_version", 1) for op in MANIFEST["ops"]}
 LOADED, FAILED = _load.load(TYPES, verbose=os.environ.get("AUTOKERNEL_OPS_VERBOSE") == "1")
 
 
-register_fakes(lambda t: f"autokernel::{t}", LOADED)
+register_fakes(lambda t: f"autokernel::{t}", LOADED, VERSIONS)
 if LOADED:
     LOADED, _not_loaded = load_modules(torch.ops.autokernel, LOADED)
     FAILED.update(_not_loaded)
@@ -60,7 +62,7 @@ def patch(modules=None, also=()):
 
     from ._replacements import make_replacement
     targets = find_targets(sys.modules if modules is None else modules, set(LOADED), also)
-    return Patches().apply(targets, make_replacement)
+    return Patches().apply(targets, lambda t, original: make_replacement(t, original, versions=VERSIONS))
 
 
 patched = patch  # the Patches it returns restore at the end of a `with` block

@@ -2,17 +2,34 @@
 anything, which is what torch.compile traces through."""
 import torch
 
+def _dense_like(x):
+    """What the op allocates (ops/rotary_embedding.cpp's dense_like): dense, in x's order of
+    dimensions, largest stride outermost; the fake must give the very strides the op returns."""
+    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
+    y = x.new_empty([x.shape[d] for d in order])
+    return y.permute([order.index(d) for d in range(x.dim())])
+
+
 FAKES = {
     "rmsnorm": lambda x, weight, eps: torch.empty_like(x),
     "layernorm": lambda x, weight, bias, eps: torch.empty_like(x),
     "softmax": lambda x: torch.empty_like(x),
     "reduce": lambda x: x.new_empty(x.shape[:-1]),
-    "rotary_embedding": lambda q, cos, sin: torch.empty_like(q, memory_format=torch.contiguous_format),
+    "rotary_embedding": lambda q, k, cos, sin: (_dense_like(q), _dense_like(k)),
     "cross_entropy": lambda logits, target: (logits.new_empty(logits.shape[:1]), logits.new_empty(())),
 }
 
 
-def register(qualified_name, types):
-    """Registers the fakes of `types`; qualified_name("rmsnorm") is the op's "namespace::name"."""
+# The ops of files written for an older version of their type's contract (manifest.json's
+# contract_version), by (type, version).
+OLDER_FAKES = {
+    ("rotary_embedding", 1): lambda q, cos, sin: torch.empty_like(q, memory_format=torch.contiguous_format),
+}
+
+
+def register(qualified_name, types, versions=None):
+    """Registers the fakes of `types`; qualified_name("rmsnorm") is the op's "namespace::name",
+    versions {type: contract version} (the newest where absent)."""
     for t in types:
-        torch.library.register_fake(qualified_name(t))(FAKES[t])
+        fake = OLDER_FAKES.get((t, (versions or {}).get(t)), FAKES[t])
+        torch.library.register_fake(qualified_name(t))(fake)

@@ -157,6 +157,17 @@ def _norm_forward(op, type_):
     return fast
 
 
+def _rotary(op):
+    """apply_rotary_pos_emb(q, k, cos, sin) as transformers calls it (cos, sin [batch, seq,
+    head_dim], unsqueezed at dim 1): one call of the op on q and k as they are, strided views
+    included; the op checks the rest and runs PyTorch's code for what its kernel does not cover."""
+    def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+        if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
+            return None
+        return op(q, k, cos, sin)
+    return fast
+
+
 def _half_table(t, seq, dim):
     """cos or sin as the kernel takes it, [seq, head_dim / 2], from [seq, dim] or [1, seq, dim]."""
     if t.dim() == 3 and t.shape[0] == 1:
@@ -166,7 +177,8 @@ def _half_table(t, seq, dim):
     return t[:, : dim // 2].contiguous()
 
 
-def _rotary(ops):
+def _rotary_v1(ops):
+    """For a file of version 1 of the rotary contract (an older run's): q alone, contiguous."""
     def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or q.dim() != 4 or k.dim() != 4 or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3] \
                 or cos.dtype != q.dtype or k.dtype != q.dtype or _needs_grad(q, k, cos, sin):
@@ -179,9 +191,10 @@ def _rotary(ops):
     return fast
 
 
-def make_replacement(target, original, ops=None):
+def make_replacement(target, original, ops=None, versions=None):
     """The function to install at `target` (a _patch.Target) in place of `original`; `ops` is the
-    op namespace (torch.ops.autokernel unless the package was built under another name)."""
+    op namespace (torch.ops.autokernel unless the package was built under another name), versions
+    {type: contract version} from manifest.json (the newest where absent)."""
     ops = torch.ops.autokernel if ops is None else ops
     if target.kind == "functional":
         if target.type == "cross_entropy":
@@ -190,6 +203,8 @@ def make_replacement(target, original, ops=None):
         return make(getattr(ops, target.type).default, original)
     if target.kind == "class":
         fast = _norm_forward(getattr(ops, target.type).default, target.type)
+    elif (versions or {}).get("rotary_embedding", 2) == 1:
+        fast = _rotary_v1(ops)
     else:
-        fast = _rotary(ops)
+        fast = _rotary(ops.rotary_embedding.default)
     return _checked_on_first_call(target, original, fast)

@@ -18,9 +18,11 @@ from ._patch import Patches, find_targets
 from ._replacements import COMPILE_OPS, make_replacement, set_compile_ops
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.json")) as _f:
-    TYPES = [op["type"] for op in json.load(_f)["ops"]]
+    _OPS = json.load(_f)["ops"]
+TYPES = [op["type"] for op in _OPS]
+VERSIONS = {op["type"]: op.get("contract_version", 1) for op in _OPS}  # the contract version of each file
 
-register_fakes(add_op_namespace_prefix, TYPES)
+register_fakes(add_op_namespace_prefix, TYPES, VERSIONS)
 # Each module loads now, in the current device's context: never at a first launch inside a capture.
 LOADED, FAILED = load_modules(ops, TYPES) if torch.cuda.is_available() else ([], {t: "no CUDA device" for t in TYPES})
 
@@ -35,7 +37,7 @@ def decide_for_compile(model, inputs, mode="default", types=None, **kwargs):
 
 def patch(modules=None):
     targets = find_targets(sys.modules if modules is None else modules, set(LOADED))
-    return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops))
+    return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops, VERSIONS))
 
 
 patched = patch

@@ -1,35 +1,105 @@
-// schema: rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor
-// RoPE in the rotate-half convention: q * cat(cos, cos) + rotate_half(q) * cat(sin, sin), with
-// q [batch, heads, seq, head_dim] and cos, sin [seq, head_dim / 2].
+// schema: rotary_embedding(Tensor q, Tensor k, Tensor cos, Tensor sin) -> (Tensor, Tensor)
+// transformers' apply_rotary_pos_emb(q, k, cos, sin) in one launch: x * cos + rotate_half(x) * sin
+// for x = q [batch, q_heads, seq, head_dim] and k [batch, k_heads, seq, head_dim], taken where they
+// lie (any strides with head_dim's 1: the transposed views of the projections, slices of a fused
+// qkv), with cos and sin as the model has them ([seq, head_dim], [batch or 1, seq, head_dim], or
+// that unsqueezed at dim 1). The results have the strides PyTorch's elementwise code gives them:
+// dense, in q's (k's) order of dimensions. Version 2 of the rotary_embedding contract.
 #include "common.h"
 
-namespace autokernel_ops {
+#include <algorithm>
+#include <numeric>
 
-at::Tensor rotary_embedding(const at::Tensor& q, const at::Tensor& cos, const at::Tensor& sin) {
-  std::string why = uncovered(q, "q");
-  if (why.empty() && q.dim() != 4) why = "q is not [batch, heads, seq, head_dim]";
-  if (why.empty() && q.size(3) % 2) why = "head_dim is odd";
-  if (why.empty()) why = unlike(cos, q, "cos");
-  if (why.empty()) why = unlike(sin, q, "sin");
-  if (why.empty() && (cos.numel() != q.size(2) * (q.size(3) / 2) || sin.numel() != cos.numel()))
-    why = "cos and sin are not [seq, head_dim / 2]";
-  if (!why.empty()) {
+namespace autokernel_ops {
+namespace {
+
+/// An empty tensor like `x`, dense in x's order of dimensions (largest stride outermost), as
+/// PyTorch's elementwise operators allocate their result: for the usual transposed view, x's own
+/// strides, with no copy anywhere.
+at::Tensor dense_like(const at::Tensor& x) {
+  std::vector<int64_t> order(size_t(x.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  std::vector<int64_t> sizes, inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) sizes.push_back(x.size(order[i])), inverse[size_t(order[i])] = int64_t(i);
+  return at::empty(sizes, x.options()).permute(inverse);
+}
+
+/// cos or sin as [batch or 1, seq, head_dim], or an undefined tensor when it is not one of the
+/// model's forms.
+at::Tensor table_view(const at::Tensor& t, const at::Tensor& q) {
+  at::Tensor v = t;
+  if (v.dim() == 4 && v.size(1) == 1) v = v.squeeze(1);
+  if (v.dim() == 2) v = v.unsqueeze(0);
+  if (v.dim() != 3 || v.size(1) != q.size(2) || v.size(2) != q.size(3) || (v.size(0) != 1 && v.size(0) != q.size(0)))
+    return {};
+  return v;
+}
+
+/// Whether every element of `t` lies within 2^31 elements of its start: the kernel's ints.
+bool int_offsets(const at::Tensor& t) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return last < INT32_MAX && t.numel() < INT32_MAX;
+}
+
+std::string why_not(const at::Tensor& q, const at::Tensor& k, const at::Tensor& c, const at::Tensor& s) {
+  if (!q.is_cuda()) return "q is not on a CUDA device";
+  if (dtype_code(q) < 0) return "q is " + std::string(c10::toString(q.scalar_type())) + ", not fp16, bf16 or fp32";
+  if (q.dim() != 4 || k.dim() != 4) return "q or k is not [batch, heads, seq, head_dim]";
+  if (k.size(0) != q.size(0) || k.size(2) != q.size(2) || k.size(3) != q.size(3)) return "q and k differ in batch, seq or head_dim";
+  if (q.size(3) % 2) return "head_dim is odd";
+  if (q.numel() == 0 || k.numel() == 0) return "q or k is empty";
+  if (k.device() != q.device() || k.scalar_type() != q.scalar_type()) return "k has another device or dtype than q";
+  if (q.stride(3) != 1 || k.stride(3) != 1) return "q's or k's head_dim is strided";
+  if (!c.defined() || !s.defined()) return "cos or sin is not [seq, head_dim] or [batch, seq, head_dim]";
+  for (const at::Tensor* t : {&c, &s})
+    if (t->device() != q.device() || t->scalar_type() != q.scalar_type()) return "cos or sin has another device or dtype than q";
+  if (c.stride(2) != 1 || c.strides() != s.strides() || c.sizes() != s.sizes()) return "cos and sin are not laid out alike";
+  for (const at::Tensor* t : {&q, &k, &c, &s})
+    if (!int_offsets(*t)) return "a tensor spans more than 2^31 elements";
+  return "";
+}
+
+/// PyTorch's own computation, for the calls outside the kernel's contract.
+std::tuple<at::Tensor, at::Tensor> composite(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                             const at::Tensor& sin) {
+  auto table = [&](const at::Tensor& t) { return t.dim() == 3 ? t.unsqueeze(1) : t; };
+  auto rotate = [](const at::Tensor& x) {
+    const int64_t half = x.size(-1) / 2;
+    return at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+  };
+  const at::Tensor c = table(cos), s = table(sin);
+  return {q * c + rotate(q) * s, k * c + rotate(k) * s};
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> rotary_embedding(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                                    const at::Tensor& sin) {
+  const at::Tensor c = table_view(cos, q), s = table_view(sin, q);
+  if (std::string why = why_not(q, k, c, s); !why.empty()) {
     log_fallback("rotary_embedding", why);
-    const int64_t half = q.size(-1) / 2;
-    at::Tensor c = at::cat({cos, cos}, -1).view({q.size(2), 2 * half}), s = at::cat({sin, sin}, -1).view({q.size(2), 2 * half});
-    at::Tensor rotated = at::cat({-q.slice(-1, half), q.slice(-1, 0, half)}, -1);
-    return q * c + rotated * s;
+    return composite(q, k, cos, sin);
   }
   const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor out = at::empty_like(q);
-  const long long shape[] = {q.size(0), q.size(1), q.size(2), q.size(3)};
-  void* buffers[] = {q.data_ptr(), cos.data_ptr(), sin.data_ptr(), out.data_ptr()};
+  at::Tensor q_out = dense_like(q), k_out = dense_like(k);
+  const int64_t table_batch = c.size(0) == 1 ? 0 : c.stride(0);
+  // The shape's dimensions (the layout code is the harness's; the launcher reads the strides),
+  // then the strides in the order of the contract's arguments.
+  const long long shape[] = {q.size(0), q.size(1), k.size(1), q.size(2), q.size(3), 0,
+                             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+                             q_out.stride(0), q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2),
+                             table_batch, c.stride(1)};
+  void* buffers[] = {q.data_ptr(), k.data_ptr(), c.data_ptr(), s.data_ptr(), q_out.data_ptr(), k_out.data_ptr()};
   check_launch("rotary_embedding", launch_rotary_embedding(buffers, shape, nullptr, dtype_code(q), stream()));
-  return out;
+  return {q_out, k_out};
 }
 
 }  // namespace autokernel_ops
 
-AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor"); }
+AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {
+  m.def("rotary_embedding(Tensor q, Tensor k, Tensor cos, Tensor sin) -> (Tensor, Tensor)");
+}
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rotary_embedding", &autokernel_ops::rotary_embedding); }
 AK_LOAD_OP(rotary_embedding)
