@@ -45,6 +45,8 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
   static const std::regex dtype(R"( dtype=(fp16|bf16|fp32))"), linear(R"( linear=(\S+))");
   if (std::regex_search(range, m, dtype)) r.dtype = m[1];
   if (std::regex_search(range, m, linear)) r.linears = parse_linears(m[1]);
+  static const std::regex layout(R"( layout=([0-2])\b)");
+  if (std::regex_search(range, m, layout)) r.layout = std::stoi(m[1]);
   return r;
 }
 
@@ -63,12 +65,13 @@ std::vector<long long> module_shape(const std::string& type, const ModuleRange& 
   const std::vector<long long>& x = m.sizes[0];
   if (type == "rmsnorm" || type == "layernorm" || type == "softmax") return {leading_product(x), x.back()};
   if (type == "rotary_embedding") {
-    // The helper rotates q and k: as much work as one rotation over both, [B, Hq + Hk, S, D].
+    // The helper rotates q and k: [B, Hq, Hk, S, D, layout], the shape of the contract's version 2.
+    // A hook that said no layout is transformers' helper on its projections' views: layout 1.
     if (x.size() != 4) return {};
-    std::vector<long long> shape = x;
+    long long k_heads = x[1];
     if (m.sizes.size() > 1 && m.sizes[1].size() == 4 && m.sizes[1][0] == x[0] && m.sizes[1][2] == x[2] && m.sizes[1][3] == x[3])
-      shape[1] += m.sizes[1][1];
-    return shape;
+      k_heads = m.sizes[1][1];
+    return {x[0], x[1], k_heads, x[2], x[3], m.layout >= 0 ? m.layout : 1};
   }
   if (type == "fused_mlp") {
     // [M, K, I]: tokens, model width, hidden width, as the fused_mlp spec names them.

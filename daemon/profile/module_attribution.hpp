@@ -22,6 +22,7 @@ struct ModuleRange {
   std::vector<std::vector<long long>> sizes; ///< the tensor arguments' shapes, in order
   std::string dtype;                         ///< of the first tensor argument: fp16, bf16, fp32 or ""
   std::vector<LinearChild> linears;
+  int layout = -1;                           ///< a rotary helper's q: the rotary contract's layout code; -1 unsaid
 };
 
 /// The hook's range, or nothing for any other range (PyTorch's own, the program's).

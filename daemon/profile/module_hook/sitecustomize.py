@@ -3,7 +3,7 @@ defines as functions, with an NVTX range, so that `autokernel profile` can add a
 up to one candidate. Loaded through PYTHONPATH as sitecustomize: the program's code is unchanged.
 
 A range reads  ak.module:<Class> sizes=[[...], ...] dtype=fp16 [linear=name:in x out,...]
-            or ak.function:apply_rotary_pos_emb sizes=[[...], ...] dtype=fp16
+            or ak.function:apply_rotary_pos_emb sizes=[[...], ...] dtype=fp16 layout=1
 The format is parsed by daemon/profile/module_attribution.cpp; change both together."""
 import importlib.abc
 import importlib.machinery
@@ -24,6 +24,15 @@ def _label(torch, kind, name, args, extra=""):
             sizes.append(str(list(a.shape)))
             dtype = dtype or _DTYPES.get(str(a.dtype), "")
     return f"ak.{kind}:{name} sizes=[{', '.join(sizes)}] dtype={dtype}{extra}"
+
+
+def _rotary_layout(torch, args):
+    """' layout=N': how q lies in memory, in the codes of the rotary_embedding contract (0 contiguous,
+    1 a projection's transposed view, 2 anything else, such as a slice of a fused qkv row)."""
+    q = args[0] if args and isinstance(args[0], torch.Tensor) and args[0].dim() == 4 else None
+    if q is None:
+        return ""
+    return f" layout={0 if q.is_contiguous() else 1 if q.transpose(1, 2).is_contiguous() else 2}"
 
 
 def _linear_children(torch, module):
@@ -51,7 +60,7 @@ def _wrap_functions(torch, seen):
                 continue
 
             def wrapped(*args, _fn=fn, _name=fname, **kwargs):
-                torch.cuda.nvtx.range_push(_label(torch, "function", _name, args))
+                torch.cuda.nvtx.range_push(_label(torch, "function", _name, args, _rotary_layout(torch, args)))
                 try:
                     return _fn(*args, **kwargs)
                 finally:

@@ -105,7 +105,12 @@ TEST_CASE("a module is classified by its class name, and a SwiGLU MLP by its gat
 TEST_CASE("a module's shape is read in its type's terms from its inputs", "[profile][modules]") {
   CHECK(module_shape("rmsnorm", *parse_module_range(kNorm)) == std::vector<long long>{4096, 2048});
   // q and k, 16 heads each: one rotation over 32 heads.
-  CHECK(module_shape("rotary_embedding", *parse_module_range(kRotary)) == std::vector<long long>{2, 32, 2048, 128});
+  CHECK(module_shape("rotary_embedding", *parse_module_range(kRotary)) == std::vector<long long>{2, 16, 16, 2048, 128, 1});
+  // Grouped-query attention: k has fewer heads; the hook names q's layout.
+  auto gqa = parse_module_range("ak.function:apply_rotary_pos_emb sizes=[[2, 32, 2048, 128], [2, 8, 2048, 128], [2, 2048, 128], "
+                                "[2, 2048, 128]] dtype=bf16 layout=2");
+  REQUIRE(gqa);
+  CHECK(module_shape("rotary_embedding", *gqa) == std::vector<long long>{2, 32, 8, 2048, 128, 2});
   CHECK(module_shape("fused_mlp", *parse_module_range(kMlp)) == std::vector<long long>{4096, 2048, 5632});
   CHECK(module_shape("rmsnorm", *parse_module_range("ak.module:LlamaRMSNorm sizes=[] dtype=")).empty());
 }
@@ -165,7 +170,7 @@ TEST_CASE("a profile with module candidates survives its JSON and the plan count
       CHECK(r.shape == std::vector<long long>{4096, 2048});
       CHECK_THAT(r.shape_source, Catch::Contains("LlamaRMSNorm"));
     }
-    if (r.kernel.type == "rotary_embedding") planned_rotary = r.shape == std::vector<long long>{2, 32, 2048, 128};
+    if (r.kernel.type == "rotary_embedding") planned_rotary = r.shape == std::vector<long long>{2, 16, 16, 2048, 128, 1};
   }
   CHECK(planned_norm);
   CHECK(planned_rotary);

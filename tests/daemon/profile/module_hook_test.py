@@ -20,7 +20,13 @@ _FAKE_TORCH = textwrap.dedent('''
         def __str__(self): return "torch." + self.name
     float16 = dtype("float16")
     class Tensor:
-        def __init__(self, *shape, dtype=float16): self.shape, self.dtype = list(shape), dtype
+        def __init__(self, *shape, dtype=float16): self.shape, self.dtype, self.dense = list(shape), dtype, False
+        def dim(self): return len(self.shape)
+        def is_contiguous(self): return self.dense
+        def transpose(self, a, b):  # a projection's view: dense once transposed back
+            t = Tensor(*self.shape, dtype=self.dtype)
+            t.dense = True
+            return t
 ''')
 _FAKE_MODULE = textwrap.dedent('''
     _pre, _post = [], []
@@ -93,7 +99,7 @@ class ModuleHook(unittest.TestCase):
                       "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048", lines)
         self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16", lines)
         self.assertIn("ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], "
-                      "[1, 2048, 128], [1, 2048, 128]] dtype=fp16", lines)
+                      "[1, 2048, 128], [1, 2048, 128]] dtype=fp16 layout=1", lines)
         self.assertIn("NVTX ranges around every nn.Module forward", r.stderr)
 
     def test_a_program_that_never_imports_torch_is_left_alone(self):
