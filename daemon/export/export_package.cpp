@@ -44,16 +44,24 @@ std::string structure(const ExportedKernel& k) {
   return "other";
 }
 
+/// The spec a kept file was judged against: the contract version it declares.
+Result<const KernelSpec*> spec_of(const ExportedKernel& k) {
+  auto spec = spec_for_file(k.type, k.source);
+  if (!spec) return error(k.origin + ": " + spec.error().message);
+  return spec;
+}
+
 nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<ExportedModule>>& modules,
                         const std::vector<std::string>& left_out) {
   nlohmann::json ops = nlohmann::json::array();
   for (auto& k : kernels) {
+    const KernelSpec& spec = **spec_of(k);  // common_files has refused a file without one
     nlohmann::json compiled = nlohmann::json::array();
     for (auto& m : modules.at(k.type)) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
-    ops.push_back({{"type", k.type}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
+    ops.push_back({{"type", k.type}, {"contract_version", spec.contract_version}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
                    {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
                    {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
-                   {"validated", validation(*find_spec(k.type))}});
+                   {"validated", validation(spec)}});
   }
   const int cuda = nvrtc_cuda_version();
   return {{"schema", "autokernel-export-2"}, {"ops", ops}, {"left_out", left_out},
@@ -84,9 +92,11 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
                                   const std::string& py, const std::string& csrc,
                                   std::map<std::string, std::vector<ExportedModule>>& modules) {
   PackageFiles files;
-  std::vector<std::string> types;
+  std::vector<const KernelSpec*> specs;
   for (auto& k : kernels) {
-    const KernelSpec& spec = *find_spec(k.type);
+    auto found = spec_of(k);
+    if (!found) return found.error();
+    const KernelSpec& spec = **found;
     auto launcher = launcher_source(spec, k.source);
     if (!launcher) return error(k.origin + ": " + launcher.error().message);
     auto compiled = compile_for_export(spec, k.source, k.origin, archs);
@@ -94,9 +104,9 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
     files[csrc + k.type + "_module.h"] = module_header(spec, *compiled);
     files[csrc + k.type + "_launch.cpp"] = *launcher;
     modules[k.type] = std::move(*compiled);
-    types.push_back(k.type);
+    specs.push_back(&spec);
   }
-  files[csrc + "launch.h"] = launch_header(types);
+  files[csrc + "launch.h"] = launch_header(specs);
   files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
   for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
@@ -152,9 +162,10 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
                                    const std::vector<std::string>& archs) {
   std::vector<ExportedKernel> kernels;
   for (auto& k : all) {
-    const KernelSpec* spec = find_spec(k.type);
-    if (!spec) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
-    if (!exportable(*spec))
+    if (!find_spec(k.type)) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
+    auto spec = spec_of(k);
+    if (!spec) return spec.error();
+    if (!exportable(**spec))
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
                          " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
     else

@@ -13,6 +13,31 @@ _patch = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_patch)
 
 
+def _load_replacements():
+    """_replacements.py under a stand-in torch: the few names it reads at import and per call."""
+    import sys
+    stand_in = types.ModuleType("torch")
+    stand_in.Tensor = type("Tensor", (), {})
+    stand_in.float16, stand_in.bfloat16, stand_in.float32 = "fp16", "bf16", "fp32"
+    stand_in.is_grad_enabled = lambda: False
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = stand_in
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "ak_replacements", os.path.join(_HERE, "../../../daemon/export/package/autokernel_ops/_replacements.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        if saved is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved
+
+
+_replacements = _load_replacements()
+
+
 def module(name, **attrs):
     m = types.ModuleType(name)
     for k, v in attrs.items():
@@ -109,6 +134,46 @@ class ApplyAndRestore(unittest.TestCase):
         self.assertIs(getattr(F.rms_norm, _patch.Patches.MARK), original)
         first.restore()
         self.assertIs(F.rms_norm, original)
+
+
+class CrossEntropyReplacement(unittest.TestCase):
+    """F.cross_entropy goes to the op only for the calls it computes: ignore_index -100 (ignored rows
+    handled by a version-2 kernel, checked by a version-1 op), no weights or smoothing, 'mean' or 'none'."""
+
+    class Logits:
+        shape = (4, 10)
+
+        def dim(self):
+            return 2
+
+    class Targets:
+        def dim(self):
+            return 1
+
+    def call(self, **kwargs):
+        calls = []
+
+        class Ops:
+            def cross_entropy(self, input, target):
+                calls.append("op")
+                return "loss", "mean"
+
+        def original(*args):
+            calls.append("original")
+            return "pytorch"
+
+        out = _replacements._cross_entropy(Ops(), original)(self.Logits(), self.Targets(), **kwargs)
+        return calls, out
+
+    def test_the_default_ignore_index_goes_to_the_op_in_one_call(self):
+        self.assertEqual(self.call(), (["op"], "mean"))
+        self.assertEqual(self.call(ignore_index=-100, reduction="none"), (["op"], "loss"))
+
+    def test_another_ignore_index_or_reduction_runs_the_original(self):
+        for kwargs in ({"ignore_index": -1}, {"ignore_index": 3}, {"reduction": "sum"}, {"weight": object()},
+                       {"label_smoothing": 0.1}):
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                self.assertEqual(self.call(**kwargs), (["original"], "pytorch"))
 
 
 if __name__ == "__main__":
