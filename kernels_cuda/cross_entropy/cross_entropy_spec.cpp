@@ -130,8 +130,10 @@ std::vector<std::vector<double>> cpu_cross_entropy_v2(const Shape& s, DType d, c
   return {loss, {kept ? sum_kept / double(kept) : std::nan("")}};
 }
 
-/// Stage shapes of version 2 beyond the row-wise ones: every row ignored, and one invalid target.
-const Shape kEveryRowIgnored{6, 100}, kOneInvalidTarget{9, 50};
+/// Edge shapes of version 2 beyond the row-wise ones: every row ignored, and five invalid targets
+/// (functions, not globals: a spec may be built while other files' statics are initialised).
+Shape every_row_ignored() { return {6, 100}; }
+Shape five_invalid_targets() { return {9, 50}; }
 
 KernelSpec make(int version) {
   KernelSpec k;
@@ -149,7 +151,7 @@ KernelSpec make(int version) {
   target.elem = Elem::I64;
   if (version >= 2)
     target.fill_of_shape = [](const Shape& s) {
-      return s == kEveryRowIgnored ? Fill::Ignored : s == kOneInvalidTarget ? Fill::ClassIndexOrInvalid : Fill::ClassIndexOrIgnored;
+      return s == every_row_ignored() ? Fill::Ignored : s == five_invalid_targets() ? Fill::ClassIndexOrInvalid : Fill::ClassIndexOrIgnored;
     };
   ArgSpec counters{ArgSpec::Counters, "counters", one};
   counters.elem = Elem::U32;
@@ -163,7 +165,7 @@ KernelSpec make(int version) {
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.bench_shape = {8192, 32768};
   set_rowwise_stage_shapes(k, {2048, 32768}, {16, 131072});
-  if (version >= 2) k.edge_shapes.insert(k.edge_shapes.end(), {kEveryRowIgnored, kOneInvalidTarget});
+  if (version >= 2) k.edge_shapes.insert(k.edge_shapes.end(), {every_row_ignored(), five_invalid_targets()});
   k.tolerance = design_tolerance;
   // Version 2's minimum: the logits of the rows not ignored, 7 in 8 of them as the harness draws
   // targets (a kernel that skips the ignored rows moves no more).

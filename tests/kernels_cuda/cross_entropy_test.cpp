@@ -113,7 +113,7 @@ TEST_CASE("version 2's targets ignore about 1 row in 8, the first and last in so
   CHECK(last.size() == 2);
 }
 
-TEST_CASE("one edge shape of version 2 ignores every row and one holds a single invalid target", "[inputs][cross_entropy]") {
+TEST_CASE("one edge shape of version 2 ignores every row and one holds five invalid targets", "[inputs][cross_entropy]") {
   const KernelSpec& spec = cross_entropy_spec();
   std::vector<Fill> fills;
   for (const Shape& s : spec.edge_shapes) fills.push_back(target_arg(spec).fill_for(s));

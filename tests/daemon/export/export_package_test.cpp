@@ -92,7 +92,7 @@ std::string op_under_version(std::string op, const std::string& type, int versio
   return op;
 }
 
-TEST_CASE("the manifest and launch.h name the contract version of each exported file; cross_entropy's op syncs only for version 1", "[export][cross_entropy]") {
+TEST_CASE("the manifest and launch.h name the contract version of each exported file, and cross_entropy's op syncs only for version 1", "[export][cross_entropy]") {
   std::vector<std::string> left_out;
   auto now = package_files({starter("cross_entropy"), starter("softmax")}, PackageFormat::Torch, left_out);
   REQUIRE(now.ok());
