@@ -27,13 +27,42 @@ __global__ void ak_fill(T* out, long long n, unsigned long long seed, int kind, 
   }
 }
 
-__global__ void ak_fill_index(long long* out, long long n, unsigned long long seed, int, float classes) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    out[i] = (long long)(ak_mix(seed ^ (unsigned long long)i * 0xd1342543de82ef95ull) % (unsigned long long)classes);
+// kind: 0 ClassIndex, 1 ClassIndexOrIgnored, 2 Ignored, 3 ClassIndexOrInvalid (inputs.cpp's rules,
+// drawn from the seed the GPU's way).
+__device__ long long ak_invalid_target(long long kind, long long classes) {
+  switch (kind) {
+    case 0: return -1;
+    case 1: return classes;
+    case 2: return classes + 1000;
+    case 3: return 1ll << 32;
+    default: return -(1ll << 32) - 100;
+  }
+}
+__global__ void ak_fill_index(long long* out, long long n, unsigned long long seed, int kind, float classes) {
+  const unsigned long long pick = ak_mix(seed ^ 0x5851f42d4c957f2dull);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long h = ak_mix(seed ^ (unsigned long long)i * 0xd1342543de82ef95ull);
+    long long v = (long long)(h % (unsigned long long)classes);
+    if (kind == 2 || (kind != 0 && ((h >> 61) == 0 || (i == 0 && (pick & 1)) || (i == n - 1 && (pick & 2))))) v = -100;
+    const long long k = (i - (long long)((pick >> 8) % (unsigned long long)n) + n) % n;
+    if (kind == 3 && k < 5) v = ak_invalid_target(k, (long long)classes);
+    out[i] = v;
+  }
 }
 )";
 
 int fill_kind(Fill f) { return f == Fill::Weight ? 1 : f == Fill::Bias ? 2 : 0; }
+
+/// ak_fill_index's kind of a target fill; -1 for the other fills.
+int target_kind(Fill f) {
+  switch (f) {
+    case Fill::ClassIndex: return 0;
+    case Fill::ClassIndexOrIgnored: return 1;
+    case Fill::Ignored: return 2;
+    case Fill::ClassIndexOrInvalid: return 3;
+    default: return -1;
+  }
+}
 
 }  // namespace
 
@@ -66,9 +95,10 @@ Status DeviceInputs::fill(const KernelSpec& spec, const Shape& shape, DType d, c
     if (a.kind != ArgSpec::Input) continue;
     const DeviceBuffer& buf = set.inputs.at(k++);
     const uint64_t s = seed * 0x100000001b3ull + k;
-    Status st = a.fill == Fill::ClassIndex
-                    ? launch(fill_index_, buf.ptr(), a.numel(shape), s, 0, float(spec.cols(shape)))
-                    : launch(fill_.at(d), buf.ptr(), a.numel(shape), s, fill_kind(a.fill), fill_scale(a, shape));
+    const Fill fill = a.fill_for(shape);
+    Status st = target_kind(fill) >= 0
+                    ? launch(fill_index_, buf.ptr(), a.numel(shape), s, target_kind(fill), float(spec.cols(shape)))
+                    : launch(fill_.at(d), buf.ptr(), a.numel(shape), s, fill_kind(fill), fill_scale(a, shape));
     if (!st) return st;
   }
   return ok();

@@ -4,7 +4,7 @@
 /// consecutive launches see the same contents and no memo of an earlier launch can ever hit.
 /// A set is a pure function of its seed, so the set a checked launch saw can be drawn again
 /// afterwards for the reference. Values follow the same distributions as the host's Normal
-/// recipe (inputs.hpp): Irwin-Hall normals, uniform weights and biases, class indices.
+/// recipe (inputs.hpp): Irwin-Hall normals, uniform weights and biases, class indices and targets.
 #include <map>
 #include <memory>
 

@@ -46,17 +46,43 @@ float draw(Recipe r, DType d, Rng& rng, int64_t i, int64_t cols, float row_value
   return 0;
 }
 
-std::vector<char> class_indices(int64_t numel, int64_t classes, uint64_t seed) {
+bool is_target_fill(Fill f) {
+  return f == Fill::ClassIndex || f == Fill::ClassIndexOrIgnored || f == Fill::Ignored || f == Fill::ClassIndexOrInvalid;
+}
+
+/// int64 targets per `fill` (spec.hpp). Which rows are ignored or invalid comes from the seed: the
+/// first and last rows in some runs, and about one in eight of the others.
+std::vector<char> class_indices(int64_t numel, int64_t classes, Fill fill, uint64_t seed) {
   std::vector<char> out(size_t(numel) * sizeof(int64_t));
   auto* idx = reinterpret_cast<int64_t*>(out.data());
+  const uint64_t pick = Rng{seed ^ 0x5851f42d4c957f2dull}.next();
+  const bool some_ignored = fill != Fill::ClassIndex;
   parallel_for(numel, [&](int64_t begin, int64_t end) {
     Rng rng{seed * 0x100000001b3ull + uint64_t(begin / kChunk) + 1};
-    for (int64_t i = begin; i < end; ++i) idx[i] = int64_t(rng.next() % uint64_t(classes));
+    for (int64_t i = begin; i < end; ++i) {
+      const uint64_t h = rng.next();
+      const bool ignored = fill == Fill::Ignored ||
+                           (some_ignored && ((h >> 61) == 0 || (i == 0 && (pick & 1)) || (i == numel - 1 && (pick & 2))));
+      idx[i] = ignored ? kIgnoredTarget : int64_t(h % uint64_t(classes));
+    }
   });
+  if (fill == Fill::ClassIndexOrInvalid)
+    for (int64_t k = 0; k < std::min<int64_t>(kInvalidTargets, numel); ++k)
+      idx[(int64_t((pick >> 8) % uint64_t(numel)) + k) % numel] = invalid_target(int(k), classes);
   return out;
 }
 
 }  // namespace
+
+int64_t invalid_target(int kind, int64_t classes) {
+  switch (kind) {
+    case 0: return -1;
+    case 1: return classes;
+    case 2: return classes + 1000;
+    case 3: return int64_t(1) << 32;             // 0 to a kernel that keeps only the low 32 bits
+    default: return -(int64_t(1) << 32) + kIgnoredTarget;  // -100 to one that does: not ignored
+  }
+}
 
 const char* recipe_name(Recipe r) {
   switch (r) {
@@ -89,7 +115,7 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f) {
 
 std::vector<char> make_input(DType d, int64_t numel, int64_t cols, Fill fill, Recipe recipe, uint64_t seed,
                              float scale) {
-  if (fill == Fill::ClassIndex) return class_indices(numel, cols, seed);
+  if (is_target_fill(fill)) return class_indices(numel, cols, fill, seed);
   std::vector<char> out(size_t(numel) * dtype_size(d));
   // Whole rows per chunk would tie values to the row length; instead per-row values (the constant,
   // the huge column) come from a generator seeded by the row, per-element ones by the chunk.

@@ -46,7 +46,7 @@ Result<RunSet> make_run_set(GpuContext& gpu, const KernelSpec& spec, const Shape
   for (const ArgSpec& a : spec.args) {
     if (a.kind != ArgSpec::Input) continue;
     DeviceBuffer& buf = r->inputs[k++];
-    r->host_inputs.push_back(make_input(d, a.numel(shape), spec.cols(shape), a.fill, recipe, ++seed, fill_scale(a, shape)));
+    r->host_inputs.push_back(make_input(d, a.numel(shape), spec.cols(shape), a.fill_for(shape), recipe, ++seed, fill_scale(a, shape)));
     if (auto s = gpu.upload(buf, r->host_inputs.back().data(), buf.bytes()); !s) return s.error();
   }
   return r;

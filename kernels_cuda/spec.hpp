@@ -38,9 +38,20 @@ enum class Fill {
   Weight,      ///< a per-column scale: uniform in [0.5, 1.5]
   Bias,        ///< a per-column shift: uniform in [-0.5, 0.5]
   ClassIndex,  ///< int64 class indices, uniform in [0, cols)
+  /// int64 targets as a model's batch has them: about 1 row in 8 ignored (kIgnoredTarget), the
+  /// first and the last row ignored in some runs (drawn from the seed), the others as ClassIndex
+  ClassIndexOrIgnored,
+  Ignored,     ///< int64 targets, every one kIgnoredTarget: every row ignored
+  /// ClassIndexOrIgnored, and five consecutive rows (from a row drawn from the seed, wrapping) given
+  /// targets outside [0, cols) that are not kIgnoredTarget: -1, cols, past cols, and values whose
+  /// low 32 bits read as 0 or as -100
+  ClassIndexOrInvalid,
   FanIn,       ///< a GEMM weight: Data's values times 1/sqrt(shape[dim]), so products stay O(1)
   PlainData,   ///< normal values whatever the run's recipe: an input stage 3 leaves alone
 };
+
+/// The target that marks a row ignored: PyTorch's default ignore_index.
+inline constexpr int64_t kIgnoredTarget = -100;
 
 /// How the data input of a run is drawn (stage 3 runs each adversarial one).
 enum class Recipe {
@@ -82,6 +93,9 @@ struct ArgSpec {
   /// Dim: an int the shape implies rather than one of its dimensions (a stride its layout gives);
   /// an exported op computes it from its tensors and passes it after the shape's dimensions.
   std::function<int64_t(const Shape&)> computed = {};
+  /// Input: the fill of some shapes when it is not `fill` (a stage shape whose every row is ignored).
+  std::function<Fill(const Shape&)> fill_of_shape = {};
+  Fill fill_for(const Shape& s) const { return fill_of_shape ? fill_of_shape(s) : fill; }
   bool is_buffer() const { return kind != Dim && kind != FloatConst; }
   int64_t int_value(const Shape& s) const { return computed ? computed(s) : s.at(size_t(dim)); }
 };

@@ -177,8 +177,8 @@ def fallback_cases(type_, args):
         cases["weight and bias of another dtype"] = (x, args[1].float(), args[2].float(), args[3])
     if type_ == "cross_entropy":
         target = args[1].clone()
-        target[::7] = -100  # an ignore_index
-        cases["targets outside [0, classes)"] = (x, target)
+        target[::7] = -100  # ignore_index: the kernel's own rule in contract version 2, PyTorch's in version 1
+        cases["targets with ignore_index -100"] = (x, target)
     if type_ == "rotary_embedding" and len(args) == 4:
         q, k, cos, sin = args
         cases = {"cos of another dtype": (q, k, cos.float(), sin.float()),

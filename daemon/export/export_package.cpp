@@ -22,22 +22,6 @@ constexpr const char* kPackage = "autokernel_ops";
 
 const std::string& packaged(const std::string& path) { return embedded_python().at("daemon/export/package/" + path); }
 
-/// The spec of an exported kernel's contract version (package_files checked that there is one).
-const KernelSpec& file_spec(const ExportedKernel& k) { return **spec_for_file(k.type, k.source); }
-
-/// The op's C++ for the kernel's contract version: ops/<type>.cpp for the newest, ops/<type>_v<N>.cpp
-/// for an older one the package still serves.
-Result<std::string> op_source(const ExportedKernel& k) {
-  const KernelSpec& spec = file_spec(k);
-  if (spec.contract_version == find_spec(k.type)->contract_version) return packaged("ops/" + k.type + ".cpp");
-  const std::string older = "ops/" + k.type + "_v" + std::to_string(spec.contract_version) + ".cpp";
-  auto it = embedded_python().find("daemon/export/package/" + older);
-  if (it == embedded_python().end())
-    return error(k.origin + ": version " + std::to_string(spec.contract_version) + " of the " + k.type +
-                 " contract has no exported op: run the loop again from the newest starter and export that");
-  return it->second;
-}
-
 /// What the harness validated a type on: the shapes of its five stages, its dtypes and tolerances.
 nlohmann::json validation(const KernelSpec& spec) {
   std::vector<std::string> shapes{shape_str(spec.smoke_shape)};
@@ -60,16 +44,33 @@ std::string structure(const ExportedKernel& k) {
   return "other";
 }
 
+/// The spec a kept file was judged against: the contract version it declares.
+Result<const KernelSpec*> spec_of(const ExportedKernel& k) {
+  auto spec = spec_for_file(k.type, k.source);
+  if (!spec) return error(k.origin + ": " + spec.error().message);
+  return spec;
+}
+
+/// The op's C++ for the kernel's contract version: ops/<type>_v<N>.cpp where an older version's op
+/// takes other arguments (rotary_embedding's version 1), else ops/<type>.cpp, which reads the
+/// version from launch.h (AK_CONTRACT_VERSION_<type>) where the meaning of its arguments changed.
+std::string op_source(const ExportedKernel& k) {
+  const int version = (**spec_of(k)).contract_version;
+  auto it = embedded_python().find("daemon/export/package/ops/" + k.type + "_v" + std::to_string(version) + ".cpp");
+  return it != embedded_python().end() ? it->second : packaged("ops/" + k.type + ".cpp");
+}
+
 nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<ExportedModule>>& modules,
                         const std::vector<std::string>& left_out) {
   nlohmann::json ops = nlohmann::json::array();
   for (auto& k : kernels) {
+    const KernelSpec& spec = **spec_of(k);  // common_files has refused a file without one
     nlohmann::json compiled = nlohmann::json::array();
     for (auto& m : modules.at(k.type)) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
-    ops.push_back({{"type", k.type}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
+    ops.push_back({{"type", k.type}, {"contract_version", spec.contract_version}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
                    {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
                    {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
-                   {"contract_version", file_spec(k).contract_version}, {"validated", validation(file_spec(k))}});
+                   {"validated", validation(spec)}});
   }
   const int cuda = nvrtc_cuda_version();
   return {{"schema", "autokernel-export-2"}, {"ops", ops}, {"left_out", left_out},
@@ -100,9 +101,11 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
                                   const std::string& py, const std::string& csrc,
                                   std::map<std::string, std::vector<ExportedModule>>& modules) {
   PackageFiles files;
-  std::vector<std::string> types;
+  std::vector<const KernelSpec*> specs;
   for (auto& k : kernels) {
-    const KernelSpec& spec = file_spec(k);
+    auto found = spec_of(k);
+    if (!found) return found.error();
+    const KernelSpec& spec = **found;
     auto launcher = launcher_source(spec, k.source);
     if (!launcher) return error(k.origin + ": " + launcher.error().message);
     auto compiled = compile_for_export(spec, k.source, k.origin, archs);
@@ -110,9 +113,9 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
     files[csrc + k.type + "_module.h"] = module_header(spec, *compiled);
     files[csrc + k.type + "_launch.cpp"] = *launcher;
     modules[k.type] = std::move(*compiled);
-    types.push_back(k.type);
+    specs.push_back(&spec);
   }
-  files[csrc + "launch.h"] = launch_header(types);
+  files[csrc + "launch.h"] = launch_header(specs);
   files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
   for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py", "_modules.py", "_compile_decision.py", "_timing.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
@@ -168,10 +171,10 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
                                    const std::vector<std::string>& archs) {
   std::vector<ExportedKernel> kernels;
   for (auto& k : all) {
-    auto found = spec_for_file(k.type, k.source);
-    if (!found) return error(k.origin + ": " + found.error().message);
-    const KernelSpec* spec = *found;
-    if (!exportable(*spec))
+    if (!find_spec(k.type)) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
+    auto spec = spec_of(k);
+    if (!spec) return spec.error();
+    if (!exportable(**spec))
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
                          " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
     else
@@ -188,11 +191,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   if (!files) return files.error();
   PackageFiles& f = *files;
   f[ops_dir + "common.h"] = packaged("ops/common.h");
-  for (auto& k : kernels) {
-    auto op = op_source(k);
-    if (!op) return op.error();
-    f[ops_dir + k.type + ".cpp"] = *op;
-  }
+  for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = op_source(k);
   f[py + "manifest.json"] = manifest(kernels, modules, left_out).dump(2) + "\n";
   f["README.md"] = readme(kernels, format);
   if (!hf) {

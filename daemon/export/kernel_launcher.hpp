@@ -24,11 +24,13 @@ std::string grid_rule_call(const KernelSpec& spec);
 /// The ak_* constants a kernel file defines ("ak_block_threads", ...), from its text.
 std::vector<std::string> exported_constants(const std::string& kernel_source);
 
-/// launch.h: the declaration of each type's launcher,
+/// launch.h: for each exported file's spec (the version the file declares), the version and the
+/// declaration of its launcher,
+///   #define AK_CONTRACT_VERSION_<type> <version>
 ///   const char* launch_<type>(void* const* buffers, const long long* shape, const float* consts,
 ///                             int dtype, cudaStream_t stream);   // nullptr, or what failed
 ///   const char* load_<type>();   // loads the module in the current CUDA context: nullptr, or what failed
-std::string launch_header(const std::vector<std::string>& types);
+std::string launch_header(const std::vector<const KernelSpec*>& specs);
 
 /// <type>_module.h: the compiled modules as byte arrays, one per architecture, and the lowered
 /// name of each dtype's entry point.

@@ -1,12 +1,16 @@
 // cross_entropy starter: loss[r] = logsumexp(logits[r, :]) - logits[r, target[r]] and
-// mean[0] = the mean of the losses, like F.cross_entropy(logits, target) with int64 targets,
-// fp32 math.
+// mean[0] = the mean of the losses over the rows not ignored, like F.cross_entropy(logits, target)
+// with int64 targets and ignore_index -100, fp32 math.
 //
 // The story of its versions:
-//   v0 (this file): one block per row, two passes over the row (max, then sum of exp), scalar
-//   loads. The mean is summed by the last block to finish, which takes an atomic ticket from
-//   counters[0]: the losses are summed in a fixed order, so the mean is bitwise repeatable (no
-//   float atomics), and the ticket counter is set back to zero for the next launch.
+//   v0: one block per row, two passes over the row (max, then sum of exp), scalar loads. The mean
+//   is summed by the last block to finish, which takes an atomic ticket from counters[0]: the
+//   losses are summed in a fixed order, so the mean is bitwise repeatable (no float atomics), and
+//   the ticket counter is set back to zero for the next launch.
+//   v1 (this file), for version 2 of the contract: a target of -100 ignores its row (loss 0, the
+//   row's logits never read, the row left out of the mean); any other target outside
+//   [0, classes) gives a NaN loss without reading past the row. The last block counts the rows
+//   not ignored as it sums the losses, in the same loop.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
@@ -18,6 +22,9 @@
 #define AK_THREADS 256         // threads per block (a multiple of 32 times AK_ROWS_PER_BLOCK)
 #define AK_ROWS_PER_BLOCK 1    // rows one block handles; each gets AK_THREADS / AK_ROWS_PER_BLOCK threads
 #define AK_VEC 1               // elements per load (1, 2, 4, 8); scalar when classes % AK_VEC != 0
+
+// ---- the version of the cross_entropy contract this file follows (docs/kernel-contract.md) ----
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = AK_THREADS;
@@ -58,6 +65,18 @@ __device__ __forceinline__ float group_reduce(float v, int group, int warps) {
     float o = partial[group * warps + w];
     r = kMax ? fmaxf(r, o) : r + o;
   }
+  return r;
+}
+
+// The rows not ignored, summed over the whole block exactly (an int: a float count stops being
+// exact at 2^24 rows). Every thread must call it.
+__device__ __forceinline__ int block_count(int c) {
+  __shared__ int partial[AK_THREADS / 32];
+  for (int off = 16; off > 0; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = c;
+  __syncthreads();
+  int r = 0;
+  for (int w = 0; w < AK_THREADS / 32; ++w) r += partial[w];
   return r;
 }
 
@@ -102,10 +121,14 @@ cross_entropy_kernel(const T* __restrict__ logits, const long long* __restrict__
   const long long row = (long long)blockIdx.x * AK_ROWS_PER_BLOCK + group;
   const bool active = row < rows;  // no early return: every thread reaches __syncthreads
   const T* xr = logits + (active ? row : 0) * classes;
+  // -100 ignores the row; a row is read only when its target lies in [0, classes).
+  const long long tr = active ? target[row] : -100;
+  const bool live = tr >= 0 && tr < classes;
 
-  const float m = group_reduce<true>(active ? row_max(xr, classes, lane) : 0.f, group, kWarpsPerRow);
-  const float s = group_reduce<false>(active ? row_sum_exp(xr, classes, lane, m) : 0.f, group, kWarpsPerRow);
-  if (active && lane == 0) loss[row] = ak_from_float<T>(m + logf(s) - ak_to_float(xr[target[row]]));
+  const float m = group_reduce<true>(live ? row_max(xr, classes, lane) : 0.f, group, kWarpsPerRow);
+  const float s = group_reduce<false>(live ? row_sum_exp(xr, classes, lane, m) : 0.f, group, kWarpsPerRow);
+  if (active && lane == 0)
+    loss[row] = ak_from_float<T>(live ? m + logf(s) - ak_to_float(xr[tr]) : tr == -100 ? 0.f : __int_as_float(0x7fffffff));
 
   // The last block to finish sums every row's loss, in a fixed order.
   __shared__ bool last;
@@ -116,10 +139,15 @@ cross_entropy_kernel(const T* __restrict__ logits, const long long* __restrict__
   if (!last) return;
   __threadfence();
   float t = 0.f;
-  for (int r = threadIdx.x; r < rows; r += AK_THREADS) t += ak_to_float(__ldcg(&loss[r]));
+  int kept = 0;
+  for (int r = threadIdx.x; r < rows; r += AK_THREADS) {
+    t += ak_to_float(__ldcg(&loss[r]));  // an ignored row's loss is 0
+    kept += target[r] != -100;
+  }
   t = group_reduce<false>(t, 0, AK_THREADS / 32);
+  kept = block_count(kept);
   if (threadIdx.x == 0) {
-    mean[0] = ak_from_float<T>(t / rows);
+    mean[0] = ak_from_float<T>(t / float(kept));  // no row kept: 0 / 0, NaN, as PyTorch's mean
     counters[0] = 0;
   }
 }

@@ -8,6 +8,9 @@
 // largest m, and each s rescaled to it. The mean is summed as in the starter, by the last block
 // to take a ticket, in a fixed order (no float atomics).
 //
+// Version 2 of the contract, as the starter: a target of -100 ignores its row (loss 0, the row
+// not read, left out of the mean), any other target outside [0, classes) gives a NaN loss.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
@@ -18,6 +21,9 @@
 #define AK_THREADS 512         // threads per block (a multiple of 32 times AK_ROWS_PER_BLOCK)
 #define AK_ROWS_PER_BLOCK 1    // rows one block handles; each gets AK_THREADS / AK_ROWS_PER_BLOCK threads
 #define AK_VEC 8               // elements per load (1, 2, 4, 8); scalar when classes % AK_VEC != 0
+
+// ---- the version of the cross_entropy contract this file follows (docs/kernel-contract.md) ----
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = AK_THREADS;
@@ -61,6 +67,18 @@ __device__ __forceinline__ float group_reduce(float v, int group, int warps) {
   return r;
 }
 
+// The rows not ignored, summed over the whole block exactly (an int: a float count stops being
+// exact at 2^24 rows). Every thread must call it.
+__device__ __forceinline__ int block_count(int c) {
+  __shared__ int partial[AK_THREADS / 32];
+  for (int off = 16; off > 0; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = c;
+  __syncthreads();
+  int r = 0;
+  for (int w = 0; w < AK_THREADS / 32; ++w) r += partial[w];
+  return r;
+}
+
 // One read of the row: (m, s) with s = sum of exp(x - m) over what this thread saw.
 template <typename T>
 __device__ __forceinline__ void online_max_sum(const T* xr, int classes, int lane, float& m, float& s) {
@@ -96,13 +114,17 @@ cross_entropy_kernel(const T* __restrict__ logits, const long long* __restrict__
   const long long row = (long long)blockIdx.x * AK_ROWS_PER_BLOCK + group;
   const bool active = row < rows;  // no early return: every thread reaches __syncthreads
   const T* xr = logits + (active ? row : 0) * classes;
+  // -100 ignores the row; a row is read only when its target lies in [0, classes).
+  const long long tr = active ? target[row] : -100;
+  const bool live = tr >= 0 && tr < classes;
 
   float mt = __int_as_float(0xff800000), st = 0.f;
-  if (active) online_max_sum(xr, classes, lane, mt, st);
+  if (live) online_max_sum(xr, classes, lane, mt, st);
   const float m = group_reduce<true>(mt, group, kWarpsPerRow);
   // A thread that saw no class has mt = -inf and st = 0: exp(-inf - m) * 0 adds nothing.
   const float s = group_reduce<false>(mt == m ? st : st * expf(mt - m), group, kWarpsPerRow);
-  if (active && lane == 0) loss[row] = ak_from_float<T>(m + logf(s) - ak_to_float(xr[target[row]]));
+  if (active && lane == 0)
+    loss[row] = ak_from_float<T>(live ? m + logf(s) - ak_to_float(xr[tr]) : tr == -100 ? 0.f : __int_as_float(0x7fffffff));
 
   // The last block to finish sums every row's loss, in a fixed order.
   __shared__ bool last;
@@ -113,10 +135,15 @@ cross_entropy_kernel(const T* __restrict__ logits, const long long* __restrict__
   if (!last) return;
   __threadfence();
   float t = 0.f;
-  for (int r = threadIdx.x; r < rows; r += AK_THREADS) t += ak_to_float(__ldcg(&loss[r]));
+  int kept = 0;
+  for (int r = threadIdx.x; r < rows; r += AK_THREADS) {
+    t += ak_to_float(__ldcg(&loss[r]));  // an ignored row's loss is 0
+    kept += target[r] != -100;
+  }
   t = group_reduce<false>(t, 0, AK_THREADS / 32);
+  kept = block_count(kept);
   if (threadIdx.x == 0) {
-    mean[0] = ak_from_float<T>(t / rows);
+    mean[0] = ak_from_float<T>(t / float(kept));  // no row kept: 0 / 0, NaN, as PyTorch's mean
     counters[0] = 0;
   }
 }

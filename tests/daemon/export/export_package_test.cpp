@@ -2,6 +2,7 @@
 // that follow each type's spec (and compile, where nvcc is installed).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +130,49 @@ TEST_CASE("a rotary file of contract version 1, from an older run, exports with 
   CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding.cpp"),
              Catch::Contains("rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor"));
   CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding_launch.cpp"), Catch::Contains("ak_rowwise_blocks(s, 4, m->rows_per_block)"));
+}
+
+/// `op` as the host compiler sees it under `version`: the blocks `#if AK_CONTRACT_VERSION_<type> < 2`
+/// ... `#endif` dropped when version >= 2 (the only conditionals the op sources hold on the version).
+std::string op_under_version(std::string op, const std::string& type, int version) {
+  const std::string open = "#if AK_CONTRACT_VERSION_" + type + " < 2", close = "#endif";
+  for (size_t at; version >= 2 && (at = op.find(open)) != std::string::npos;) {
+    const size_t end = op.find(close, at);
+    REQUIRE(end != std::string::npos);
+    op.erase(at, end + close.size() - at);
+  }
+  return op;
+}
+
+TEST_CASE("the manifest and launch.h name the contract version of each exported file, and cross_entropy's op syncs only for version 1", "[export][cross_entropy]") {
+  std::vector<std::string> left_out;
+  auto now = package_files({starter("cross_entropy"), starter("softmax")}, PackageFormat::Torch, left_out);
+  REQUIRE(now.ok());
+  auto manifest = nlohmann::json::parse(now->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["type"] == "cross_entropy");
+  CHECK(manifest["ops"][0]["contract_version"] == 2);
+  CHECK(manifest["ops"][1]["contract_version"] == 1);
+  // Version 2 validated on its own stage shapes: the one of only ignored rows among them.
+  const auto shapes = manifest["ops"][0]["validated"]["stage_shapes"].get<std::vector<std::string>>();
+  CHECK(std::count(shapes.begin(), shapes.end(), "6x100") == 1);
+  const std::string& header = now->at("autokernel_ops/csrc/launch.h");
+  CHECK_THAT(header, Catch::Contains("#define AK_CONTRACT_VERSION_cross_entropy 2\n") &&
+                         Catch::Contains("#define AK_CONTRACT_VERSION_softmax 1\n"));
+  const std::string& op = now->at("autokernel_ops/csrc/cross_entropy.cpp");
+  CHECK_THAT(op, Catch::Contains(".item<bool>()"));  // version 1's check, still there for version-1 files
+  const std::string v2 = op_under_version(op, "cross_entropy", 2);
+  CHECK_THAT(v2, !Catch::Contains(".item") && !Catch::Contains("ynchronize") && !Catch::Contains(".any()") &&
+                     !Catch::Contains(".cpu()") && Catch::Contains("launch_cross_entropy("));
+
+  // A kept file of version 1 exports as version 1: its own spec, its checked op.
+  ExportedKernel old{"cross_entropy", "", "starter", test::read_file(std::string(AK_SOURCE_DIR) + "/tests/data/cross_entropy_v1.cu"),
+                     "", "", 0, 0, 0};
+  auto then = package_files({old}, PackageFormat::Torch, left_out);
+  REQUIRE(then.ok());
+  CHECK(nlohmann::json::parse(then->at("autokernel_ops/manifest.json"))["ops"][0]["contract_version"] == 1);
+  CHECK_THAT(then->at("autokernel_ops/csrc/launch.h"), Catch::Contains("#define AK_CONTRACT_VERSION_cross_entropy 1\n"));
+  const auto v1_shapes = nlohmann::json::parse(then->at("autokernel_ops/manifest.json"))["ops"][0]["validated"]["stage_shapes"];
+  CHECK(v1_shapes.size() + 2 == shapes.size());
 }
 
 TEST_CASE("a package carries one module per architecture asked for", "[export]") {

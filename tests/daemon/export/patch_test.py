@@ -13,6 +13,8 @@ _patch = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_patch)
 
 
+
+
 def module(name, **attrs):
     m = types.ModuleType(name)
     for k, v in attrs.items():

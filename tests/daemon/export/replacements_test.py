@@ -240,5 +240,45 @@ class CompileDecision(unittest.TestCase):
         self.assertEqual(R.COMPILE_OPS, {"c"})
 
 
+class CrossEntropyReplacement(unittest.TestCase):
+    """F.cross_entropy goes to the op only for the calls it computes: ignore_index -100 (ignored rows
+    handled by a version-2 kernel, checked by a version-1 op), no weights or smoothing, 'mean' or 'none'."""
+
+    class Logits:
+        shape = (4, 10)
+
+        def dim(self):
+            return 2
+
+    class Targets:
+        def dim(self):
+            return 1
+
+    def call(self, **kwargs):
+        calls = []
+
+        class Ops:
+            def cross_entropy(self, input, target):
+                calls.append("op")
+                return "loss", "mean"
+
+        def original(*args):
+            calls.append("original")
+            return "pytorch"
+
+        out = R._cross_entropy(Ops(), original)(self.Logits(), self.Targets(), **kwargs)
+        return calls, out
+
+    def test_the_default_ignore_index_goes_to_the_op_in_one_call(self):
+        self.assertEqual(self.call(), (["op"], "mean"))
+        self.assertEqual(self.call(ignore_index=-100, reduction="none"), (["op"], "loss"))
+
+    def test_another_ignore_index_or_reduction_runs_the_original(self):
+        for kwargs in ({"ignore_index": -1}, {"ignore_index": 3}, {"reduction": "sum"}, {"weight": object()},
+                       {"label_smoothing": 0.1}):
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                self.assertEqual(self.call(**kwargs), (["original"], "pytorch"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -4,8 +4,12 @@ import torch
 
 def _dense_like(x):
     """What the op allocates (ops/rotary_embedding.cpp's dense_like): dense, in x's order of
-    dimensions, largest stride outermost; the fake must give the very strides the op returns."""
-    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
+    dimensions, largest stride outermost, dimensions of size 1 left in place; the fake must give
+    the very strides the op returns."""
+    places = [d for d in range(x.dim()) if x.shape[d] != 1]
+    order = list(range(x.dim()))
+    for place, d in zip(places, sorted(places, key=lambda d: -x.stride(d))):
+        order[place] = d
     y = x.new_empty([x.shape[d] for d in order])
     return y.permute([order.index(d) for d in range(x.dim())])
 

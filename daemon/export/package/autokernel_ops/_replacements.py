@@ -123,11 +123,14 @@ def _softmax(op, original):
 
 
 def _cross_entropy(ops, original):
+    # ignore_index -100 only, whatever the version of the exported file (manifest.json's
+    # contract_version): a version-2 kernel ignores exactly that target, and a version-1 op, finding a
+    # target outside [0, classes), runs PyTorch's op with its default ignore_index, -100 again.
     def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                       reduction="mean", label_smoothing=0.0):
         plain = (weight is None and size_average is None and reduce is None and label_smoothing == 0.0
-                 and reduction in ("mean", "none") and input.dim() == 2 and target.dim() == 1
-                 and not 0 <= ignore_index < input.shape[1] and not _needs_grad(input))
+                 and reduction in ("mean", "none") and ignore_index == -100 and input.dim() == 2
+                 and target.dim() == 1 and not _needs_grad(input))
         if not plain:
             return original(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
         loss, mean = ops.cross_entropy(input, target)

@@ -88,17 +88,21 @@ inline void check_launch(const char* op, const char* error) {
 /// Loads an op's module in `device`'s context now. Python calls it for every loaded op at import
 /// (torch.ops.autokernel.<type>_load(device)): a module loaded at the first launch instead could be
 /// loaded inside a CUDA graph capture, where cuModuleLoadData has no place.
-inline void load_module(const char* op, const char* (*load)(), int64_t device) {
+/// `prepare`, when given, makes the op's other per-device state there too (cross_entropy's counters).
+inline void load_module(const char* op, const char* (*load)(), int64_t device, void (*prepare)(int) = nullptr) {
   const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   stream();
   check_launch(op, load());
+  if (prepare) prepare(static_cast<int>(device));
 }
 
 }  // namespace autokernel_ops
 
-/// Registers <type>_load(int device) -> (), which loads the type's module on that device.
-#define AK_LOAD_OP(type)                                                                 \
-  AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {                                      \
-    m.def(#type "_load(int device) -> ()",                                               \
-          [](int64_t device) { autokernel_ops::load_module(#type, &load_##type, device); }); \
+/// Registers <type>_load(int device) -> (), which loads the type's module on that device (and
+/// runs `prepare(device)`, a void(int) or nullptr, for the op's other per-device state).
+#define AK_LOAD_OP_PREPARING(type, prepare)                                                         \
+  AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {                                                 \
+    m.def(#type "_load(int device) -> ()",                                                          \
+          [](int64_t device) { autokernel_ops::load_module(#type, &load_##type, device, prepare); }); \
   }
+#define AK_LOAD_OP(type) AK_LOAD_OP_PREPARING(type, nullptr)

@@ -15,11 +15,15 @@ namespace {
 
 /// An empty tensor like `x`, dense in x's order of dimensions (largest stride outermost), as
 /// PyTorch's elementwise operators allocate their result: for the usual transposed view, x's own
-/// strides, with no copy anywhere.
+/// strides, with no copy anywhere. A dimension of size 1 has no order of its own (PyTorch leaves
+/// it where it is), so only the others are sorted, into the places they held.
 at::Tensor dense_like(const at::Tensor& x) {
-  std::vector<int64_t> order(size_t(x.dim()));
+  std::vector<int64_t> order(size_t(x.dim())), places, moving;
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (x.size(d) != 1) places.push_back(d), moving.push_back(d);
+  std::stable_sort(moving.begin(), moving.end(), [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  for (size_t i = 0; i < places.size(); ++i) order[size_t(places[i])] = moving[i];
   std::vector<int64_t> sizes, inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) sizes.push_back(x.size(order[i])), inverse[size_t(order[i])] = int64_t(i);
   return at::empty(sizes, x.options()).permute(inverse);
