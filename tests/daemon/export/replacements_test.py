@@ -114,6 +114,47 @@ class Functional(Base):
         self.assertEqual(State.allclose_calls, 0)
 
 
+class DirectCalls(Base):
+    """Eager calls go to the op's function without the dispatcher; compiled ones to the registered op."""
+
+    def direct(self, name):
+        calls = []
+
+        def call(*args):
+            calls.append(args)
+            return torch.Tensor([1.0, 2.0])
+        return calls, {name: call}
+
+    def test_an_eager_call_takes_the_direct_function_and_never_the_dispatcher(self):
+        calls, direct = self.direct("rmsnorm")
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), Calls("original"), self.ops, direct=direct)
+        rms_norm(torch.Tensor([1.0, 2.0]), (2,), torch.Tensor([1.0, 1.0]), 1e-6)
+        self.assertEqual((len(calls), self.op_calls()), (1, []))
+
+    def test_a_decided_type_under_compilation_takes_the_registered_op_which_the_compiler_can_trace(self):
+        calls, direct = self.direct("rmsnorm")
+        R.set_compile_ops({"rmsnorm"})
+        rms_norm = R.make_replacement(target("functional", "rmsnorm"), Calls("original"), self.ops, direct=direct)
+        State.compiling = True
+        rms_norm(torch.Tensor([1.0, 2.0]), (2,), torch.Tensor([1.0, 1.0]), 1e-6)
+        self.assertEqual((calls, len(self.op_calls("rmsnorm"))), ([], 1))
+
+    def test_a_checked_rotary_helper_takes_the_direct_function_with_q_and_k_as_given(self):
+        calls, direct = self.direct("rotary_embedding")
+        original = Calls((torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))
+        self.ops.results["rotary_embedding"] = lambda *a: (torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0]))
+        direct["rotary_embedding"] = lambda *a: (calls.append(a), (torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))[1]
+        rope = R.make_replacement(target("function", "rotary_embedding"), original, self.ops, direct=direct)
+        q, k = torch.Tensor([1.0, 2.0]), torch.Tensor([3.0, 4.0])
+        cos = types.SimpleNamespace(ndim=3)
+        rope(q, k, cos, cos)   # the first call: checked against the original
+        rope(q, k, cos, cos)
+        self.assertEqual(len(calls), 2)
+        self.assertIs(calls[-1][0], q)   # no copy: the very tensors the model passed
+        self.assertIs(calls[-1][1], k)
+        self.assertEqual(self.op_calls(), [])
+
+
 class CheckedOnFirstCall(Base):
     def agreeing_forward(self):
         original = Calls(torch.Tensor([1.0, 2.0]))

@@ -62,7 +62,7 @@ def patch(modules=None, also=()):
 
     from ._replacements import make_replacement
     targets = find_targets(sys.modules if modules is None else modules, set(LOADED), also)
-    return Patches().apply(targets, lambda t, original: make_replacement(t, original, versions=VERSIONS))
+    return Patches().apply(targets, lambda t, original: make_replacement(t, original, versions=VERSIONS, direct=_load.DIRECT))
 
 
 patched = patch  # the Patches it returns restore at the end of a `with` block

@@ -61,6 +61,11 @@ def _digest(type_):
     return h.hexdigest()[:16]
 
 
+# {type: the op's function in its extension's Python module}: the eager path's call, without the
+# dispatcher (ops/common.h, AK_DIRECT_CALL); filled by load().
+DIRECT = {}
+
+
 def load(types, verbose=False):
     """Builds or loads each type's extension; returns (loaded types, {type: why not})."""
     if not torch.cuda.is_available():
@@ -75,11 +80,12 @@ def load(types, verbose=False):
             print(f"autokernel_ops: {t} is not loaded: {failed[t]}", file=sys.stderr)
             continue
         try:
-            cpp_extension.load(
+            module = cpp_extension.load(
                 name=f"autokernel_{t}_{_digest(t)}", sources=_sources(t),
                 extra_cflags=["-O3", "-std=c++17"], extra_ldflags=_LDFLAGS,
                 extra_include_paths=[os.path.join(HERE, "csrc")],
-                with_cuda=True, is_python_module=False, verbose=verbose)
+                with_cuda=True, is_python_module=True, verbose=verbose)
+            DIRECT[t] = getattr(module, t)
             loaded.append(t)
         except Exception as e:  # the op stays absent; nothing is patched for it
             failed[t] = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__

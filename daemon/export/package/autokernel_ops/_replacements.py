@@ -92,33 +92,47 @@ def _compile_gated(type_, replacement, original):
     return call
 
 
-def _rms_norm(op, original):
+def _eager_or_op(op, direct):
+    """The call a replacement makes: `direct` (the op's function without the dispatcher) in eager
+    code, the registered op where torch.compile traces (it cannot trace the direct function)."""
+    if direct is None:
+        return lambda: op
+    return lambda: op if _compiling() else direct
+
+
+def _rms_norm(op, original, direct=None):
+    call = _eager_or_op(op, direct)
+
     def rms_norm(input, normalized_shape, weight=None, eps=None):
         if weight is None or len(normalized_shape) != 1 or (_compiling() and "rmsnorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
             return original(input, normalized_shape, weight, eps)
-        return op(input, weight, _EPS[input.dtype] if eps is None else eps)
+        return call()(input, weight, _EPS[input.dtype] if eps is None else eps)
     return rms_norm
 
 
-def _layer_norm(op, original):
+def _layer_norm(op, original, direct=None):
+    call = _eager_or_op(op, direct)
+
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if weight is None or bias is None or len(normalized_shape) != 1 \
                 or (_compiling() and "layernorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad or bias.requires_grad)):
             return original(input, normalized_shape, weight, bias, eps)
-        return op(input, weight, bias, eps)
+        return call()(input, weight, bias, eps)
     return layer_norm
 
 
-def _softmax(op, original):
+def _softmax(op, original, direct=None):
+    call = _eager_or_op(op, direct)
+
     def softmax(input, dim=None, *args, **kwargs):
         # F.softmax's third positional is _stacklevel, torch.softmax's is dtype; any of them, or a
         # keyword (a dtype), is a call the kernel does not make.
         if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (_compiling() and "softmax" not in COMPILE_OPS) \
                 or (_grad_enabled() and input.requires_grad):
             return original(input, dim, *args, **kwargs)
-        return op(input)
+        return call()(input)
     return softmax
 
 
@@ -138,7 +152,8 @@ def _cross_entropy(ops, original):
     return cross_entropy
 
 
-def _norm_forward(op, type_):
+def _norm_forward(op, type_, direct=None):
+    call = _eager_or_op(op, direct)
     eps_attribute = {}  # class -> the attribute that holds its epsilon ("" when none): found once
 
     def fast(self, hidden_states, *args, **kwargs):
@@ -154,20 +169,22 @@ def _norm_forward(op, type_):
                 or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
             return None
         if type_ == "rmsnorm":
-            return op(hidden_states, weight, float(eps))
+            return call()(hidden_states, weight, float(eps))
         bias = getattr(self, "bias", None)
-        return op(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
+        return call()(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
     return fast
 
 
-def _rotary(op):
+def _rotary(op, direct=None):
     """apply_rotary_pos_emb(q, k, cos, sin) as transformers calls it (cos, sin [batch, seq,
     head_dim], unsqueezed at dim 1): one call of the op on q and k as they are, strided views
     included; the op checks the rest and runs PyTorch's code for what its kernel does not cover."""
+    call = _eager_or_op(op, direct)
+
     def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
             return None
-        return op(q, k, cos, sin)
+        return call()(q, k, cos, sin)
     return fast
 
 
@@ -194,20 +211,22 @@ def _rotary_v1(ops):
     return fast
 
 
-def make_replacement(target, original, ops=None, versions=None):
+def make_replacement(target, original, ops=None, versions=None, direct=None):
     """The function to install at `target` (a _patch.Target) in place of `original`; `ops` is the
     op namespace (torch.ops.autokernel unless the package was built under another name), versions
-    {type: contract version} from manifest.json (the newest where absent)."""
+    {type: contract version} from manifest.json (the newest where absent), direct {type: the op's
+    function without the dispatcher} for eager calls (_load.DIRECT; none: the registered op)."""
+    direct = direct or {}
     ops = torch.ops.autokernel if ops is None else ops
     if target.kind == "functional":
         if target.type == "cross_entropy":
             return _compile_gated("cross_entropy", _cross_entropy(ops, original), original)
         make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
-        return make(getattr(ops, target.type).default, original)
+        return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.kind == "class":
-        fast = _norm_forward(getattr(ops, target.type).default, target.type)
+        fast = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
     elif (versions or {}).get("rotary_embedding", 2) == 1:
         fast = _rotary_v1(ops)
     else:
-        fast = _rotary(ops.rotary_embedding.default)
+        fast = _rotary(ops.rotary_embedding.default, direct.get("rotary_embedding"))
     return _checked_on_first_call(target, original, fast)

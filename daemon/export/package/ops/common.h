@@ -17,8 +17,16 @@
 // (ops_namespace.h, written there). The _EXPAND macros let the namespace be a macro itself.
 #if __has_include("ops_namespace.h")
 #include "ops_namespace.h"
+#define AK_DIRECT_CALL(type, fn)
 #else
 #define AK_OPS_NAMESPACE autokernel
+// The eager path's call: the op's function as a plain function of the extension's Python module
+// (pybind11), which skips the dispatcher's boxing and unboxing of every argument, microseconds a
+// call; torch.compile and CUDA-graph capture see the same C++ through the registered op. (The
+// hf-kernels layout has a Python module of kernel-builder's: there the registered op serves both.)
+#include <torch/extension.h>
+#define AK_DIRECT_CALL(type, fn) \
+  PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(#type, fn, "autokernel::" #type " without the dispatcher"); }
 #endif
 #define AK_LIBRARY_FRAGMENT_EXPAND(ns, m) TORCH_LIBRARY_FRAGMENT(ns, m)
 #define AK_LIBRARY_IMPL_EXPAND(ns, m) TORCH_LIBRARY_IMPL(ns, CUDA, m)

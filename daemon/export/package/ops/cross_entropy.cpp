@@ -72,3 +72,4 @@ AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("cross_entropy(Tensor lo
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("cross_entropy", &autokernel_ops::cross_entropy); }
 // The counters are made at import with the module, never at a first call inside a capture.
 AK_LOAD_OP_PREPARING(cross_entropy, [](int device) { autokernel_ops::counters(device); })
+AK_DIRECT_CALL(cross_entropy, &autokernel_ops::cross_entropy)

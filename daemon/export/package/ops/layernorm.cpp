@@ -28,3 +28,4 @@ at::Tensor layernorm(const at::Tensor& x, const at::Tensor& weight, const at::Te
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("layernorm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("layernorm", &autokernel_ops::layernorm); }
 AK_LOAD_OP(layernorm)
+AK_DIRECT_CALL(layernorm, &autokernel_ops::layernorm)

@@ -22,3 +22,4 @@ at::Tensor reduce(const at::Tensor& x) {
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("reduce(Tensor x) -> Tensor"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("reduce", &autokernel_ops::reduce); }
 AK_LOAD_OP(reduce)
+AK_DIRECT_CALL(reduce, &autokernel_ops::reduce)

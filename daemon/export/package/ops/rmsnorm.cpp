@@ -26,3 +26,4 @@ at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("rmsnorm(Tensor x, Tensor weight, float eps) -> Tensor"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rmsnorm", &autokernel_ops::rmsnorm); }
 AK_LOAD_OP(rmsnorm)
+AK_DIRECT_CALL(rmsnorm, &autokernel_ops::rmsnorm)

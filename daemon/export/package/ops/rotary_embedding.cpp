@@ -24,9 +24,11 @@ at::Tensor dense_like(const at::Tensor& x) {
     if (x.size(d) != 1) places.push_back(d), moving.push_back(d);
   std::stable_sort(moving.begin(), moving.end(), [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
   for (size_t i = 0; i < places.size(); ++i) order[size_t(places[i])] = moving[i];
-  std::vector<int64_t> sizes, inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) sizes.push_back(x.size(order[i])), inverse[size_t(order[i])] = int64_t(i);
-  return at::empty(sizes, x.options()).permute(inverse);
+  // order[0] is outermost: strides grow from the innermost, and one allocation makes it (no view).
+  std::vector<int64_t> strides(order.size());
+  int64_t step = 1;
+  for (size_t i = order.size(); i-- > 0;) strides[size_t(order[i])] = step, step *= x.size(order[i]);
+  return at::empty_strided(x.sizes(), strides, x.options());
 }
 
 /// cos or sin as [batch or 1, seq, head_dim], or an undefined tensor when it is not one of the
@@ -107,3 +109,4 @@ AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {
 }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rotary_embedding", &autokernel_ops::rotary_embedding); }
 AK_LOAD_OP(rotary_embedding)
+AK_DIRECT_CALL(rotary_embedding, &autokernel_ops::rotary_embedding)

@@ -35,3 +35,4 @@ at::Tensor rotary_embedding(const at::Tensor& q, const at::Tensor& cos, const at
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rotary_embedding", &autokernel_ops::rotary_embedding); }
 AK_LOAD_OP(rotary_embedding)
+AK_DIRECT_CALL(rotary_embedding, &autokernel_ops::rotary_embedding)

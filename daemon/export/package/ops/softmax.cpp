@@ -22,3 +22,4 @@ at::Tensor softmax(const at::Tensor& x) {
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) { m.def("softmax(Tensor x) -> Tensor"); }
 AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("softmax", &autokernel_ops::softmax); }
 AK_LOAD_OP(softmax)
+AK_DIRECT_CALL(softmax, &autokernel_ops::softmax)
