@@ -139,6 +139,19 @@ class DirectCalls(Base):
         rms_norm(torch.Tensor([1.0, 2.0]), (2,), torch.Tensor([1.0, 1.0]), 1e-6)
         self.assertEqual((calls, len(self.op_calls("rmsnorm"))), ([], 1))
 
+    def test_a_functional_call_on_a_traced_tensor_is_decided_as_compiled_and_never_takes_the_direct_function(self):
+        # AOTAutograd runs F.layer_norm's replacement on fake tensors (a subclass), not under Dynamo.
+        class FakeTensor(torch.Tensor):
+            pass
+        calls, direct = self.direct("layernorm")
+        original = Calls("original")
+        layer_norm = R.make_replacement(target("functional", "layernorm"), original, self.ops, direct=direct)
+        x, w, b = FakeTensor([1.0, 2.0]), torch.Tensor([1.0, 1.0]), torch.Tensor([0.0, 0.0])
+        self.assertEqual(layer_norm(x, (2,), w, b), "original")   # no decision: the original is traced
+        R.set_compile_ops({"layernorm"})
+        layer_norm(x, (2,), w, b)
+        self.assertEqual((calls, len(self.op_calls("layernorm")), original.calls), ([], 1, 1))
+
     def test_a_checked_rotary_helper_takes_the_direct_function_with_q_and_k_as_given(self):
         calls, direct = self.direct("rotary_embedding")
         original = Calls((torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))

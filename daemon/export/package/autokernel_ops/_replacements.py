@@ -86,28 +86,39 @@ def _checked_on_first_call(target, original, fast):
 def _compile_gated(type_, replacement, original):
     """`replacement` outside compilation, and under it where type_ is in COMPILE_OPS."""
     def call(*args, **kwargs):
-        if _compiling() and type_ not in COMPILE_OPS:
+        if (_compiling() or (args and type(args[0]) is not _Tensor)) and type_ not in COMPILE_OPS:
             return original(*args, **kwargs)
         return replacement(*args, **kwargs)
     return call
 
 
+_Tensor = torch.Tensor
+
+
+def _traced(x):
+    """Whether this call is being traced rather than run: under Dynamo, or on a tensor that is not a
+    plain one (the fake and functional tensors of AOTAutograd, which runs a functional replacement
+    that Dynamo left in the graph as F.layer_norm, say). A traced call is decided like a compiled
+    one (COMPILE_OPS), and takes the registered op, whose fake the tracer needs."""
+    return _compiling() or type(x) is not _Tensor
+
+
 def _eager_or_op(op, direct):
-    """The call a replacement makes: `direct` (the op's function without the dispatcher) in eager
-    code, the registered op where torch.compile traces (it cannot trace the direct function)."""
+    """The call a replacement makes on `x`: `direct` (the op's function without the dispatcher)
+    when run, the registered op when traced (a direct function cannot be traced)."""
     if direct is None:
-        return lambda: op
-    return lambda: op if _compiling() else direct
+        return lambda x: op
+    return lambda x: op if _traced(x) else direct
 
 
 def _rms_norm(op, original, direct=None):
     call = _eager_or_op(op, direct)
 
     def rms_norm(input, normalized_shape, weight=None, eps=None):
-        if weight is None or len(normalized_shape) != 1 or (_compiling() and "rmsnorm" not in COMPILE_OPS) \
+        if weight is None or len(normalized_shape) != 1 or (_traced(input) and "rmsnorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
             return original(input, normalized_shape, weight, eps)
-        return call()(input, weight, _EPS[input.dtype] if eps is None else eps)
+        return call(input)(input, weight, _EPS[input.dtype] if eps is None else eps)
     return rms_norm
 
 
@@ -116,10 +127,10 @@ def _layer_norm(op, original, direct=None):
 
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if weight is None or bias is None or len(normalized_shape) != 1 \
-                or (_compiling() and "layernorm" not in COMPILE_OPS) \
+                or (_traced(input) and "layernorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad or bias.requires_grad)):
             return original(input, normalized_shape, weight, bias, eps)
-        return call()(input, weight, bias, eps)
+        return call(input)(input, weight, bias, eps)
     return layer_norm
 
 
@@ -129,10 +140,10 @@ def _softmax(op, original, direct=None):
     def softmax(input, dim=None, *args, **kwargs):
         # F.softmax's third positional is _stacklevel, torch.softmax's is dtype; any of them, or a
         # keyword (a dtype), is a call the kernel does not make.
-        if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (_compiling() and "softmax" not in COMPILE_OPS) \
+        if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (_traced(input) and "softmax" not in COMPILE_OPS) \
                 or (_grad_enabled() and input.requires_grad):
             return original(input, dim, *args, **kwargs)
-        return call()(input)
+        return call(input)(input)
     return softmax
 
 
@@ -169,9 +180,9 @@ def _norm_forward(op, type_, direct=None):
                 or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
             return None
         if type_ == "rmsnorm":
-            return call()(hidden_states, weight, float(eps))
+            return call(hidden_states)(hidden_states, weight, float(eps))
         bias = getattr(self, "bias", None)
-        return call()(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
+        return call(hidden_states)(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
     return fast
 
 
@@ -184,7 +195,7 @@ def _rotary(op, direct=None):
     def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
             return None
-        return call()(q, k, cos, sin)
+        return call(q)(q, k, cos, sin)
     return fast
 
 
