@@ -35,10 +35,15 @@ def rms_formula(x, w, eps=1e-6):
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
 
 
-def rotate_half_rope(q, cos, sin):
-    half = q.shape[-1] // 2
-    x1, x2 = q[..., :half], q[..., half:]
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(q, k, cos, sin):
+    """transformers' apply_rotary_pos_emb: the rotary spec's version 2 at its benchmark shape."""
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * c + rotate_half(q) * s, k * c + rotate_half(k) * s
 
 
 def swiglu(x, wg, wu, wd):
@@ -52,8 +57,10 @@ def cases():
     xr = rand(16384, 4096)
     w, b = torch.rand(n, device=dev, dtype=f16) + 0.5, rand(n) * 0.5
     logits, target = rand(8192, 32768), torch.randint(0, 32768, (8192,), device=dev)
-    q = rand(4, 32, 4096, 128)
-    cos, sin = rand(4096, 64), rand(4096, 64)
+    # The rotary spec's benchmark shape 2 x 32 x 8 x 2048 x 128, layout 1: q and k as transposed
+    # views of the projections, cos and sin per batch.
+    q, k = rand(2, 2048, 32, 128).transpose(1, 2), rand(2, 2048, 8, 128).transpose(1, 2)
+    cos, sin = rand(2, 2048, 128), rand(2, 2048, 128)
     a, bm = rand(4096, 4096), rand(4096, 4096, scale=4096 ** -0.5)
     qa, ka, va = rand(4, 32, 4096, 128), rand(4, 32, 4096, 128), rand(4, 32, 4096, 128)
     xm = rand(4096, 4096)
@@ -65,7 +72,8 @@ def cases():
         "layernorm": ("F.layer_norm", lambda: F.layer_norm(x, (n,), w, b), lambda: F.layer_norm(x, (n,), w, b)),
         "cross_entropy": ("F.cross_entropy", lambda: F.cross_entropy(logits, target), lambda: F.cross_entropy(logits, target)),
         "reduce": ("x.sum(-1)", lambda: torch.sum(xr, -1), lambda: torch.sum(xr, -1)),
-        "rotary_embedding": ("q*cos + rotate_half(q)*sin", lambda: rotate_half_rope(q, cos, sin), lambda: rotate_half_rope(q, cos, sin)),
+        "rotary_embedding": ("apply_rotary_pos_emb(q, k, cos, sin)", lambda: apply_rotary(q, k, cos, sin),
+                             lambda: apply_rotary(q, k, cos, sin)),
         "matmul": ("a @ b (cuBLAS)", lambda: a @ bm, None),
         "flash_attention": ("SDPA causal", lambda: F.scaled_dot_product_attention(qa, ka, va, is_causal=True), None),
         "fused_mlp": ("(silu(x wg) * (x wu)) wd", lambda: swiglu(xm, wg, wu, wd), lambda: swiglu(xm, wg, wu, wd)),
