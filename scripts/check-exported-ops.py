@@ -123,9 +123,7 @@ def term_scale(type_, args):
         c, s = cos.unsqueeze(1).abs(), sin.unsqueeze(1).abs()
         return ((q * c).abs() + (rotate_half(q) * s).abs(), (k * c).abs() + (rotate_half(k) * s).abs())
     q, cos, sin = (a.double() for a in args)
-    half = q.shape[-1] // 2
-    rotated = torch.cat((-q[..., half:], q[..., :half]), -1)
-    return (q * torch.cat((cos, cos), -1)).abs() + (rotated * torch.cat((sin, sin), -1)).abs()
+    return (q * torch.cat((cos, cos), -1)).abs() + (rotate_half(q) * torch.cat((sin, sin), -1)).abs()
 
 
 def check_stages(op, type_, validated):

@@ -146,12 +146,6 @@ ArgSpec stride_arg(const std::string& name, Operand o, int64_t rotary::Strides::
   return a;
 }
 
-ArgSpec table_stride_arg(const std::string& name, int64_t rotary::Strides::*member) {
-  ArgSpec a{ArgSpec::Dim, name};
-  a.computed = [member](const Shape& s) { return rotary::table_strides(s).*member; };
-  return a;
-}
-
 KernelSpec make_rotary_v2() {
   KernelSpec k;
   k.type = "rotary_embedding";
@@ -178,8 +172,8 @@ KernelSpec make_rotary_v2() {
     k.args.push_back(stride_arg(std::string(prefix) + "_stride_head", o, &rotary::Strides::head));
     k.args.push_back(stride_arg(std::string(prefix) + "_stride_seq", o, &rotary::Strides::seq));
   }
-  k.args.push_back(table_stride_arg("table_stride_batch", &rotary::Strides::batch));
-  k.args.push_back(table_stride_arg("table_stride_seq", &rotary::Strides::seq));
+  k.args.push_back(stride_arg("table_stride_batch", Operand::Table, &rotary::Strides::batch));
+  k.args.push_back(stride_arg("table_stride_seq", Operand::Table, &rotary::Strides::seq));
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   // A LLaMA-3-like attention under GQA, q and k as its projections give them.
   k.bench_shape = {2, 32, 8, 2048, 128, rotary::kProjection};

@@ -9,6 +9,7 @@ namespace ak::rotary {
 int64_t heads(const Shape& s, Operand o) { return o == Operand::Q || o == Operand::QOut ? s[kQHeads] : s[kKHeads]; }
 
 Strides strides(const Shape& s, Operand o) {
+  if (o == Operand::Table) return table_strides(s);
   const int64_t h = heads(s, o), seq = s[kSeq], d = s[kHeadDim];
   const bool output = o == Operand::QOut || o == Operand::KOut;
   switch (s[kLayout]) {

@@ -25,7 +25,8 @@ struct Strides {
   int64_t batch, head, seq;
 };
 
-enum class Operand { Q, K, QOut, KOut };
+/// Table: cos and sin, alike (their head stride is unused).
+enum class Operand { Q, K, QOut, KOut, Table };
 int64_t heads(const Shape& s, Operand o);
 Strides strides(const Shape& s, Operand o);
 /// cos's and sin's: batch (0 when one table serves every batch) and seq.

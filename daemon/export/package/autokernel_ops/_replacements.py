@@ -86,7 +86,7 @@ def _checked_on_first_call(target, original, fast):
 def _compile_gated(type_, replacement, original):
     """`replacement` outside compilation, and under it where type_ is in COMPILE_OPS."""
     def call(*args, **kwargs):
-        if (_compiling() or (args and type(args[0]) is not _Tensor)) and type_ not in COMPILE_OPS:
+        if _traced(args[0] if args else kwargs.get("input")) and type_ not in COMPILE_OPS:
             return original(*args, **kwargs)
         return replacement(*args, **kwargs)
     return call
@@ -103,47 +103,44 @@ def _traced(x):
     return _compiling() or type(x) is not _Tensor
 
 
-def _eager_or_op(op, direct):
-    """The call a replacement makes on `x`: `direct` (the op's function without the dispatcher)
-    when run, the registered op when traced (a direct function cannot be traced)."""
-    if direct is None:
-        return lambda x: op
-    return lambda x: op if _traced(x) else direct
-
-
+# Each replacement calls `direct` (the op's function without the dispatcher, _load.DIRECT) when run
+# and the registered op when traced: a direct function cannot be traced. `_traced` once a call.
 def _rms_norm(op, original, direct=None):
-    call = _eager_or_op(op, direct)
+    eager = direct or op
 
     def rms_norm(input, normalized_shape, weight=None, eps=None):
-        if weight is None or len(normalized_shape) != 1 or (_traced(input) and "rmsnorm" not in COMPILE_OPS) \
+        traced = _traced(input)
+        if weight is None or len(normalized_shape) != 1 or (traced and "rmsnorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
             return original(input, normalized_shape, weight, eps)
-        return call(input)(input, weight, _EPS[input.dtype] if eps is None else eps)
+        return (op if traced else eager)(input, weight, _EPS[input.dtype] if eps is None else eps)
     return rms_norm
 
 
 def _layer_norm(op, original, direct=None):
-    call = _eager_or_op(op, direct)
+    eager = direct or op
 
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+        traced = _traced(input)
         if weight is None or bias is None or len(normalized_shape) != 1 \
-                or (_traced(input) and "layernorm" not in COMPILE_OPS) \
+                or (traced and "layernorm" not in COMPILE_OPS) \
                 or (_grad_enabled() and (input.requires_grad or weight.requires_grad or bias.requires_grad)):
             return original(input, normalized_shape, weight, bias, eps)
-        return call(input)(input, weight, bias, eps)
+        return (op if traced else eager)(input, weight, bias, eps)
     return layer_norm
 
 
 def _softmax(op, original, direct=None):
-    call = _eager_or_op(op, direct)
+    eager = direct or op
 
     def softmax(input, dim=None, *args, **kwargs):
+        traced = _traced(input)
         # F.softmax's third positional is _stacklevel, torch.softmax's is dtype; any of them, or a
         # keyword (a dtype), is a call the kernel does not make.
-        if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (_traced(input) and "softmax" not in COMPILE_OPS) \
+        if args or kwargs or (dim != -1 and dim != input.ndim - 1) or (traced and "softmax" not in COMPILE_OPS) \
                 or (_grad_enabled() and input.requires_grad):
             return original(input, dim, *args, **kwargs)
-        return call(input)(input)
+        return (op if traced else eager)(input)
     return softmax
 
 
@@ -164,7 +161,7 @@ def _cross_entropy(ops, original):
 
 
 def _norm_forward(op, type_, direct=None):
-    call = _eager_or_op(op, direct)
+    eager = direct or op
     eps_attribute = {}  # class -> the attribute that holds its epsilon ("" when none): found once
 
     def fast(self, hidden_states, *args, **kwargs):
@@ -179,10 +176,11 @@ def _norm_forward(op, type_, direct=None):
         if args or kwargs or eps is None or not isinstance(weight, torch.Tensor) or weight.dtype != hidden_states.dtype \
                 or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
             return None
+        call = op if _traced(hidden_states) else eager
         if type_ == "rmsnorm":
-            return call(hidden_states)(hidden_states, weight, float(eps))
+            return call(hidden_states, weight, float(eps))
         bias = getattr(self, "bias", None)
-        return call(hidden_states)(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
+        return call(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
     return fast
 
 
@@ -190,12 +188,12 @@ def _rotary(op, direct=None):
     """apply_rotary_pos_emb(q, k, cos, sin) as transformers calls it (cos, sin [batch, seq,
     head_dim], unsqueezed at dim 1): one call of the op on q and k as they are, strided views
     included; the op checks the rest and runs PyTorch's code for what its kernel does not cover."""
-    call = _eager_or_op(op, direct)
+    eager = direct or op
 
     def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
             return None
-        return call(q)(q, k, cos, sin)
+        return (op if _traced(q) else eager)(q, k, cos, sin)
     return fast
 
 
