@@ -4,7 +4,11 @@
 #   scripts/gpu-models.sh tune MODEL     profile --modules, plan, the loop on the memory-bound types
 #                                        the plan ranks, export, the exported ops checked
 #                                        (scripts/check-exported-ops.py); in /tmp/ak-models/MODEL
-#   scripts/gpu-models.sh verify MODEL [--compile]   autokernel verify of the export above
+#   scripts/gpu-models.sh verify MODEL [ARGS]  autokernel verify of the export above (ARGS: verify's,
+#                                        e.g. --compile --dtype bf16); VERIFY_LABEL=L names the
+#                                        output MODEL-L-verify.*
+#   scripts/gpu-models.sh restore ARCHIVE  the run folders of an earlier tune round (a tar.gz of
+#                                        /tmp/ak-models without pkg/), each exported again
 #   scripts/gpu-models.sh patched-profile  the transformers LLaMA profiled with its export patched in
 #                                        (after tune hf_llama): where the step's time goes now
 #   scripts/gpu-models.sh starters       the six row-wise starters exported as one package (from a
@@ -63,42 +67,26 @@ tune() {
 }
 
 verify() {
-  local model=$1 work=/tmp/ak-models/$1
+  local model=$1 work=/tmp/ak-models/$1 label=$1${VERIFY_LABEL:+-$VERIFY_LABEL}
   shift
   local t0=$(date +%s)
   "$ak" verify --model "examples/models/$model.py" --ops "$work/pkg" --profile "$work/profile.json" \
-      --out "$out/$model-verify.json" "$@" > "$out/$model-verify.log" 2>&1
-  echo "verify exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$model-verify.log"
+      --out "$out/$label-verify.json" "$@" > "$out/$label-verify.log" 2>&1
+  echo "verify exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$label-verify.log"
 }
 
-starters() {
-  local work=/tmp/ak-models/starters types="rmsnorm layernorm softmax rotary_embedding cross_entropy reduce" t
-  rm -rf "$work" && mkdir -p "$work/run/kernels"
-  local entries=""
-  for t in $types; do
-    cp "kernels_cuda/$t/$t.cu" "$work/run/kernels/$t.cu"
-    entries+="${entries:+,}{\"tag\": \"$t\", \"type\": \"$t\"}"
+# Puts back the run folders of earlier tune rounds (an archive of /tmp/ak-models made there, without
+# its packages) and exports each run again with this build: the kernels of one tuning, measured by
+# the op layer of another.
+restore() {
+  local archive=$1 model
+  mkdir -p /tmp/ak-models && tar -xzf "$archive" -C /tmp/ak-models
+  for model in $(ls /tmp/ak-models); do
+    [ -d "/tmp/ak-models/$model/runs/$model" ] || continue
+    rm -rf "/tmp/ak-models/$model/pkg"
+    "$ak" export --run "/tmp/ak-models/$model/runs/$model" --out "/tmp/ak-models/$model/pkg" > "$out/$model-export.log" 2>&1
+    echo "$model exported again: exit $?" >> "$out/$model-export.log"
   done
-  echo "{\"kernels\": [$entries]}" > "$work/run/state.json"
-  "$ak" export --run "$work/run" --out "$work/pkg" > "$out/starters-export.log" 2>&1
-  local t0=$(date +%s)
-  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/starters-ops.json" \
-      > "$out/starters-ops.log" 2>&1
-  echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/starters-ops.log"
-}
-
-patched_profile() {
-  local work=/tmp/ak-models/hf_llama
-  PYTHONPATH=$work/pkg:examples/models "$ak" profile --modules --warmup-s 1 --top 25 --out "$out/hf_llama-patched-profile.json" -- \
-      python3 -c '
-import runpy, sys
-import transformers.models.llama.modeling_llama  # the classes the patch looks for
-import autokernel_ops
-print("patched:", autokernel_ops.patch().names, file=sys.stderr)
-sys.argv = ["hf_llama.py", "--steps", "100"]
-runpy.run_path("examples/models/hf_llama.py", run_name="__main__")
-' > "$out/hf_llama-patched-profile.log" 2>&1
-  echo "profile exit $?" >> "$out/hf_llama-patched-profile.log"
 }
 
 case ${1:-} in
@@ -106,5 +94,6 @@ case ${1:-} in
   patched-profile) patched_profile ;;
   tune) tune "${2:?model}" ;;
   verify) verify "${2:?model}" "${@:3}" ;;
+  restore) restore "${2:?archive of /tmp/ak-models}" ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;
 esac

@@ -52,11 +52,14 @@ std::string op_cost_text(const nlohmann::json& report) {
   std::string out;
   if (report.contains("cpu_cost") && report["cpu_cost"].contains("calls")) {
     const auto& cost = report["cpu_cost"];
-    out += format_numbers("CPU time of one call (goal: at most %.0f µs)", num(cost, "goal_us")) + "\n";
+    out += format_numbers("CPU time of one call, as the model calls it (goal: at most %.0f µs)", num(cost, "goal_us")) + "\n";
     for (auto& c : cost["calls"]) {
-      char line[320];
-      std::snprintf(line, sizeof line, "  %-60s %7.2f µs  (the original %7.2f µs)\n", c.value("name", std::string("?")).c_str(),
-                    num(c, "us_per_call"), num(c, "original_us_per_call"));
+      char line[480];
+      std::snprintf(line, sizeof line,
+                    "  %s\n    CPU %6.2f µs in the model, %6.2f alone (the original %6.2f, %6.2f); GPU %8.2f µs (the original %8.2f)\n",
+                    c.value("name", std::string("?")).c_str(), num(c, "us_per_call"), num(c, "alone_us_per_call"),
+                    num(c, "original_us_per_call"), num(c, "original_alone_us_per_call"), num(c, "gpu_us_per_call"),
+                    num(c, "original_gpu_us_per_call"));
       out += line;
     }
     if (cost["calls"].empty()) out += "  no replacement was called by the model\n";
@@ -66,11 +69,21 @@ std::string op_cost_text(const nlohmann::json& report) {
     auto part = [&](const char* key) {
       if (!idle.contains(key)) return std::string("-");
       if (idle[key].contains("error")) return "failed: " + idle[key].value("error", std::string());
-      return format_numbers("%.1f µs", num(idle[key], "idle_us"));
+      return format_numbers("busy %.1f µs, idle %.1f µs", num(idle[key], "busy_us"), num(idle[key], "idle_us"));
     };
-    out += "GPU idle time per step: eager " + part("eager") + ", with the ops " + part("autokernel");
-    if (idle.contains("added_us")) out += format_numbers("; the ops add %.1f µs", num(idle, "added_us"));
+    out += "GPU time per step: eager " + part("eager") + "; with the ops " + part("autokernel");
+    if (idle.contains("added_us")) out += format_numbers("; the ops add %.1f µs of idle time", num(idle, "added_us"));
     out += "\n";
+    for (const char* key : {"eager", "autokernel"}) {
+      if (!idle.contains(key) || !idle[key].contains("kernels")) continue;
+      out += std::string("  the kernels of a step, ") + (std::string(key) == "eager" ? "eager" : "with the ops") + ":\n";
+      for (auto& k : idle[key]["kernels"]) {
+        char line[200];
+        std::snprintf(line, sizeof line, "    %9.1f µs %5.1f calls  %.100s\n", num(k, "us"), num(k, "calls"),
+                      k.value("name", std::string("?")).c_str());
+        out += line;
+      }
+    }
   }
   return out;
 }

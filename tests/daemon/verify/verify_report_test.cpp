@@ -20,9 +20,13 @@ nlohmann::json full_report() {
     "autokernel_compile": {"rel_l2": 0.0035, "finite": true, "median_ms": 6.5, "ops": ["rmsnorm"], "mode": "reduce-overhead"},
     "compile_decision": {"mode": "reduce-overhead", "baseline_ms": 7.0, "single_ms": {"rmsnorm": 6.5, "softmax": 7.2},
                          "helped": ["rmsnorm"], "together_ms": 6.5, "enabled": ["rmsnorm"], "min_gain": 0.01},
-    "cpu_cost": {"calls": [{"name": "m.LlamaRMSNorm.forward", "type": "rmsnorm", "us_per_call": 6.25, "original_us_per_call": 41.5}],
+    "cpu_cost": {"calls": [{"name": "m.LlamaRMSNorm.forward", "type": "rmsnorm", "us_per_call": 6.25, "original_us_per_call": 41.5,
+                            "alone_us_per_call": 5.5, "original_alone_us_per_call": 40.0,
+                            "gpu_us_per_call": 11.5, "original_gpu_us_per_call": 33.25}],
                  "max_us_per_call": 6.25, "goal_us": 10.0},
-    "gpu_idle": {"eager": {"idle_us": 900.0}, "autokernel": {"idle_us": 950.5}, "added_us": 50.5}})");
+    "gpu_idle": {"eager": {"busy_us": 12000.0, "idle_us": 900.0,
+                           "kernels": [{"name": "nvjet_sm90_hsh_128x256", "us": 5000.0, "calls": 56}]},
+                 "autokernel": {"busy_us": 9000.0, "idle_us": 950.5}, "added_us": 50.5}})");
 }
 }  // namespace
 
@@ -38,11 +42,15 @@ TEST_CASE("the table has a row for each run the report holds, the fastest compil
   CHECK_THAT(timing_table(failed), Catch::Contains("CUDA graph + ops                   failed: RuntimeError: operation not permitted"));
 }
 
-TEST_CASE("the op layer's cost is said per replacement beside the original, with the idle time the ops add", "[verify]") {
+TEST_CASE("the op layer's cost is said per replacement beside the original, with where the GPU's time goes", "[verify]") {
   const std::string t = op_cost_text(full_report());
   CHECK_THAT(t, Catch::Contains("goal: at most 10 µs"));
-  CHECK_THAT(t, Catch::Contains("m.LlamaRMSNorm.forward") && Catch::Contains("6.25 µs") && Catch::Contains("41.50 µs"));
-  CHECK_THAT(t, Catch::Contains("eager 900.0 µs, with the ops 950.5 µs; the ops add 50.5 µs"));
+  CHECK_THAT(t, Catch::Contains("m.LlamaRMSNorm.forward\n    CPU   6.25 µs in the model,   5.50 alone (the original  41.50,  40.00)"));
+  CHECK_THAT(t, Catch::Contains("GPU    11.50 µs (the original    33.25)"));
+  CHECK_THAT(t, Catch::Contains("eager busy 12000.0 µs, idle 900.0 µs; with the ops busy 9000.0 µs, idle 950.5 µs; "
+                                "the ops add 50.5 µs of idle time"));
+  CHECK_THAT(t, Catch::Contains("the kernels of a step, eager:") && Catch::Contains("5000.0 µs  56.0 calls  nvjet_sm90_hsh_128x256"));
+  CHECK_THAT(t, !Catch::Contains("the kernels of a step, with the ops"));
   CHECK(op_cost_text(nlohmann::json::object()).empty());
 }
 

@@ -57,19 +57,21 @@ def _checked_on_first_call(target, original, fast):
     """For code the package has not seen (a model's own class or helper): the first eager call
     outside a CUDA graph capture runs both and compares (a host sync); a disagreement withdraws the
     replacement for good, logged. Until checked, a call being compiled or captured runs the
-    original. Once checked, a call costs one state test and `fast`."""
+    original. Once checked, a call costs one state test, one compilation test and `fast`, which
+    takes that test's answer first (fast(compiling, *args, **kwargs)) rather than asking again."""
     type_, state = target.type, [_UNCHECKED]
 
     def call(*args, **kwargs):
         if state[0] == _CHECKED:
-            if not (_compiling() and type_ not in COMPILE_OPS):
-                mine = fast(*args, **kwargs)
+            compiling = _compiling()
+            if not compiling or type_ in COMPILE_OPS:
+                mine = fast(compiling, *args, **kwargs)
                 if mine is not None:
                     return mine
             return original(*args, **kwargs)
         if state[0] == _WITHDRAWN or _compiling() or _capturing():
             return original(*args, **kwargs)
-        mine = fast(*args, **kwargs)
+        mine = fast(False, *args, **kwargs)
         if mine is None:
             return original(*args, **kwargs)
         theirs = original(*args, **kwargs)
@@ -164,7 +166,7 @@ def _norm_forward(op, type_, direct=None):
     eager = direct or op
     eps_attribute = {}  # class -> the attribute that holds its epsilon ("" when none): found once
 
-    def fast(self, hidden_states, *args, **kwargs):
+    def fast(compiling, self, hidden_states, *args, **kwargs):
         cls = type(self)
         name = eps_attribute.get(cls)
         if name is None:
@@ -176,7 +178,7 @@ def _norm_forward(op, type_, direct=None):
         if args or kwargs or eps is None or not isinstance(weight, torch.Tensor) or weight.dtype != hidden_states.dtype \
                 or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
             return None
-        call = op if _traced(hidden_states) else eager
+        call = op if compiling or type(hidden_states) is not _Tensor else eager  # _traced, compiling known
         if type_ == "rmsnorm":
             return call(hidden_states, weight, float(eps))
         bias = getattr(self, "bias", None)
@@ -190,10 +192,10 @@ def _rotary(op, direct=None):
     included; the op checks the rest and runs PyTorch's code for what its kernel does not cover."""
     eager = direct or op
 
-    def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    def fast(compiling, q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
             return None
-        return (op if _traced(q) else eager)(q, k, cos, sin)
+        return (op if compiling or type(q) is not _Tensor else eager)(q, k, cos, sin)
     return fast
 
 
@@ -208,7 +210,7 @@ def _half_table(t, seq, dim):
 
 def _rotary_v1(ops):
     """For a file of version 1 of the rotary contract (an older run's): q alone, contiguous."""
-    def fast(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    def fast(compiling, q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         if unsqueeze_dim != 1 or q.dim() != 4 or k.dim() != 4 or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3] \
                 or cos.dtype != q.dtype or k.dtype != q.dtype or _needs_grad(q, k, cos, sin):
             return None

@@ -58,22 +58,27 @@ def kernel_union_us(intervals):
     return total
 
 
-def gpu_idle_per_step(trace_events, step_name):
-    """From a Chrome trace (torch.profiler's export_chrome_trace, its "traceEvents"): for each
-    range named step_name (a record_function around one step and its synchronize), the GPU's
-    idle time inside the step: from its first kernel's start to its last kernel's end, minus the
-    union of its kernels, copies and memsets. A kernel belongs to the step whose range holds its
-    start (the profiler puts both on one clock). Returns [{"span_us", "busy_us", "idle_us"}]."""
-    gpu = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in trace_events
-           if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    steps = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in trace_events
-                   if e.get("ph") == "X" and e.get("name") == step_name and e.get("cat") != "gpu_user_annotation")
-    out = []
-    for lo, hi in steps:
-        mine = [(s, e) for s, e in gpu if lo <= s < hi]
-        if not mine:
-            continue
-        span = max(e for _, e in mine) - min(s for s, _ in mine)
-        busy = kernel_union_us(mine)
-        out.append({"span_us": span, "busy_us": busy, "idle_us": max(span - busy, 0.0)})
-    return out
+def _gpu_intervals(trace_events):
+    return [(e["ts"], e["ts"] + e.get("dur", 0), e.get("name", "?")) for e in trace_events
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+
+def gpu_busy_per_step(trace_events, steps, top=12):
+    """From a Chrome trace of `steps` steps (torch.profiler's export_chrome_trace, its
+    "traceEvents", GPU activity only): the GPU's busy time per step, the union of its kernels,
+    copies and memsets over the trace divided by the steps (µs), and the `top` kernels by their
+    time per step: {"busy_us", "kernels": [{"name", "us", "calls"}], "kernel_us"}.
+
+    The trace records GPU activity only: recording every CPU op as well costs the CPU microseconds
+    an op, which in an eager step is time the GPU waits, so an idle time read from such a trace
+    says more about the profiler than about the step. The idle time is then the step's time
+    measured without a profiler minus this busy time (verify.py)."""
+    gpu = _gpu_intervals(trace_events)
+    per_name = {}
+    for start, end, name in gpu:
+        us, calls = per_name.get(name, (0.0, 0))
+        per_name[name] = (us + end - start, calls + 1)
+    kernels = sorted(({"name": n, "us": us / steps, "calls": calls / steps} for n, (us, calls) in per_name.items()),
+                     key=lambda k: -k["us"])
+    return {"busy_us": kernel_union_us([(s, e) for s, e, _ in gpu]) / steps, "kernels": kernels[:top],
+            "kernel_us": sum(k["us"] for k in kernels)}

@@ -13,8 +13,10 @@ random draws the same ones each time.
         [--compile-mode M] [--no-max-autotune] [--cuda-graphs]
 
 Besides the outputs and step times it measures what the op layer costs: the CPU time of one call of
-each replacement (and of what it replaces) on the arguments the model really gives it, and the GPU's
-idle time per step from a profiler trace, with and without the ops. --cuda-graphs also times both
+each replacement (and of what it replaces) as the model calls it, and alone on the arguments the model
+gives it, with the GPU time of the kernels each launches; and where a step's GPU time goes, with and without the ops: the
+kernels that take the most, and the GPU's idle time (the step's time less the union of its kernels
+in a trace of GPU activity only). --cuda-graphs also times both
 replayed as a CUDA graph. --compile times torch.compile in each mode, takes the fastest, and decides
 there which op types run under compilation (autokernel_ops.decide_for_compile).
 """
@@ -22,7 +24,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -30,12 +31,11 @@ import time
 import torch
 
 import autokernel_ops
-from autokernel_ops._timing import capture_graph, gpu_idle_per_step, time_steps
+from autokernel_ops._timing import capture_graph, gpu_busy_per_step, time_steps
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _MODULE = "autokernel_verify_model"
 _MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
-_STEP = "autokernel_verify_step"
 
 
 def load_model_file(path):
@@ -139,41 +139,93 @@ def cpu_us_per_call(fn, args, kwargs, calls, batches=10):
     return best
 
 
-def cpu_cost(calls, per_batch):
-    rows = []
-    for target, replacement, args, kwargs in calls:
-        original = getattr(replacement, autokernel_ops.Patches.MARK)
-        rows.append({"name": target.name, "type": target.type,
-                     "us_per_call": cpu_us_per_call(replacement, args, kwargs, per_batch),
-                     "original_us_per_call": cpu_us_per_call(original, args, kwargs, per_batch)})
-    return {"calls": rows, "max_us_per_call": max((r["us_per_call"] for r in rows), default=0.0), "goal_us": 10.0}
-
-
-def gpu_idle(model, inputs, steps):
-    """The GPU's idle time per step (median, µs) from a torch.profiler trace of `steps` steps:
-    the step's span on the GPU minus the union of its kernels (_timing.gpu_idle_per_step)."""
-    from torch.profiler import ProfilerActivity, profile, record_function
+def gpu_trace(work, repeats):
+    """The "traceEvents" of a torch.profiler trace, GPU activity only, of `repeats` calls of work()
+    (after one outside it), the GPU synchronised after each."""
+    from torch.profiler import ProfilerActivity, profile
     with torch.inference_mode():
-        model(*inputs)
+        work()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(steps):
-                with record_function(_STEP):
-                    model(*inputs)
-                    torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(repeats):
+                work()
+                torch.cuda.synchronize()
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
         with open(path) as f:
-            events = json.load(f)["traceEvents"]
+            return json.load(f)["traceEvents"]
     finally:
         os.remove(path)
-    per_step = gpu_idle_per_step(events, _STEP)
-    if not per_step:
-        return {"error": "the trace holds no step with a kernel in it"}
-    return {key: statistics.median(s[key] for s in per_step) for key in ("idle_us", "span_us", "busy_us")} | \
-        {"steps": len(per_step)}
+
+
+def gpu_us_per_call(fn, args, kwargs, calls=20):
+    """The GPU time of one call of fn (µs): the union of the kernels it launches, from a trace of
+    `calls` calls, and the kernels by name."""
+    busy = gpu_busy_per_step(gpu_trace(lambda: fn(*args, **kwargs), calls), calls, top=4)
+    return busy["busy_us"], [k["name"][:90] for k in busy["kernels"]]
+
+
+def in_model_cpu_us(patches, model, inputs, steps, originals=False):
+    """{target name: the CPU time of one call (µs)} as the model makes them: perf_counter around every
+    call of each installed replacement (of its original, with originals=True) during `steps` steps,
+    the mean over the calls. A call in a model runs between the model's own code, with the caches that
+    leaves, which a loop of the same call does not see; the GPU is synchronised after each step, so
+    the launch queue never fills and no call waits for the GPU."""
+    totals, installed = {}, []
+    for target, _ in patches.applied:
+        replacement = getattr(target.owner, target.attr)
+        fn = getattr(replacement, autokernel_ops.Patches.MARK) if originals else replacement
+        acc = totals.setdefault(target.name, [0.0, 0])
+        installed.append((target, replacement))
+
+        def timed_call(*args, _fn=fn, _acc=acc, **kwargs):
+            start = time.perf_counter()
+            out = _fn(*args, **kwargs)
+            _acc[0] += time.perf_counter() - start
+            _acc[1] += 1
+            return out
+        setattr(target.owner, target.attr, timed_call)
+    try:
+        with torch.inference_mode():
+            for _ in range(steps):
+                model(*inputs)
+                torch.cuda.synchronize()
+    finally:
+        for target, replacement in installed:
+            setattr(target.owner, target.attr, replacement)
+    return {name: total / count * 1e6 for name, (total, count) in totals.items() if count}
+
+
+def op_cost(patches, model, inputs, calls, per_batch, steps=10):
+    """For each replacement the model calls: the CPU time of one call in the model's steps and alone
+    (on its first call's arguments, the best batch), the GPU time of the kernels it launches, its
+    and the original's."""
+    mine, theirs = in_model_cpu_us(patches, model, inputs, steps), in_model_cpu_us(patches, model, inputs, steps, True)
+    rows = []
+    for target, replacement, args, kwargs in calls:
+        original = getattr(replacement, autokernel_ops.Patches.MARK)
+        gpu_us, kernels = gpu_us_per_call(replacement, args, kwargs)
+        original_gpu_us, original_kernels = gpu_us_per_call(original, args, kwargs)
+        rows.append({"name": target.name, "type": target.type,
+                     "us_per_call": mine.get(target.name, 0.0), "original_us_per_call": theirs.get(target.name, 0.0),
+                     "alone_us_per_call": cpu_us_per_call(replacement, args, kwargs, per_batch),
+                     "original_alone_us_per_call": cpu_us_per_call(original, args, kwargs, per_batch),
+                     "gpu_us_per_call": gpu_us, "original_gpu_us_per_call": original_gpu_us,
+                     "kernels": kernels, "original_kernels": original_kernels})
+    return {"calls": rows, "max_us_per_call": max((r["us_per_call"] for r in rows), default=0.0), "goal_us": 10.0}
+
+
+def gpu_time(model, inputs, steps, step_ms):
+    """Where a step's GPU time goes, from a trace of `steps` steps: the GPU's busy time per step,
+    its idle time (step_ms, the step's median timed without a profiler, minus the busy time) and
+    the kernels that take the most (_timing.gpu_busy_per_step)."""
+    per_step = gpu_busy_per_step(gpu_trace(lambda: model(*inputs), steps), steps)
+    if per_step["busy_us"] <= 0:
+        return {"error": "the trace holds no kernel"}
+    return {**per_step, "step_us": step_ms * 1000, "idle_us": max(step_ms * 1000 - per_step["busy_us"], 0.0),
+            "steps": steps}
 
 
 def compile_modes(model, inputs, ref, modes, steps, warmup):
@@ -218,7 +270,7 @@ def main():
     p.add_argument("--no-max-autotune", action="store_true", help="leave out max-autotune-no-cudagraphs (slow to compile)")
     p.add_argument("--cuda-graphs", action="store_true", help="also time one step replayed as a CUDA graph, without and with the ops")
     p.add_argument("--cpu-calls", type=int, default=50, help="calls per timed batch of the CPU cost (default 50)")
-    p.add_argument("--profile-steps", type=int, default=5, help="steps profiled for the GPU idle time (0: none)")
+    p.add_argument("--profile-steps", type=int, default=5, help="steps profiled for the GPU's busy and idle time (0: none)")
     a = p.parse_args()
     module = load_model_file(a.model)
     dtype = _DTYPES[a.dtype]
@@ -232,7 +284,8 @@ def main():
 
     model, inputs = build(module, dtype)
     report["eager"] = timed(model, inputs, ref, a.steps, a.warmup)
-    idle = {"eager": gpu_idle(model, inputs, a.profile_steps)} if a.profile_steps > 0 else None
+    idle = {"eager": gpu_time(model, inputs, a.profile_steps, report["eager"]["median_ms"])} \
+        if a.profile_steps > 0 else None
     if a.cuda_graphs:
         report["graph"] = graph_row(model, inputs, ref, a.steps, a.warmup)
     if a.compile:
@@ -246,9 +299,9 @@ def main():
         run(model, inputs)  # the first eager call: class and helper replacements check themselves here
         report["autokernel"] = timed(model, inputs, ref, a.steps, a.warmup)
         calls = capture_calls(patches, model, inputs)
-        report["cpu_cost"] = cpu_cost(calls, a.cpu_calls)
+        report["cpu_cost"] = op_cost(patches, model, inputs, calls, a.cpu_calls)
         if idle is not None:
-            idle["autokernel"] = gpu_idle(model, inputs, a.profile_steps)
+            idle["autokernel"] = gpu_time(model, inputs, a.profile_steps, report["autokernel"]["median_ms"])
             if "idle_us" in idle["eager"] and "idle_us" in idle["autokernel"]:
                 idle["added_us"] = idle["autokernel"]["idle_us"] - idle["eager"]["idle_us"]
             report["gpu_idle"] = idle

@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
@@ -60,6 +61,17 @@ inline std::string unlike(const at::Tensor& t, const at::Tensor& x, const char* 
   if (t.scalar_type() != x.scalar_type()) return std::string(name) + " has another dtype than the input";
   if (!t.is_contiguous()) return std::string(name) + " is not contiguous";
   return "";
+}
+
+/// An uninitialised tensor of `sizes` (and `strides`) with `like`'s dtype, on `like`'s CUDA device,
+/// from the caching allocator without the dispatcher: at::empty's boxing and key lookup cost a
+/// microsecond or two of CPU a call, of an op whose whole budget is ten. The tensor is the one
+/// at::empty makes (TensorImpl takes inference mode from the thread, as there).
+inline at::Tensor empty(at::IntArrayRef sizes, const at::Tensor& like) {
+  return at::Tensor(at::detail::empty_cuda(sizes, like.scalar_type(), like.device(), std::nullopt));
+}
+inline at::Tensor empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, const at::Tensor& like) {
+  return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, like.scalar_type(), like.device()));
 }
 
 /// Says once per op and reason that PyTorch's op runs instead: a slower result, never a wrong one.

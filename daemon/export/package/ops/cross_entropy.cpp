@@ -58,7 +58,7 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const
             at::cross_entropy_loss(logits, target, {}, at::Reduction::Mean)};
   }
   const c10::cuda::CUDAGuard guard(logits.device());
-  at::Tensor loss = at::empty({logits.size(0)}, logits.options()), mean = at::empty({}, logits.options());
+  at::Tensor loss = empty({logits.size(0)}, logits), mean = empty({}, logits);
   const long long shape[] = {logits.size(0), logits.size(1)};
   at::Tensor tickets = counters(logits.get_device());
   void* buffers[] = {logits.data_ptr(), target.data_ptr(), loss.data_ptr(), mean.data_ptr(), tickets.data_ptr()};

@@ -10,7 +10,7 @@ at::Tensor reduce(const at::Tensor& x) {
     return at::sum(x, -1);
   }
   const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty(x.sizes().slice(0, x.dim() - 1), x.options());
+  at::Tensor y = empty(x.sizes().slice(0, x.dim() - 1), x);
   const long long shape[] = {x.numel() / x.size(-1), x.size(-1)};
   void* buffers[] = {x.data_ptr(), y.data_ptr()};
   check_launch("reduce", launch_reduce(buffers, shape, nullptr, dtype_code(x), stream()));

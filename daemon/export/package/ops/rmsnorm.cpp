@@ -13,7 +13,7 @@ at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
     return at::rms_norm(x, {x.size(-1)}, weight, eps);
   }
   const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
+  at::Tensor y = empty(x.sizes(), x);
   const long long shape[] = {x.numel() / x.size(-1), x.size(-1)};
   void* buffers[] = {x.data_ptr(), weight.data_ptr(), y.data_ptr()};
   const float consts[] = {float(eps)};

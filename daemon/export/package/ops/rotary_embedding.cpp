@@ -8,7 +8,7 @@
 #include "common.h"
 
 #include <algorithm>
-#include <numeric>
+#include <array>
 
 namespace autokernel_ops {
 namespace {
@@ -18,17 +18,19 @@ namespace {
 /// strides, with no copy anywhere. A dimension of size 1 has no order of its own (PyTorch leaves
 /// it where it is), so only the others are sorted, into the places they held.
 at::Tensor dense_like(const at::Tensor& x) {
-  std::vector<int64_t> order(size_t(x.dim())), places, moving;
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (x.size(d) != 1) places.push_back(d), moving.push_back(d);
-  std::stable_sort(moving.begin(), moving.end(), [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
-  for (size_t i = 0; i < places.size(); ++i) order[size_t(places[i])] = moving[i];
+  constexpr int64_t kDims = 4;  // why_not() admits [batch, heads, seq, head_dim] only
+  std::array<int64_t, kDims> order{}, places{}, moving{}, strides{};
+  int64_t n = 0;
+  for (int64_t d = 0; d < kDims; ++d) {
+    order[size_t(d)] = d;
+    if (x.size(d) != 1) places[size_t(n)] = moving[size_t(n)] = d, ++n;
+  }
+  std::stable_sort(moving.begin(), moving.begin() + n, [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  for (int64_t i = 0; i < n; ++i) order[size_t(places[size_t(i)])] = moving[size_t(i)];
   // order[0] is outermost: strides grow from the innermost, and one allocation makes it (no view).
-  std::vector<int64_t> strides(order.size());
   int64_t step = 1;
-  for (size_t i = order.size(); i-- > 0;) strides[size_t(order[i])] = step, step *= x.size(order[i]);
-  return at::empty_strided(x.sizes(), strides, x.options());
+  for (int64_t i = kDims; i-- > 0;) strides[size_t(order[size_t(i)])] = step, step *= x.size(order[size_t(i)]);
+  return empty_strided(x.sizes(), strides, x);
 }
 
 /// cos or sin as [batch or 1, seq, head_dim], or an undefined tensor when it is not one of the

@@ -23,7 +23,7 @@ at::Tensor rotary_embedding(const at::Tensor& q, const at::Tensor& cos, const at
     return q * c + rotated * s;
   }
   const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor out = at::empty_like(q);
+  at::Tensor out = empty(q.sizes(), q);
   const long long shape[] = {q.size(0), q.size(1), q.size(2), q.size(3)};
   void* buffers[] = {q.data_ptr(), cos.data_ptr(), sin.data_ptr(), out.data_ptr()};
   check_launch("rotary_embedding", launch_rotary_embedding(buffers, shape, nullptr, dtype_code(q), stream()));

@@ -10,7 +10,7 @@ at::Tensor softmax(const at::Tensor& x) {
     return at::softmax(x, -1);
   }
   const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
+  at::Tensor y = empty(x.sizes(), x);
   const long long shape[] = {x.numel() / x.size(-1), x.size(-1)};
   void* buffers[] = {x.data_ptr(), y.data_ptr()};
   check_launch("softmax", launch_softmax(buffers, shape, nullptr, dtype_code(x), stream()));
