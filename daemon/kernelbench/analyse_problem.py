@@ -731,6 +731,7 @@ class Problem:
             refuse(node, "a GEMM whose inner dimensions %s and %s differ" % (a.shape[1], b.shape[0]))
         self.events.append({"op": "gemm", "line": node.lineno, "right": b.origin[0],
                             "right_transposed": b.transposed})
+        self.gemm = {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1]}
         return Tensor([a.shape[0], b.shape[1]])
 
     def elementwise(self, values, node):
@@ -803,6 +804,7 @@ class Problem:
     def analyse(self):
         self.own_parameters, self.sub_parameters, self.sub_buffers = [], [], []
         self.reduce_axis = None
+        self.gemm = None
         self.read_module()
         self.inputs = self.read_inputs()
         for t in self.inputs:
@@ -816,6 +818,13 @@ class Problem:
         self.output_shape = out.shape
         if self.inputs[0].dtype != "float":
             refuse(self.functions["get_inputs"], "the first input is an int64 tensor")
+
+
+def summary_of(problem):
+    """The first line of Model's docstring, or empty."""
+    doc = ast.get_docstring(problem.model) if problem.model is not None else None
+    lines = [l.strip() for l in (doc or "").splitlines() if l.strip()]
+    return lines[0][:200] if lines else ""
 
 
 def report(problem, refusal):
@@ -833,6 +842,7 @@ def report(problem, refusal):
         "sizes": sizes,
         "fixed": fixed,
         "derived": {k: v for k, v in problem.derived.items()},
+        "summary": summary_of(problem),
     }
     out["inputs"] = []
     for i, t in enumerate(problem.inputs if isinstance(problem.inputs, list) else []):
@@ -848,6 +858,7 @@ def report(problem, refusal):
         out["kind"], out["grid"] = problem.kind, problem.grid
         out["outputs"] = [{"name": "out", "shape": problem.output_shape, "type": "float"}]
         out["reduce_axis"] = problem.reduce_axis
+        out["gemm"] = problem.gemm
     else:
         out["kind"], out["refused"] = "refused", refusal
     return out
