@@ -61,11 +61,13 @@ int kernelbench_command(const Args& args) {
                                 "(no PyTorch); install python3 or give --python PATH\n", python.c_str()), kExitUsage;
   const fs::path config = fs::absolute(out);
   const fs::path types_dir = types.empty() ? config.parent_path() / "types" : fs::absolute(types);
-  std::error_code ec;
-  fs::create_directories(types_dir, ec);
-  if (ec)
-    return std::fprintf(stderr, "autokernel kernelbench: cannot create %s: %s\n", types_dir.c_str(),
-                        ec.message().c_str()), kExitUsage;
+  for (const fs::path& dir : {types_dir, config.parent_path()}) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+      return std::fprintf(stderr, "autokernel kernelbench: cannot create %s: %s\n", dir.c_str(), ec.message().c_str()),
+             kExitUsage;
+  }
 
   std::vector<std::string> spec_paths;
   std::map<std::string, std::string> taken;   // type name -> the file that has it
