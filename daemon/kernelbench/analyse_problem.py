@@ -164,7 +164,7 @@ class Problem:
             value = None
         self.globals[name] = value
         self.global_line[name] = stmt.lineno
-        if used and not isinstance(value, tuple):
+        if used:  # e.g. bias_shape = (out_features,): it must be computed again at each shape
             self.derived[name] = sorted(used)
         else:
             self.derived.pop(name, None)
@@ -241,7 +241,8 @@ class Problem:
                     items.extend(a)
                     continue
                 if not (isinstance(a, str) or (isinstance(a, int) and a > 0)):
-                    refuse(n, "a %s shape entry that is not a size: %s" % (ctx, ast.unparse(n)[:60]))
+                    refuse(n, "a shape entry of %s that is not a size global or an integer: %s" %
+                           (ctx if ctx != "input" else "an input", ast.unparse(n)[:60]))
                 self.mark(a, "size", n, why)
                 atoms.append(a)
         return atoms
@@ -324,8 +325,9 @@ class Problem:
             refuse(node, "get_inputs builds an input with %s" % (name or ast.unparse(node.func)))
         if isinstance(node, ast.BinOp):
             a, b = self.input_value_or_const(node.left, env), self.input_value_or_const(node.right, env)
-            ts = [v for v in (a, b) if isinstance(v, Tensor)]
-            if ts and all(t.shape == ts[0].shape for t in ts):
+            # A 0-d tensor (torch.rand(()) as a random scale) broadcasts; other shapes must agree.
+            ts = sorted((v for v in (a, b) if isinstance(v, Tensor)), key=lambda t: -len(t.shape))
+            if ts and all(t.shape == ts[0].shape or not t.shape for t in ts):
                 return Tensor(ts[0].shape, dtype=ts[0].dtype)
         if isinstance(node, ast.Attribute) and node.attr == "T":
             t = self.input_value(node.value, env)
@@ -723,8 +725,8 @@ class Problem:
             refuse(node, "a matmul of %d-D by %d-D tensors (batched or matrix-vector)" % (len(a.shape), len(b.shape)))
         if any(e["op"] == "gemm" for e in self.events):
             refuse(node, "a second GEMM")
-        if a.origin is None or a.origin[0] != "input" or a.transposed:
-            refuse(node, "a GEMM whose left operand is computed or transposed (a prologue)")
+        if a.origin is None or a.origin[0] != "input":
+            refuse(node, "a GEMM whose left operand is computed (a prologue)")
         if b.origin is None:
             refuse(node, "a GEMM whose right operand is computed")
         if a.shape[1] != b.shape[0]:

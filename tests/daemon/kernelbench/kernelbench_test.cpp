@@ -233,6 +233,11 @@ def get_init_inputs():
   CHECK(a["buffers"][2]["name"] == "bn.num_batches_tracked");
   CHECK(a["buffers"][2]["type"] == "int64");
   CHECK(a["buffers"][2]["shape"] == json::array());
+  // scale_shape follows out_features: the spec says the reference must compute it again.
+  CHECK(a["derived"] == json({{"scale_shape", {"out_features"}}}));
+  CHECK(kernelbench_spec_text(a, "kb_bn", "kb_bn.py", "bn.py")
+            .find("# scale_shape is computed from out_features: the reference must compute it again at each shape\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("a type's name is the file's stem, sanitised", "[kernelbench]") {
