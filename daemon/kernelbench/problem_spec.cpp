@@ -26,11 +26,21 @@ bool plain_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
 }
 
-/// A tensor's name as a C identifier: "linear.weight" -> "linear_weight".
-std::string argument_name(const std::string& torch_name) {
-  std::string out;
-  for (char c : torch_name) out += std::isalnum((unsigned char)c) ? c : '_';
-  return out;
+/// A tensor's name as a C identifier of its own: "linear.weight" -> "linear_weight"; a name a C
+/// keyword, the template's T, a dim or an earlier tensor already has gets a suffix.
+std::string argument_name(const std::string& torch_name, std::set<std::string>& taken) {
+  static const std::set<std::string> reserved{
+      "T", "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do",
+      "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "int", "long", "new",
+      "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
+      "true", "typedef", "typename", "union", "unsigned", "void", "volatile", "while"};
+  std::string base;
+  for (char c : torch_name) base += std::isalnum((unsigned char)c) ? c : '_';
+  if (base.empty() || std::isdigit((unsigned char)base[0])) base = "t_" + base;
+  std::string name = base;
+  for (int i = 1; reserved.count(name) || taken.count(name); ++i) name = base + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
 }
 
 std::string shape_text(const json& shape) {
@@ -192,10 +202,11 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
     if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
       t += "# " + k + " is computed from " + names + ": the reference must compute it again at each shape\n";
   }
+  std::set<std::string> taken(dims.begin(), dims.end());
   for (auto& [key, role] : std::vector<std::pair<const char*, const char*>>{
            {"inputs", "input"}, {"parameters", "parameter"}, {"buffers", "buffer"}, {"outputs", "output"}})
     for (auto& tensor : a.value(key, json::array())) {
-      t += "\n[[tensor]]\nname = " + toml_string(argument_name(tensor["name"])) + "\n";
+      t += "\n[[tensor]]\nname = " + toml_string(argument_name(tensor["name"], taken)) + "\n";
       t += "role = \"" + std::string(role) + "\"\n";
       t += "shape = " + shape_text(tensor["shape"]) + "\n";
       const bool int64 = tensor.value("type", std::string("float")) == "int64";

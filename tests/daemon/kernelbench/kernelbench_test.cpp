@@ -266,6 +266,20 @@ TEST_CASE("the spec written for a problem has its dims, shapes and tensors in th
   CHECK(spec.find("name = \"norm_bias\"") < spec.find("name = \"out\""));
 }
 
+TEST_CASE("tensor names in the spec are distinct C identifiers", "[kernelbench]") {
+  json a = {{"kind", "elementwise"}, {"grid", "elements"}, {"sizes", {"n"}},
+            {"globals", {{"n", {{"value", 64}, {"role", "size"}}}}},
+            {"inputs", {{{"name", "out"}, {"shape", {"n"}}}, {{"name", "float"}, {"shape", {"n"}}},
+                        {{"name", "n"}, {"shape", {"n"}}}}},
+            {"outputs", {{{"name", "out"}, {"shape", {"n"}}}}}};
+  const std::string spec = kernelbench_spec_text(a, "kb_t", "kb_t.py", "t.py");
+  for (const char* name : {"name = \"out\"\nrole = \"input\"", "name = \"float_1\"", "name = \"n_1\"",
+                           "name = \"out_1\"\nrole = \"output\""}) {
+    INFO(name);
+    CHECK(spec.find(name) != std::string::npos);
+  }
+}
+
 TEST_CASE("stage shapes stay small, include sizes that are multiples of nothing and 1 for batch sizes", "[kernelbench]") {
   if (!python_or_skip()) return;
   for (const char* file : {"gelu_tanh.py", "residual_layernorm.py", "log_softmax.py", "sum_middle_dim.py", "linear_relu.py"}) {
