@@ -34,6 +34,7 @@ const std::vector<Command>& commands() {
       {"plan", "the Amdahl table of a profile and its [[kernel]] entries", plan_command},
       {"export", "the kept kernels as a PyTorch package of custom ops (--run DIR --out DIR)", export_command},
       {"verify", "a model with and without the exported ops: outputs and end-to-end speedup", verify_command},
+      {"kernelbench", "KernelBench problem files -> user type specs and a config (--out CONFIG)", kernelbench_command},
       {"worker", "internal: the process that runs candidates for the daemon", worker_command},
       {"compile-server", "internal: the process that compiles candidates, reading only CUDA's headers", compile_server_command},
   };

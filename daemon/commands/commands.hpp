@@ -26,6 +26,7 @@ int profile_command(const Args& args);  ///< profile any CUDA program
 int plan_command(const Args& args);     ///< the Amdahl plan of a profile
 int export_command(const Args& args);   ///< kept kernels as a PyTorch package
 int verify_command(const Args& args);   ///< a model with and without the exported ops
+int kernelbench_command(const Args& args);  ///< KernelBench problems -> user type specs and a config
 
 /// Parses with `parser`; prints help or the error. Returns -1 to go on, else the exit code.
 class ArgParser;

@@ -1,0 +1,238 @@
+#include "daemon/kernelbench/problem_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace ak {
+namespace {
+
+using json = nlohmann::json;
+
+/// A TOML basic string: JSON's escapes are TOML's, and DEL, which TOML forbids raw, is escaped too.
+std::string toml_string(const std::string& s) {
+  std::string out;
+  for (char c : json(s).dump(-1, ' ', false, json::error_handler_t::replace)) {
+    if (c == '\x7f') out += "\\u007f";
+    else out += c;
+  }
+  return out;
+}
+
+bool plain_identifier(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+}
+
+/// A tensor's name as a C identifier of its own: "linear.weight" -> "linear_weight"; a name a C
+/// keyword, the template's T, a dim or an earlier tensor already has gets a suffix.
+std::string argument_name(const std::string& torch_name, std::set<std::string>& taken) {
+  static const std::set<std::string> reserved{
+      "T", "auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "do",
+      "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "int", "long", "new",
+      "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
+      "true", "typedef", "typename", "union", "unsigned", "void", "volatile", "while"};
+  std::string base;
+  for (char c : torch_name) base += std::isalnum((unsigned char)c) ? c : '_';
+  if (base.empty() || std::isdigit((unsigned char)base[0])) base = "t_" + base;
+  std::string name = base;
+  for (int i = 1; reserved.count(name) || taken.count(name); ++i) name = base + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
+}
+
+std::string shape_text(const json& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += shape[i].is_string() ? toml_string(shape[i].get<std::string>()) : std::to_string(shape[i].get<int64_t>());
+  }
+  return out + "]";
+}
+
+std::string values_text(const DimValues& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::vector<json> all_tensors(const json& a) {
+  std::vector<json> out;
+  for (const char* key : {"inputs", "parameters", "buffers", "outputs"})
+    for (auto& t : a.value(key, json::array())) out.push_back(t);
+  return out;
+}
+
+enum class DimRole { Batch, Feature, Row };
+
+/// Batch-like: in an input's shape, never a tensor's last dimension, in no parameter or buffer.
+/// Row: the last dimension of some tensor. Feature: the rest.
+std::vector<DimRole> dim_roles(const json& a, const std::vector<std::string>& dims) {
+  std::set<std::string> in_inputs, last, in_weights;
+  for (auto& t : a.value("inputs", json::array()))
+    for (auto& e : t["shape"]) if (e.is_string()) in_inputs.insert(e.get<std::string>());
+  for (const char* key : {"parameters", "buffers"})
+    for (auto& t : a.value(key, json::array()))
+      for (auto& e : t["shape"]) if (e.is_string()) in_weights.insert(e.get<std::string>());
+  for (auto& t : all_tensors(a))
+    if (!t["shape"].empty() && t["shape"].back().is_string()) last.insert(t["shape"].back().get<std::string>());
+  std::vector<DimRole> roles;
+  for (auto& d : dims) {
+    if (last.count(d)) roles.push_back(DimRole::Row);
+    else if (in_inputs.count(d) && !in_weights.count(d)) roles.push_back(DimRole::Batch);
+    else roles.push_back(DimRole::Feature);
+  }
+  return roles;
+}
+
+int64_t largest_tensor(const json& a, const std::vector<std::string>& dims, const DimValues& v) {
+  int64_t largest = 1;
+  for (auto& t : all_tensors(a)) {
+    int64_t n = 1;
+    for (auto& e : t["shape"]) {
+      if (e.is_number_integer()) n *= e.get<int64_t>();
+      else n *= v[size_t(std::find(dims.begin(), dims.end(), e.get<std::string>()) - dims.begin())];
+    }
+    largest = std::max(largest, n);
+  }
+  return largest;
+}
+
+/// Halves the largest size (the last of equals) until the largest tensor fits; an odd pattern
+/// stays odd, so a shape made of sizes that are multiples of nothing stays that way.
+DimValues fit(const json& a, const std::vector<std::string>& dims, DimValues v, int64_t max_elements) {
+  while (largest_tensor(a, dims, v) > max_elements) {
+    size_t at = 0;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] >= v[at]) at = i;
+    if (v[at] <= 1) break;  // integer literals alone exceed the budget: keep the smallest there is
+    const bool odd = v[at] % 2 == 1;
+    v[at] /= 2;
+    if (odd) v[at] |= 1;
+  }
+  return v;
+}
+
+DimValues pattern(const std::vector<DimRole>& roles, int64_t batch, int64_t feature, int64_t row) {
+  DimValues v;
+  for (auto r : roles) v.push_back(r == DimRole::Batch ? batch : r == DimRole::Feature ? feature : row);
+  return v;
+}
+
+}  // namespace
+
+std::string kernelbench_type_name(const std::string& problem_path) {
+  std::string stem = std::filesystem::path(problem_path).stem().string(), name = "kb_";
+  for (char c : stem) {
+    const char l = char(std::tolower((unsigned char)c));
+    if ((l >= 'a' && l <= 'z') || (l >= '0' && l <= '9')) name += l;
+    else if (name.back() != '_') name += '_';
+  }
+  if (name.size() > 48) name.resize(48);
+  while (name.size() > 3 && name.back() == '_') name.pop_back();
+  return name;
+}
+
+StageShapes kernelbench_stage_shapes(const json& a, int64_t max_elements) {
+  const auto dims = a.value("sizes", std::vector<std::string>{});
+  const auto roles = dim_roles(a, dims);
+  StageShapes s;
+  for (auto& d : dims) s.bench.push_back(a["globals"][d]["value"].get<int64_t>());
+  auto add = [&](std::vector<DimValues>& list, DimValues v, int64_t budget) {
+    v = fit(a, dims, std::move(v), budget);
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  s.smoke = fit(a, dims, pattern(roles, 4, 64, 1000), std::max<int64_t>(max_elements / 64, 1));
+  add(s.sweep, pattern(roles, 64, 256, 4096), max_elements);
+  add(s.sweep, pattern(roles, 33, 33, 1531), max_elements);
+  add(s.sweep, pattern(roles, 128, 128, 2048), max_elements);
+  add(s.sweep, pattern(roles, 7, 3, 65537), max_elements);
+  add(s.sweep, pattern(roles, 1531, 7, 33), max_elements);
+  s.stability = s.determinism = s.sweep.front();
+  add(s.edge, pattern(roles, 1, 1, 1), max_elements);
+  add(s.edge, pattern(roles, 1, 3, 65537), max_elements);
+  add(s.edge, pattern(roles, 3, 7, 7), max_elements);
+  return s;
+}
+
+std::string kernelbench_spec_text(const json& a, const std::string& name, const std::string& reference,
+                                  const std::string& source_path) {
+  const std::string kind = a["kind"], grid = a["grid"];
+  const auto dims = a.value("sizes", std::vector<std::string>{});
+  const StageShapes s = kernelbench_stage_shapes(a);
+  std::string summary = a.value("summary", std::string());
+  if (summary.empty()) summary = "KernelBench problem " + std::filesystem::path(source_path).filename().string();
+  std::string t = "# Written by `autokernel kernelbench` from the problem file below; edit freely.\n";
+  t += "name = " + toml_string(name) + "\n";
+  t += "summary = " + toml_string(summary) + "\n";
+  t += "reference = " + toml_string(reference) + "\n";
+  t += "kind = " + toml_string(kind) + "\n";
+  t += "grid = " + toml_string(grid) + "\n";
+  t += "dtypes = [\"fp32\"]\n";
+  if (kind == "gemm_epilogue") {
+    const json& g = a["gemm"];
+    auto factor = [](const json& e) { return e.is_string() ? e.get<std::string>() : std::to_string(e.get<int64_t>()); };
+    t += "metric = \"TFLOPS\"\n";
+    t += "flops = " + toml_string("2 * " + factor(g["m"]) + " * " + factor(g["n"]) + " * " + factor(g["k"])) + "\n";
+  } else {
+    t += "metric = \"GBps\"\n";
+  }
+  t += "bytes = \"tensors\"\n\n";
+  std::string dims_text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) dims_text += (i ? ", " : "") + toml_string(dims[i]);
+  t += "dims = " + dims_text + "]\n";
+  t += "bench = " + values_text(s.bench) + "\n";
+  t += "smoke = " + values_text(s.smoke) + "\n";
+  t += "sweep = [";
+  for (size_t i = 0; i < s.sweep.size(); ++i) t += (i ? ", " : "") + values_text(s.sweep[i]);
+  t += "]\n";
+  t += "stability = " + values_text(s.stability) + "\n";
+  t += "determinism = " + values_text(s.determinism) + "\n";
+  t += "edge = [";
+  for (size_t i = 0; i < s.edge.size(); ++i) t += (i ? ", " : "") + values_text(s.edge[i]);
+  t += "]\n\n[fixed]\n";
+  const json fixed = a.value("fixed", json::object()), derived = a.value("derived", json::object());
+  for (auto& [k, v] : fixed.items())
+    if (plain_identifier(k)) t += k + " = " + v.dump() + "\n";
+  for (auto& [k, from] : derived.items()) {
+    std::string names;
+    for (auto& f : from) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+    if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
+      t += "# " + k + " is computed from " + names + ": the reference must compute it again at each shape\n";
+  }
+  std::set<std::string> taken(dims.begin(), dims.end());
+  for (auto& [key, role] : std::vector<std::pair<const char*, const char*>>{
+           {"inputs", "input"}, {"parameters", "parameter"}, {"buffers", "buffer"}, {"outputs", "output"}})
+    for (auto& tensor : a.value(key, json::array())) {
+      t += "\n[[tensor]]\nname = " + toml_string(argument_name(tensor["name"], taken)) + "\n";
+      t += "role = \"" + std::string(role) + "\"\n";
+      t += "shape = " + shape_text(tensor["shape"]) + "\n";
+      const bool int64 = tensor.value("type", std::string("float")) == "int64";
+      t += std::string("type = \"") + (int64 ? "int64" : "float") + "\"\n";
+      for (const char* bound : {"low", "high"})
+        if (int64 && tensor.contains(bound) && (tensor[bound].is_string() || tensor[bound].is_number_integer()))
+          t += std::string(bound) + " = " + (tensor[bound].is_string() ? toml_string(tensor[bound]) : tensor[bound].dump()) + "\n";
+    }
+  return t;
+}
+
+std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths) {
+  std::string t = "# Written by `autokernel kernelbench`: one user type per KernelBench problem it accepted.\n"
+                  "# Check it with `autokernel config check FILE`; run it with `autokernel run --config FILE`.\n\n";
+  t += "[run]\nname = " + toml_string(run_name) + "\nworkdir = \"runs\"             # relative to this file\n\n";
+  t += "[llm]\n"
+       "# The user types have no starter kernel: an LLM writes the first one of each, so choose one here\n"
+       "# (docs/llm.md); with the builtin tuner alone `run` stops and names the type that has none.\n"
+       "# provider = \"anthropic\"\n# model = \"claude-sonnet-4-5\"\n# api_key_env = \"ANTHROPIC_API_KEY\"\n";
+  // Equal shares of a program's time: the problems are independent, and the weights add up to at most 1.
+  const double weight = spec_paths.empty() ? 0 : std::floor(10000.0 / double(spec_paths.size())) / 10000.0;
+  char w[32];
+  std::snprintf(w, sizeof w, "%.4f", weight);
+  for (auto& p : spec_paths)
+    t += "\n[[kernel]]\nspec = " + toml_string(p) + "\ndtype = \"fp32\"\nweight = " + w + "\n";
+  return t;
+}
+
+}  // namespace ak

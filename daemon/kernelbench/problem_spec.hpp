@@ -1,0 +1,36 @@
+#pragma once
+/// What `autokernel kernelbench` writes for an accepted problem: the user type's name, the shapes
+/// of its five stages scaled down from the module's own, its spec (the TOML of
+/// USER-TYPES-PLAN section 1) and the config that names the specs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ak {
+
+/// "kb_" and the file's stem, lower-cased, runs of other characters as one '_', at most 48
+/// characters in all: "19_ReLU.py" -> "kb_19_relu".
+std::string kernelbench_type_name(const std::string& problem_path);
+
+using DimValues = std::vector<int64_t>;  ///< one value per size global, in the spec's dims order
+
+struct StageShapes {
+  DimValues bench, smoke, stability, determinism;
+  std::vector<DimValues> sweep, edge;
+};
+
+/// Stage shapes for an accepted analysis: small shapes, sizes that are multiples of nothing (33,
+/// 1531, 65537), 1 for every batch-like size in an edge shape, and each shape's largest tensor
+/// at most `max_elements` (smoke: 1/64 of it).
+StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis, int64_t max_elements = int64_t(1) << 22);
+
+/// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name.
+std::string kernelbench_spec_text(const nlohmann::json& analysis, const std::string& name,
+                                  const std::string& reference, const std::string& source_path);
+
+/// The config: [run], [llm] left to the user, one [[kernel]] per spec path (relative to the config).
+std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths);
+
+}  // namespace ak

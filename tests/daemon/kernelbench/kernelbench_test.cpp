@@ -1,0 +1,382 @@
+// The KernelBench importer: the embedded analyser on real problem files (it needs a Python 3 but
+// no PyTorch), the spec and config it writes, the command's exit codes, and the example kernels
+// under examples/kernelbench/kernels compiled by NVRTC.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/kernelbench/problem_analysis.hpp"
+#include "daemon/kernelbench/problem_spec.hpp"
+#include "harness/nvrtc_compile.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kExamples = std::string(AK_SOURCE_DIR) + "/examples/kernelbench/";
+
+/// False, with a message, where no python3 is on PATH: the analysis cannot run there.
+bool python_or_skip() {
+  if (python_available("python3")) return true;
+  WARN("SKIPPED: no python3 on PATH; the KernelBench analyser needs one");
+  return false;
+}
+
+json analyse(const std::string& path) {
+  auto a = analyse_problem("python3", path);
+  INFO(path);
+  REQUIRE(a.ok());
+  return *a;
+}
+
+json analyse_text(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  return analyse(dir.write(name, text));
+}
+
+std::vector<json> shapes_of(const json& tensors) {
+  std::vector<json> out;
+  for (auto& t : tensors) out.push_back(t["shape"]);
+  return out;
+}
+
+const char* kConvProblem = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super(Model, self).__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+batch_size = 16
+in_channels = 3
+out_channels = 64
+height = width = 128
+kernel_size = 3
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+)";
+
+const char* kCumsumProblem = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super(Model, self).__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+batch_size = 128
+input_shape = (4000,)
+dim = 1
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape)]
+
+def get_init_inputs():
+    return [dim]
+)";
+
+/// A sum over axis `dim` where `dim` is an axis, or (as_size) a size of the input as well.
+std::string sum_problem(bool dim_is_size) {
+  return std::string(R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+batch_size = 64
+)") + (dim_is_size ? "dim = 16384\n\ndef get_inputs():\n    return [torch.rand(batch_size, dim)]\n"
+                   : "features = 256\ndim = 1\n\ndef get_inputs():\n    return [torch.rand(batch_size, features)]\n") +
+         "\ndef get_init_inputs():\n    return []\n";
+}
+
+}  // namespace
+
+TEST_CASE("the analyser reads each example problem: sizes, tensors, kind and output shape", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  SECTION("GELU-tanh is elementwise over [batch_size, dim]") {
+    auto a = analyse(kExamples + "gelu_tanh.py");
+    CHECK(a["accepted"] == true);
+    CHECK(a["kind"] == "elementwise");
+    CHECK(a["grid"] == "elements");
+    CHECK(a["sizes"] == json({"batch_size", "dim"}));
+    CHECK(a["globals"]["dim"]["value"] == 16384);
+    CHECK(shapes_of(a["inputs"]) == std::vector<json>{json({"batch_size", "dim"})});
+    CHECK(a["parameters"].empty());
+    CHECK(a["outputs"][0]["shape"] == json({"batch_size", "dim"}));
+  }
+  SECTION("the residual LayerNorm is row-wise, with two inputs, the norm's weight and bias, and a fixed scale") {
+    auto a = analyse(kExamples + "residual_layernorm.py");
+    CHECK(a["kind"] == "rowwise");
+    CHECK(a["grid"] == "rows");
+    CHECK(a["sizes"] == json({"batch_size", "hidden"}));
+    CHECK(a["fixed"] == json({{"scale", 0.5}}));
+    REQUIRE(a["inputs"].size() == 2);
+    CHECK(a["inputs"][0]["name"] == "x");
+    CHECK(a["inputs"][1]["name"] == "residual");
+    REQUIRE(a["parameters"].size() == 2);
+    CHECK(a["parameters"][0]["name"] == "norm.weight");
+    CHECK(a["parameters"][0]["shape"] == json({"hidden"}));
+    CHECK(a["parameters"][1]["name"] == "norm.bias");
+    CHECK(a["outputs"][0]["shape"] == json({"batch_size", "hidden"}));
+  }
+  SECTION("log-softmax over dim=1 of a 2-D input is row-wise") {
+    auto a = analyse(kExamples + "log_softmax.py");
+    CHECK(a["kind"] == "rowwise");
+    CHECK(a["outputs"][0]["shape"] == json({"batch_size", "dim"}));
+  }
+  SECTION("the sum over the middle axis is a reduction whose output drops that axis; dim = 1 is fixed") {
+    auto a = analyse(kExamples + "sum_middle_dim.py");
+    CHECK(a["kind"] == "reduction");
+    CHECK(a["grid"] == "elements");
+    CHECK(a["reduce_axis"] == 1);
+    CHECK(a["sizes"] == json({"batch_size", "reduce_size", "features"}));
+    CHECK(a["globals"]["dim"]["role"] == "fixed");
+    CHECK(a["fixed"] == json({{"dim", 1}}));
+    CHECK(a["outputs"][0]["shape"] == json({"batch_size", "features"}));
+  }
+  SECTION("Linear + ReLU is a GEMM with an epilogue: weight [out, in], bias [out], output [batch, out]") {
+    auto a = analyse(kExamples + "linear_relu.py");
+    CHECK(a["kind"] == "gemm_epilogue");
+    CHECK(a["grid"] == "tiles");
+    REQUIRE(a["parameters"].size() == 2);
+    CHECK(a["parameters"][0]["name"] == "linear.weight");
+    CHECK(a["parameters"][0]["shape"] == json({"out_features", "in_features"}));
+    CHECK(a["parameters"][1]["shape"] == json({"out_features"}));
+    CHECK(a["outputs"][0]["shape"] == json({"batch_size", "out_features"}));
+    CHECK(a["gemm"] == json({{"m", "batch_size"}, {"k", "in_features"}, {"n", "out_features"}}));
+  }
+}
+
+TEST_CASE("the analyser refuses convolutions and scans, naming the construct and its line", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  test::TempDir dir;
+  auto conv = analyse_text(dir, "conv.py", kConvProblem);
+  CHECK(conv["accepted"] == false);
+  CHECK(conv["kind"] == "refused");
+  CHECK(conv["refused"] == "a convolution: Conv2d (line 7)");
+  auto scan = analyse_text(dir, "scan.py", kCumsumProblem);
+  CHECK(scan["kind"] == "refused");
+  CHECK(scan["refused"] == "a scan (cumsum): cumsum (line 10)");
+  auto broken = analyse_text(dir, "broken.py", "class Model(:\n");
+  CHECK(broken["kind"] == "refused");
+  CHECK(broken["refused"].get<std::string>().rfind("not valid Python", 0) == 0);
+  auto no_model = analyse_text(dir, "plain.py", "x = 1\n");
+  CHECK(no_model["refused"] == "no Model: not a problem in KernelBench's format");
+}
+
+TEST_CASE("a global used as an axis is fixed, the same name used as a tensor's size is a size", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  test::TempDir dir;
+  auto axis = analyse_text(dir, "axis.py", sum_problem(false));
+  CHECK(axis["accepted"] == true);
+  CHECK(axis["sizes"] == json({"batch_size", "features"}));
+  CHECK(axis["globals"]["dim"]["role"] == "fixed");
+  auto size = analyse_text(dir, "size.py", sum_problem(true));
+  CHECK(size["accepted"] == true);
+  CHECK(size["sizes"] == json({"batch_size", "dim"}));
+  CHECK(size["globals"]["dim"]["role"] == "size");
+  CHECK(size["outputs"][0]["shape"] == json({"batch_size"}));
+  CHECK(size["grid"] == "rows");
+}
+
+TEST_CASE("BatchNorm's parameters come before its buffers, num_batches_tracked an int64 scalar", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  test::TempDir dir;
+  auto a = analyse_text(dir, "bn.py", R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, scale_shape):
+        super(Model, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.scale = nn.Parameter(torch.randn(scale_shape))
+        self.bn = nn.BatchNorm1d(out_features)
+
+    def forward(self, x):
+        return self.bn(self.gemm(x) * self.scale)
+
+batch_size = 128
+in_features = 1024
+out_features = 512
+scale_shape = (out_features,)
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features, scale_shape]
+)");
+  CHECK(a["kind"] == "gemm_epilogue");
+  std::vector<std::string> names;
+  for (auto& p : a["parameters"]) names.push_back(p["name"]);
+  // named_parameters: the module's own parameter first, then each submodule's in order.
+  CHECK(names == std::vector<std::string>{"scale", "gemm.weight", "gemm.bias", "bn.weight", "bn.bias"});
+  REQUIRE(a["buffers"].size() == 3);
+  CHECK(a["buffers"][2]["name"] == "bn.num_batches_tracked");
+  CHECK(a["buffers"][2]["type"] == "int64");
+  CHECK(a["buffers"][2]["shape"] == json::array());
+  // scale_shape follows out_features: the spec says the reference must compute it again.
+  CHECK(a["derived"] == json({{"scale_shape", {"out_features"}}}));
+  CHECK(kernelbench_spec_text(a, "kb_bn", "kb_bn.py", "bn.py")
+            .find("# scale_shape is computed from out_features: the reference must compute it again at each shape\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("a type's name is the file's stem, sanitised", "[kernelbench]") {
+  CHECK(kernelbench_type_name("level1/19_ReLU.py") == "kb_19_relu");
+  CHECK(kernelbench_type_name("a/12_Gemm_Multiply_LeakyReLU.py") == "kb_12_gemm_multiply_leakyrelu");
+  CHECK(kernelbench_type_name("x--Y .py") == "kb_x_y");
+  CHECK(kernelbench_type_name(std::string(80, 'a') + ".py").size() == 48);
+}
+
+TEST_CASE("the spec written for a problem has its dims, shapes and tensors in the plan's format", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  auto a = analyse(kExamples + "residual_layernorm.py");
+  const std::string spec = kernelbench_spec_text(a, "kb_residual_layernorm", "kb_residual_layernorm.py",
+                                                 kExamples + "residual_layernorm.py");
+  for (const char* line : {"name = \"kb_residual_layernorm\"\n", "reference = \"kb_residual_layernorm.py\"\n",
+                           "kind = \"rowwise\"\n", "grid = \"rows\"\n", "dtypes = [\"fp32\"]\n", "metric = \"GBps\"\n",
+                           "dims = [\"batch_size\", \"hidden\"]\n", "bench = [8192, 4096]\n", "smoke = [4, 1000]\n",
+                           "edge = [[1, 1], [1, 65537], [3, 7]]\n", "[fixed]\nscale = 0.5\n",
+                           "[[tensor]]\nname = \"norm_weight\"\nrole = \"parameter\"\nshape = [\"hidden\"]\ntype = \"float\"\n",
+                           "[[tensor]]\nname = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"hidden\"]\n"}) {
+    INFO(line);
+    CHECK(spec.find(line) != std::string::npos);
+  }
+  // Inputs, then parameters, then outputs.
+  CHECK(spec.find("name = \"residual\"") < spec.find("name = \"norm_weight\""));
+  CHECK(spec.find("name = \"norm_bias\"") < spec.find("name = \"out\""));
+}
+
+TEST_CASE("tensor names in the spec are distinct C identifiers", "[kernelbench]") {
+  json a = {{"kind", "elementwise"}, {"grid", "elements"}, {"sizes", {"n"}},
+            {"globals", {{"n", {{"value", 64}, {"role", "size"}}}}},
+            {"inputs", {{{"name", "out"}, {"shape", {"n"}}}, {{"name", "float"}, {"shape", {"n"}}},
+                        {{"name", "n"}, {"shape", {"n"}}}}},
+            {"outputs", {{{"name", "out"}, {"shape", {"n"}}}}}};
+  const std::string spec = kernelbench_spec_text(a, "kb_t", "kb_t.py", "t.py");
+  for (const char* name : {"name = \"out\"\nrole = \"input\"", "name = \"float_1\"", "name = \"n_1\"",
+                           "name = \"out_1\"\nrole = \"output\""}) {
+    INFO(name);
+    CHECK(spec.find(name) != std::string::npos);
+  }
+}
+
+TEST_CASE("stage shapes stay small, include sizes that are multiples of nothing and 1 for batch sizes", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  for (const char* file : {"gelu_tanh.py", "residual_layernorm.py", "log_softmax.py", "sum_middle_dim.py", "linear_relu.py"}) {
+    INFO(file);
+    auto a = analyse(kExamples + file);
+    const StageShapes s = kernelbench_stage_shapes(a);
+    const auto dims = a["sizes"].get<std::vector<std::string>>();
+    CHECK(s.bench.size() == dims.size());
+    int64_t largest_input = 0;
+    for (auto& v : s.sweep) {
+      int64_t n = 1;
+      for (auto& e : a["inputs"][0]["shape"]) n *= v[size_t(std::find(dims.begin(), dims.end(), e) - dims.begin())];
+      largest_input = std::max(largest_input, n);
+      CHECK(n <= (int64_t(1) << 22));
+    }
+    CHECK(largest_input > 1000);
+    bool odd = false;
+    for (auto& v : s.sweep) odd = odd || std::all_of(v.begin(), v.end(), [](int64_t x) { return x % 2 == 1; });
+    CHECK(odd);
+    CHECK(s.edge.front() == DimValues(dims.size(), 1));
+    CHECK(s.stability == s.sweep.front());
+  }
+}
+
+TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes the config", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  test::TempDir dir;
+  const std::string conv = dir.write("conv.py", kConvProblem);
+  auto r = test::run_autokernel("kernelbench " + kExamples + "*.py " + conv + " --out " + (dir.path / "kb.toml").string());
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("gelu_tanh.py: accepted (elementwise) as kb_gelu_tanh") != std::string::npos);
+  CHECK(r.out.find("linear_relu.py: accepted (gemm_epilogue) as kb_linear_relu") != std::string::npos);
+  CHECK(r.out.find("conv.py: refused: a convolution: Conv2d (line 7)") != std::string::npos);
+  CHECK(r.out.find("5 accepted, 1 refused") != std::string::npos);
+  for (const char* name : {"kb_gelu_tanh", "kb_residual_layernorm", "kb_log_softmax", "kb_sum_middle_dim", "kb_linear_relu"}) {
+    INFO(name);
+    CHECK(fs::exists(dir.path / "types" / (std::string(name) + ".toml")));
+    CHECK(fs::exists(dir.path / "types" / (std::string(name) + ".py")));
+  }
+  CHECK(test::read_file((dir.path / "types/kb_gelu_tanh.py").string()) == test::read_file(kExamples + "gelu_tanh.py"));
+  const std::string config = test::read_file((dir.path / "kb.toml").string());
+  CHECK(config.find("[run]\nname = \"kb\"\n") != std::string::npos);
+  CHECK(config.find("[llm]\n#") != std::string::npos);
+  CHECK(config.find("[[kernel]]\nspec = \"types/kb_sum_middle_dim.toml\"\ndtype = \"fp32\"\nweight = 0.2000\n") !=
+        std::string::npos);
+  CHECK(config.find("conv") == std::string::npos);
+
+  SECTION("--types puts the specs elsewhere, named relative to the config") {
+    auto t = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + (dir.path / "c/one.toml").string() +
+                                  " --types " + (dir.path / "specs").string());
+    CHECK(t.exit_code == 0);
+    CHECK(fs::exists(dir.path / "specs/kb_gelu_tanh.toml"));
+    CHECK(test::read_file((dir.path / "c/one.toml").string()).find("spec = \"../specs/kb_gelu_tanh.toml\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("autokernel kernelbench exits 2 when nothing is accepted, on bad usage and without python", "[kernelbench]") {
+  test::TempDir dir;
+  const std::string conv = dir.write("conv.py", kConvProblem);
+  if (python_available("python3")) {
+    auto none = test::run_autokernel("kernelbench " + conv + " --out " + (dir.path / "kb.toml").string());
+    CHECK(none.exit_code == 2);
+    CHECK(none.out.find("no problem accepted (1 refused)") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "kb.toml"));
+    auto missing = test::run_autokernel("kernelbench " + (dir.path / "absent.py").string() + " --out " + (dir.path / "kb.toml").string());
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.out.find("absent.py: refused: no such file") != std::string::npos);
+  }
+  auto no_out = test::run_autokernel("kernelbench " + conv);
+  CHECK(no_out.exit_code == 2);
+  CHECK(no_out.out.find("give --out CONFIG") != std::string::npos);
+  auto no_files = test::run_autokernel("kernelbench --out x.toml");
+  CHECK(no_files.exit_code == 2);
+  auto no_python = test::run_autokernel("kernelbench " + conv + " --out " + (dir.path / "kb.toml").string() +
+                                        " --python " + (dir.path / "no-python3").string());
+  CHECK(no_python.exit_code == 2);
+  CHECK(no_python.out.find("the analysis of a problem needs a Python 3") != std::string::npos);
+}
+
+TEST_CASE("the example kernels compile with NVRTC in the user-type contract", "[kernelbench][nvrtc]") {
+  for (auto& entry : fs::directory_iterator(kExamples + "kernels")) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".cu") continue;
+    const std::string type = "kb_" + file.substr(0, file.find('.'));
+    // The honest kernels take every dtype; the wrong and cheating ones fp32 (and fp16 where they can).
+    std::vector<std::string> dtypes{"float"};
+    if (file.find(".wrong") == std::string::npos && file.find(".cheating") == std::string::npos)
+      dtypes = {"float", "__half", "__nv_bfloat16"};
+    CompileRequest req{test::read_file(entry.path().string()), file, {}, "sm_90a"};
+    for (auto& d : dtypes) req.name_expressions.push_back(type + "_kernel<" + d + ">");
+    INFO(file);
+    auto out = nvrtc_compile(req);
+    REQUIRE(out.ok());
+    INFO(out->log);
+    CHECK(out->ok);
+    CHECK(out->functions.size() == dtypes.size());
+    CHECK(req.source.find("extern \"C\" __constant__ int ak_block_threads") != std::string::npos);
+  }
+}
