@@ -52,13 +52,13 @@ std::string op_cost_text(const nlohmann::json& report) {
   std::string out;
   if (report.contains("cpu_cost") && report["cpu_cost"].contains("calls")) {
     const auto& cost = report["cpu_cost"];
-    out += format_numbers("CPU time of one call, as the model calls it (goal: at most %.0f µs)", num(cost, "goal_us")) + "\n";
+    out += format_numbers("CPU time of one call (goal: at most %.0f µs alone)", num(cost, "goal_us")) + "\n";
     for (auto& c : cost["calls"]) {
       char line[480];
       std::snprintf(line, sizeof line,
-                    "  %s\n    CPU %6.2f µs in the model, %6.2f alone (the original %6.2f, %6.2f); GPU %8.2f µs (the original %8.2f)\n",
-                    c.value("name", std::string("?")).c_str(), num(c, "us_per_call"), num(c, "alone_us_per_call"),
-                    num(c, "original_us_per_call"), num(c, "original_alone_us_per_call"), num(c, "gpu_us_per_call"),
+                    "  %s\n    CPU %6.2f µs alone, %6.2f in the model's steps (the original %6.2f, %6.2f); GPU %8.2f µs (the original %8.2f)\n",
+                    c.value("name", std::string("?")).c_str(), num(c, "alone_us_per_call"), num(c, "us_per_call"),
+                    num(c, "original_alone_us_per_call"), num(c, "original_us_per_call"), num(c, "gpu_us_per_call"),
                     num(c, "original_gpu_us_per_call"));
       out += line;
     }

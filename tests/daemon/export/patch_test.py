@@ -113,5 +113,26 @@ class ApplyAndRestore(unittest.TestCase):
         self.assertIs(F.rms_norm, original)
 
 
+class Unpatched(unittest.TestCase):
+    """verify.py times eager PyTorch inside the patched block: the originals back for a while, then
+    the very same replacements (checked already) again."""
+
+    def test_the_originals_run_inside_and_the_same_replacements_after(self):
+        import fake_torch
+        fake_torch.install()
+        verify = fake_torch.package_module("verify")
+        mods = fresh_modules()
+        F, llama = mods["torch.nn.functional"], mods["transformers.models.llama.modeling_llama"]
+        original_rms = F.rms_norm
+        with _patch.Patches().apply(_patch.find_targets(mods, {"rmsnorm", "rotary_embedding"}), tagged) as p:
+            replacement = F.rms_norm
+            with verify.unpatched(p):
+                self.assertIs(F.rms_norm, original_rms)
+                self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "rope")
+            self.assertIs(F.rms_norm, replacement)
+            self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "autokernel:rotary_embedding")
+        self.assertIs(F.rms_norm, original_rms)
+
+
 if __name__ == "__main__":
     unittest.main()

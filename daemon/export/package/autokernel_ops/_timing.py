@@ -7,7 +7,7 @@ import torch
 
 def summary(times_ms):
     return {"median_ms": statistics.median(times_ms), "min_ms": min(times_ms), "max_ms": max(times_ms),
-            "steps": len(times_ms)}
+            "steps": len(times_ms), "times_ms": list(times_ms)}
 
 
 def time_steps(step, steps, warmup):
