@@ -167,6 +167,19 @@ class DirectCalls(Base):
         self.assertIs(calls[-1][1], k)
         self.assertEqual(self.op_calls(), [])
 
+    def test_a_model_helper_with_a_two_dimensional_table_takes_the_op_and_one_of_four_does_not(self):
+        calls, direct = self.direct("rotary_embedding")
+        original = Calls((torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))
+        direct["rotary_embedding"] = lambda *a: (calls.append(a), (torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))[1]
+        rope = R.make_replacement(target("function", "rotary_embedding"), original, self.ops, direct=direct)
+        q, k = torch.Tensor([1.0, 2.0]), torch.Tensor([3.0, 4.0])
+        table = types.SimpleNamespace(ndim=2)   # [seq, head_dim], broadcast over batch and heads
+        rope(q, k, table, table)
+        rope(q, k, table, table)
+        self.assertEqual((len(calls), original.calls), (2, 1))
+        rope(q, k, types.SimpleNamespace(ndim=4), types.SimpleNamespace(ndim=4))
+        self.assertEqual((len(calls), original.calls), (2, 2))
+
 
 class CheckedOnFirstCall(Base):
     def agreeing_forward(self):

@@ -188,12 +188,15 @@ def _norm_forward(op, type_, direct=None):
 
 def _rotary(op, direct=None):
     """apply_rotary_pos_emb(q, k, cos, sin) as transformers calls it (cos, sin [batch, seq,
-    head_dim], unsqueezed at dim 1): one call of the op on q and k as they are, strided views
-    included; the op checks the rest and runs PyTorch's code for what its kernel does not cover."""
+    head_dim], unsqueezed at dim 1), or as a model's own helper of that name takes a table of
+    [seq, head_dim] broadcast over batch and heads: one call of the op on q and k as they are,
+    strided views included; the op checks the rest and runs PyTorch's code for what its kernel does
+    not cover. (A helper that meant something else by a 2-D table disagrees on its first call, which
+    withdraws the replacement.)"""
     eager = direct or op
 
     def fast(compiling, q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
-        if unsqueeze_dim != 1 or cos.ndim != 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
+        if unsqueeze_dim != 1 or not 2 <= cos.ndim <= 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
             return None
         return (op if compiling or type(q) is not _Tensor else eager)(q, k, cos, sin)
     return fast
