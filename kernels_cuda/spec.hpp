@@ -111,9 +111,9 @@ struct ArgSpec {
 struct LaunchGeometry {
   int block_threads = 0;
   int rows_per_block = 1;
-  int items_per_thread = 1;  ///< elements of the output one thread computes (user types' "elements" grid)
   int tile_m = 0;  ///< rows of the output one block computes (tiled types)
   int tile_n = 0;  ///< columns of the output one block computes (tiled types)
+  int items_per_thread = 1;  ///< elements of the output one thread computes (user types' "elements" grid)
 };
 
 /// What a speedup is measured against when a config gives no baseline_us.

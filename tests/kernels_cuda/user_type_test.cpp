@@ -169,9 +169,14 @@ TEST_CASE("the KernelSpec of a user type follows the contract", "[user_type]") {
   CHECK(g.flops(Shape{10, 100}) == 0);
   CHECK(g.tolerance(DType::F32).atol == 1e-4);
   // elements: ceil(numel / (threads * items))
-  CHECK(g.grid(Shape{10, 100}, LaunchGeometry{256, 1, 1}) == 4);
-  CHECK(g.grid(Shape{10, 100}, LaunchGeometry{256, 1, 4}) == 1);
-  CHECK(g.grid(Shape{10, 100}, LaunchGeometry{128, 1, 2}) == 4);
+  auto elements = [](int threads, int items) {
+    LaunchGeometry g{threads};
+    g.items_per_thread = items;
+    return g;
+  };
+  CHECK(g.grid(Shape{10, 100}, elements(256, 1)) == 4);
+  CHECK(g.grid(Shape{10, 100}, elements(256, 4)) == 1);
+  CHECK(g.grid(Shape{10, 100}, elements(128, 2)) == 4);
   CHECK_THAT(g.launch_help, Contains("ak_items_per_thread"));
 
   const KernelSpec l = user_kernel_spec(parsed(test::kLogSoftmaxSpec, test::kLogSoftmaxReference));
@@ -194,7 +199,7 @@ TEST_CASE("the KernelSpec of a user type follows the contract", "[user_type]") {
   CHECK(m.args[1].fill == Fill::PlainData);
   CHECK(m.args[0].fill == Fill::Data);
   // tiles: the output as [33, 70]: ceil(33 / 16) * ceil(70 / 32)
-  LaunchGeometry tiles{128, 1, 1, 16, 32};
+  LaunchGeometry tiles{128, 1, 16, 32};
   CHECK(m.grid(s, tiles) == 3 * 3);
   CHECK(m.grid(s, LaunchGeometry{128}) == 0);   // no tile sizes: no blocks, the launch refuses it
   CHECK(m.flops(s) == 2.0 * 33 * 100 * 70);
@@ -202,7 +207,7 @@ TEST_CASE("the KernelSpec of a user type follows the contract", "[user_type]") {
   CHECK(m.metric == Metric::TFLOPS);
 }
 
-TEST_CASE("an int64 input becomes a long long argument drawn in [low, high)", "[user_type]") {
+TEST_CASE("an int64 input becomes a long long argument drawn between its low and high bounds", "[user_type]") {
   std::string t = gelu_with("type = \"float\"", "type = \"int64\"\nlow = 0\nhigh = \"dim\"");
   t = t.replace(t.find("grid = \"elements\""), 17, "grid = \"elements\"\nbytes = \"batch_size * dim * (8 + elem)\"");
   const KernelSpec k = user_kernel_spec(parsed(t));
