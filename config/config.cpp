@@ -263,6 +263,7 @@ void read_convergence(const toml::table& t, const std::string& file, std::vector
   r.number("max_hours_per_kernel", c.max_hours_per_kernel, 0, 24 * 365, true);
   r.number("target_speedup", c.target_speedup, 1, 1000, true);
   r.number("keep_threshold", c.keep_threshold, 0, 1);
+  r.integer("first_candidate_tries", c.first_candidate_tries, 1, 1000);
   r.finish();
 }
 
@@ -274,14 +275,35 @@ bool shape_of_some_version(const std::string& type, size_t dims) {
   return false;
 }
 
+/// `spec = "path"`, relative to the config: loads the user type and registers it under its name.
+void read_user_type(TableReader& r, const std::string& file, std::vector<std::string>& e, KernelEntry& k) {
+  std::string path;
+  r.string("spec", path);
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path resolved = fs::path(path).is_absolute() ? fs::path(path) : fs::path(file).parent_path() / path;
+  const std::string where = file + ":" + std::to_string(k.line) + ": [[kernel]] spec = \"" + path + "\": ";
+  auto user = load_user_type(resolved.lexically_normal().string());
+  if (!user) return e.push_back(where + "the user type is refused:\n" + user.error().message);
+  if (auto s = register_user_type(*user); !s) return e.push_back(where + s.error().message);
+  k.type = user->name;
+  k.user_type = std::make_shared<const UserTypeSpec>(std::move(*user));
+}
+
 void read_kernel(const toml::table& t, const std::string& file, std::vector<std::string>& e,
                  KernelEntry& k) {
   TableReader r(t, "kernel", file, e);
   k.line = int(t.source().begin.line);
   std::set<std::string> types;
   for (const auto* spec : all_specs()) types.insert(spec->type);
-  r.string("type", k.type, types);
-  if (!t.get("type")) e.push_back(file + ":" + std::to_string(k.line) + ": [[kernel]] needs a type");
+  if (t.get("spec")) {
+    if (t.get("type")) e.push_back(file + ":" + std::to_string(k.line) + ": [[kernel]] has both type and spec: keep one");
+    read_user_type(r, file, e, k);
+  } else {
+    r.string("type", k.type, types);
+    if (!t.get("type"))
+      e.push_back(file + ":" + std::to_string(k.line) + ": [[kernel]] needs a type (a built-in type) or a spec (a user type's .toml)");
+  }
   const KernelSpec* spec = find_spec(k.type);
   if (const toml::node* n = r.take("shape")) {
     const toml::array* a = n->as_array();
@@ -301,6 +323,11 @@ void read_kernel(const toml::table& t, const std::string& file, std::vector<std:
     k.shape = spec->bench_shape;
   }
   std::set<std::string> dtypes{"fp16", "bf16", "fp32"};
+  if (k.user_type) {
+    dtypes.clear();
+    for (DType d : k.user_type->dtypes) dtypes.insert(dtype_name(d));
+    k.dtype = dtype_name(k.user_type->dtypes.front());
+  }
   r.string("dtype", k.dtype, dtypes);
   r.number("weight", k.weight, 0, 1, true);
   double baseline = 0;

@@ -3,11 +3,13 @@
 /// starting one. Every rejection names the file, the line, the key, the value and what was
 /// expected; values of keys that may hold secrets are never echoed.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.hpp"
+#include "kernels_cuda/user_type.hpp"
 
 namespace ak {
 
@@ -64,6 +66,8 @@ struct ConvergenceConfig {
   double max_hours_per_kernel = 2.0;
   double target_speedup = 2.0;
   double keep_threshold = 0.01;    ///< a candidate must be this much faster to be kept
+  /// A user type with no starter: the LLM's first files that may fail before the kernel ends.
+  int first_candidate_tries = 5;
 };
 
 struct KernelEntry {
@@ -73,6 +77,9 @@ struct KernelEntry {
   double weight = 1.0;                  ///< share of the user's GPU time spent in this kernel
   std::optional<double> baseline_us;    ///< its time in the user's program today
   int line = 0;                         ///< where it stands in the file, for messages
+  /// `spec = "path"`: the user type this kernel is of (docs/user-types.md), registered under
+  /// `type`; null for a built-in type. Evaluation requests carry it (UserTypeSpec::to_json).
+  std::shared_ptr<const UserTypeSpec> user_type;
 };
 
 struct Config {

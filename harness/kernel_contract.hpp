@@ -26,5 +26,7 @@ inline constexpr const char* kRowsPerBlockSymbol = "ak_rows_per_block";
 inline constexpr const char* kSmemBytesSymbol = "ak_smem_bytes";
 inline constexpr const char* kTileMSymbol = "ak_tile_m";
 inline constexpr const char* kTileNSymbol = "ak_tile_n";
+/// User types with grid = "elements": output elements per thread (default 1).
+inline constexpr const char* kItemsPerThreadSymbol = "ak_items_per_thread";
 
 }  // namespace ak

@@ -69,7 +69,8 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
     return error(std::string(kBlockThreadsSymbol) + " = " + std::to_string(g.block_threads) +
                  ": expected 1 to 1024 threads per block");
   for (auto [symbol, field, fallback] : {std::tuple{kRowsPerBlockSymbol, &g.rows_per_block, 1},
-                                         std::tuple{kTileMSymbol, &g.tile_m, 0}, std::tuple{kTileNSymbol, &g.tile_n, 0}}) {
+                                         std::tuple{kTileMSymbol, &g.tile_m, 0}, std::tuple{kTileNSymbol, &g.tile_n, 0},
+                                         std::tuple{kItemsPerThreadSymbol, &g.items_per_thread, 1}}) {
     auto v = k.module_.read_int(symbol);
     if (!v) return v.error();
     *field = v->value_or(fallback);

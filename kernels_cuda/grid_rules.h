@@ -43,3 +43,11 @@ inline long long ak_persistent_blocks(long long work_blocks, long long resident_
   if (resident < cluster_blocks) resident = cluster_blocks;
   return work < resident ? work : resident;
 }
+
+/// User types with grid = "elements": one block per block_threads * items_per_thread elements of
+/// the first output.
+inline long long ak_elementwise_blocks(long long numel, int block_threads, int items_per_thread) {
+  if (block_threads < 1 || items_per_thread < 1) return 0;
+  const long long per_block = (long long)block_threads * items_per_thread;
+  return (numel + per_block - 1) / per_block;
+}

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ak {
@@ -48,6 +49,9 @@ enum class Fill {
   ClassIndexOrInvalid,
   FanIn,       ///< a GEMM weight: Data's values times 1/sqrt(shape[dim]), so products stay O(1)
   PlainData,   ///< normal values whatever the run's recipe: an input stage 3 leaves alone
+  /// int64 values uniform in [low, high) of ArgSpec::int_range: a user type's int64 input, drawn by
+  /// its reference process (get_inputs()), the bounds telling the kernel's author what to expect
+  IntRange,
 };
 
 /// The target that marks a row ignored: PyTorch's default ignore_index.
@@ -95,18 +99,21 @@ struct ArgSpec {
   std::function<int64_t(const Shape&)> computed = {};
   /// Input: the fill of some shapes when it is not `fill` (a stage shape whose every row is ignored).
   std::function<Fill(const Shape&)> fill_of_shape = {};
+  /// Fill::IntRange: the [low, high) its values are drawn in at a shape.
+  std::function<std::pair<int64_t, int64_t>(const Shape&)> int_range = {};
   Fill fill_for(const Shape& s) const { return fill_of_shape ? fill_of_shape(s) : fill; }
   bool is_buffer() const { return kind != Dim && kind != FloatConst; }
   int64_t int_value(const Shape& s) const { return computed ? computed(s) : s.at(size_t(dim)); }
 };
 
 /// The launch geometry a kernel file exports (ak_block_threads, ak_rows_per_block, ak_tile_m,
-/// ak_tile_n): what a spec's grid function turns into a number of blocks.
+/// ak_tile_n, ak_items_per_thread): what a spec's grid function turns into a number of blocks.
 struct LaunchGeometry {
   int block_threads = 0;
   int rows_per_block = 1;
   int tile_m = 0;  ///< rows of the output one block computes (tiled types)
   int tile_n = 0;  ///< columns of the output one block computes (tiled types)
+  int items_per_thread = 1;  ///< elements of the output one thread computes (user types' "elements" grid)
 };
 
 /// What a speedup is measured against when a config gives no baseline_us.

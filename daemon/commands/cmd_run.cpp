@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/loop/kernel_progress.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/loop/llm_proposer.hpp"
 #include "daemon/logging.hpp"
@@ -45,6 +46,7 @@ int run_command(const Args& args) {
   if (file.empty()) return std::fprintf(stderr, "autokernel run: --config FILE is required\n"), kExitUsage;
   auto cfg = load_config(file);
   if (!cfg) return std::fprintf(stderr, "%s\n", cfg.error().message.c_str()), kExitUsage;
+  if (auto why = first_file_missing(*cfg)) return std::fprintf(stderr, "%s\n", why->c_str()), kExitUsage;
   if (auto drv = cuda_driver(); !drv) {
     std::fprintf(stderr,
                  "autokernel run: a GPU is needed: %s.\nWithout a GPU these work: autokernel config check %s, "

@@ -19,9 +19,19 @@ std::vector<KernelProgress> initial_progress(const Config& cfg) {
     p.entry = &k;
     p.spec = find_spec(k.type);
     p.tag = count[k.type] > 1 ? k.type + "-" + std::to_string(++seen[k.type]) : k.type;
+    p.llm_writes_first = k.user_type && k.user_type->starter_source.empty();
     out.push_back(p);
   }
   return out;
+}
+
+std::optional<std::string> first_file_missing(const Config& cfg) {
+  if (cfg.llm.provider != ProviderKind::Builtin) return std::nullopt;
+  for (const KernelEntry& k : cfg.kernels)
+    if (k.user_type && k.user_type->starter_source.empty())
+      return cfg.path + ":" + std::to_string(k.line) + ": [[kernel]] of user type \"" + k.type + "\" (" + k.user_type->path +
+             ") has no starter file, and the proposer is builtin: a user type needs an LLM or a starter file (starter = \"path.cu\" in its spec)";
+  return std::nullopt;
 }
 
 namespace {
@@ -35,7 +45,11 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
     if (k.tag != row.tag) continue;
     k.experiments++;
     k.seconds += row.seconds;
-    if (!k.has_baseline) {
+    if (!k.has_baseline && k.llm_writes_first && !row.kept) {
+      // A first file of the LLM that failed: asked again, within the budget converged() counts.
+      k.first_tries++;
+      k.first_failure = row.correctness + (row.failure.empty() ? "" : ": " + row.failure);
+    } else if (!k.has_baseline) {
       k.has_baseline = true;
       k.starter_failed = !row.kept;
       k.starter_failure = row.failure.empty() ? row.description : row.description + " -- " + row.failure;
@@ -82,6 +96,11 @@ std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const 
 std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c) {
   char buf[160];
   if (k.starter_failed) return "the starter itself fails: " + k.starter_failure;
+  if (!k.has_baseline && k.llm_writes_first) {
+    if (k.first_tries >= c.first_candidate_tries)
+      return "no first file of the LLM passed in " + std::to_string(k.first_tries) + " tries (the last: " + k.first_failure + ")";
+    if (k.proposer_exhausted) return "the proposer wrote no first file";
+  }
   if (!k.has_baseline) return std::nullopt;
   if (k.consecutive_reverts >= c.max_consecutive_reverts)
     return std::to_string(k.consecutive_reverts) + " reverts in a row";

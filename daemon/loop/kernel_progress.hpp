@@ -18,6 +18,11 @@ struct KernelProgress {
   bool has_baseline = false;          ///< experiment 0 (the starter) was measured
   bool starter_failed = false;
   std::string starter_failure;
+  /// A user type with no starter file: its first file is the LLM's, asked again while it fails
+  /// ([convergence] first_candidate_tries); the first that passes is the baseline.
+  bool llm_writes_first = false;
+  int first_tries = 0;                ///< first files that failed (rows before the baseline)
+  std::string first_failure;          ///< what the last of them failed with
   double baseline_us = 0;             ///< what speedups are measured against
   /// What that is: "baseline_us in the config", "cuBLAS", "the starter" (the first row says).
   std::string baseline_source;
@@ -53,6 +58,10 @@ std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const 
 
 /// One entry per [[kernel]], with tags: the type, or type-N when a type appears more than once.
 std::vector<KernelProgress> initial_progress(const Config& cfg);
+
+/// Why `autokernel run` cannot start this config: a kernel of a user type with neither a starter
+/// file nor an LLM to write its first file; nullopt when every kernel has a first file coming.
+std::optional<std::string> first_file_missing(const Config& cfg);
 
 /// The first row of a kernel: the starter, and what its speedups are measured against.
 std::string baseline_description(const std::string& source);

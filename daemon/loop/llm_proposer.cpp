@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "daemon/loop/run_directory.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "llm/prompt_template.hpp"
 #include "llm/reply_parser.hpp"
@@ -56,6 +57,47 @@ std::string history_text(const ProposalContext& ctx) {
   return h;
 }
 
+/// A user type's tensors and dims, each with its sizes at the timed shape.
+std::string tensors_text(const UserTypeSpec& u, const Shape& shape) {
+  std::string t;
+  for (const UserTensor& x : u.tensors) {
+    std::string names, sizes;
+    for (const SizeTerm& term : x.shape) names += (names.empty() ? "" : ", ") + term.text();
+    t += "- " + x.name + ": " + tensor_role_name(x.role) + ", " + (x.role == TensorRole::Output ? "" : "const ") +
+         (x.int64 ? "long long*" : "T*") + ", [" + names + "] = [" + shape_str(u.sizes(x, shape)) + "]";
+    if (x.low && x.high) t += ", values in [" + x.low->text() + ", " + x.high->text() + ")";
+    t += "\n";
+  }
+  for (size_t i = 0; i < u.dims.size(); ++i)
+    t += "- " + u.dims[i] + ": int" + (i < shape.size() ? " = " + std::to_string(shape[i]) : "") + "\n";
+  for (auto& [name, value] : u.fixed) t += "- (not an argument) the module's " + name + " = " + value + "\n";
+  return t.substr(0, t.size() - 1);
+}
+
+/// The message of an experiment on a user type: its PyTorch reference, its tensors and grid rule,
+/// and the current best file, or the empty one the first file is written from.
+Result<std::string> user_type_message(const ProposalContext& ctx, const UserTypeSpec& u,
+                                      const std::map<std::string, std::string>& values) {
+  const std::string* message = prompt_text("user-type.txt");
+  const std::string* best = prompt_text("user-type-best.txt");
+  const std::string* first = prompt_text("user-type-first.txt");
+  const std::string* notes = prompt_text("notes/kind-" + u.kind + ".txt");
+  if (!message || !best || !first || !notes) return error("the prompts of user types are missing from this build of autokernel");
+  auto current = ctx.first_file ? render("user-type-first.txt", *first, values) : render("user-type-best.txt", *best, values);
+  if (!current) return current.error();
+  std::map<std::string, std::string> all = values;
+  std::string dtypes;
+  for (DType d : u.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + std::string(dtype_name(d));
+  all["kind"] = u.kind;
+  all["dtypes"] = dtypes;
+  all["reference_source"] = u.reference_source;
+  all["tensors"] = tensors_text(u, ctx.shape);
+  all["grid_rule"] = ctx.spec->launch_help;
+  all["type_notes"] = *notes;
+  all["current_file"] = *current;
+  return render("user-type.txt", *message, all);
+}
+
 }  // namespace
 
 Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_output_tokens) {
@@ -74,8 +116,7 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
   if (!sys) return sys.error();
   const double floor_us = ctx.pct_peak > 0 ? ctx.best_us * ctx.pct_peak : 0;
   const std::string unit = ctx.throughput_unit.empty() ? "GB/s" : ctx.throughput_unit;
-  auto user = render("experiment.txt", *experiment,
-                     {{"gpu", ctx.gpu.empty() ? "the GPU (not yet queried in this run)" : ctx.gpu},
+  const std::map<std::string, std::string> values{{"gpu", ctx.gpu.empty() ? "the GPU (not yet queried in this run)" : ctx.gpu},
                       {"arch", ctx.arch.empty() ? "?" : ctx.arch},
                       {"peak", ctx.peak > 0 ? format_numbers("%.0f ", ctx.peak) + unit : "not yet measured"},
                       {"kernel_type", spec.type},
@@ -95,7 +136,9 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                       {"structure", variant_name(ctx.best_source)},
                       {"structures", structures_text(spec.type)},
                       {"history", history_text(ctx)},
-                      {"best_file", ctx.best_source}});
+                      {"best_file", ctx.best_source}};
+  const UserTypeSpec* user_type = find_user_type(spec.type);
+  auto user = user_type ? user_type_message(ctx, *user_type, values) : render("experiment.txt", *experiment, values);
   if (!user) return user.error();
   return ChatRequest{*sys, *user, max_output_tokens};
 }

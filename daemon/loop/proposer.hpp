@@ -28,6 +28,8 @@ struct ProposalContext {
   Shape shape;
   std::string dtype;
   std::string best_source;     ///< the current best file
+  /// No file yet: a user type with no starter, whose first file the LLM writes (best_source empty).
+  bool first_file = false;
   double best_us = 0;
   double best_throughput = 0;
   double pct_peak = 0;

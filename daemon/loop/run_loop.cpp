@@ -219,6 +219,7 @@ ProposalContext RunLoop::context(size_t index) const {
   ctx.throughput_unit = unit_;
   ctx.peak = peak_;
   ctx.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
+  ctx.first_file = !k.has_baseline;
   // A run folder of an older build keeps the contract version its kernel started with.
   if (auto kept = spec_for_file(k.spec->type, ctx.best_source); kept && !ctx.best_source.empty()) ctx.spec = *kept;
   ctx.best_us = k.best_us;

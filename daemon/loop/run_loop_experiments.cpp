@@ -86,9 +86,10 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
 Result<bool> RunLoop::dispatch(size_t k, size_t w) {
   KernelProgress& kp = kernels_[k];
   const bool baseline = !kp.has_baseline;
-  if (baseline) {
+  // A kernel with no starter file gets its first file from the proposer, as an edit would come.
+  if (baseline && !kp.llm_writes_first) {
     ExperimentJob job = new_job(k, w, next_experiment_++, true);
-    job.proposal.source = kp.spec->starter_source();
+    job.proposal.source = kp.entry->user_type ? kp.entry->user_type->starter_source : kp.spec->starter_source();
     job.proposal.description = "baseline: the starter";  // completed once the verdict says against what
     job.request.source = job.proposal.source;
     if (!gpu_model_filter(w).empty()) kp.model = gpus_[w].model;
@@ -97,7 +98,7 @@ Result<bool> RunLoop::dispatch(size_t k, size_t w) {
   }
   if (proposer_.concurrency() > 0) {
     if (proposing_ >= proposer_.concurrency()) return false;
-    ExperimentJob job = new_job(k, w, next_experiment_, false);
+    ExperimentJob job = new_job(k, w, next_experiment_, baseline);
     job.context = context(k);
     next_experiment_++;
     job.propose_on_thread = true;
@@ -108,7 +109,7 @@ Result<bool> RunLoop::dispatch(size_t k, size_t w) {
   auto p = proposer_.propose(context(k));
   if (!p && proposer_.must_stop()) return error(*proposer_.must_stop());
   if (!p) {
-    ExperimentJob job = new_job(k, w, next_experiment_++, false);
+    ExperimentJob job = new_job(k, w, next_experiment_++, baseline);
     if (auto s = record_no_proposal(job, p.error().message); !s) return s.error();
     return true;
   }
@@ -121,7 +122,7 @@ Result<bool> RunLoop::dispatch(size_t k, size_t w) {
     }
     return false;
   }
-  ExperimentJob job = new_job(k, w, next_experiment_++, false);
+  ExperimentJob job = new_job(k, w, next_experiment_++, baseline);
   job.proposal = **p;
   job.request.source = job.proposal.source;
   if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s.error();
@@ -266,7 +267,10 @@ Status RunLoop::finish(FinishedJob f) {
     // them would mean nothing (DESIGN.md).
     const bool starter = !k.entry->baseline_us && v.baseline_source != "cuBLAS";
     if (starter && v.passed()) row.speedup = 1.0;
-    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? "the starter" : "cuBLAS");
+    const char* first = k.llm_writes_first ? "the starter (the LLM's first passing file)" : "the starter";
+    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? first : "cuBLAS");
+    // A first file of the LLM that fails is one try of a few, and keeps the LLM's own words.
+    if (k.llm_writes_first && !keep) row.description = "first file, not passing: " + proposal.description;
   }
   row.paired_best_us = v.paired.best_us;
   row.paired_ratio = v.paired.ratio;

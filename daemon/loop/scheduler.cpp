@@ -15,9 +15,12 @@ Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConf
   Pick p;
   auto held_elsewhere = [&](const KernelProgress& k) { return !model.empty() && !k.model.empty() && k.model != model; };
   for (size_t i = 0; i < kernels.size(); ++i)
-    if (!kernels[i].has_baseline && kernels[i].in_flight == 0 && !held_elsewhere(kernels[i])) {
+    if (!kernels[i].has_baseline && kernels[i].in_flight == 0 && !held_elsewhere(kernels[i]) && !converged(kernels[i], c)) {
       p.index = int(i);
-      p.reason = kernels[i].tag + ": measuring its starter first (experiment 0 of this kernel)";
+      p.reason = kernels[i].llm_writes_first
+                     ? kernels[i].tag + ": asking the LLM for its first file (try " + std::to_string(kernels[i].first_tries + 1) + " of " +
+                           std::to_string(c.first_candidate_tries) + ")"
+                     : kernels[i].tag + ": measuring its starter first (experiment 0 of this kernel)";
       return p;
     }
   double best = -1;

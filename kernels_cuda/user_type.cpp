@@ -1,0 +1,531 @@
+#include "kernels_cuda/user_type.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/spec_expression.hpp"
+
+namespace ak {
+
+const char* grid_rule_name(GridRule g) {
+  return g == GridRule::Rows ? "rows" : g == GridRule::Tiles ? "tiles" : "elements";
+}
+
+const char* tensor_role_name(TensorRole r) {
+  switch (r) {
+    case TensorRole::Input: return "input";
+    case TensorRole::Parameter: return "parameter";
+    case TensorRole::Buffer: return "buffer";
+    default: return "output";
+  }
+}
+
+const std::vector<std::string>& user_type_kinds() {
+  static const std::vector<std::string> kinds{"elementwise", "rowwise", "reduction", "gemm_epilogue"};
+  return kinds;
+}
+
+Tolerance UserTypeSpec::tolerance_for(DType d) const {
+  auto it = tolerance.find(d);
+  return it == tolerance.end() ? design_tolerance(d) : Tolerance{it->second, it->second};
+}
+
+int64_t UserTypeSpec::value_of(const SizeTerm& term, const Shape& shape) const {
+  if (term.dim.empty()) return term.value;
+  const auto it = std::find(dims.begin(), dims.end(), term.dim);
+  return shape.at(size_t(it - dims.begin()));
+}
+
+Shape UserTypeSpec::sizes(const UserTensor& t, const Shape& shape) const {
+  Shape s;
+  for (const SizeTerm& term : t.shape) s.push_back(value_of(term, shape));
+  return s;
+}
+
+int64_t UserTypeSpec::numel(const UserTensor& t, const Shape& shape) const {
+  int64_t n = 1;
+  for (int64_t v : sizes(t, shape)) n *= v;
+  return n;
+}
+
+namespace {
+
+/// Sizes are passed to the kernel as int.
+constexpr int64_t kMaxDim = 2147483647;
+/// Elements of one tensor at any declared shape: far past any GPU's memory, short of overflow.
+constexpr int64_t kMaxNumel = int64_t(1) << 48;
+
+bool is_identifier(const std::string& s) {
+  static const std::regex id("[A-Za-z_][A-Za-z0-9_]{0,63}");
+  return std::regex_match(s, id);
+}
+
+/// Words a tensor or dim cannot be named: they become the entry point's parameter names.
+bool is_reserved(const std::string& s) {
+  static const std::set<std::string> words{
+      "T", "elem", "int", "long", "short", "char", "float", "double", "void", "bool", "const", "auto", "signed",
+      "unsigned", "return", "if", "else", "for", "while", "do", "switch", "case", "default", "break", "continue",
+      "struct", "class", "union", "enum", "template", "typename", "namespace", "using", "static", "extern",
+      "inline", "volatile", "register", "sizeof", "this", "new", "delete", "true", "false", "nullptr", "goto",
+      "operator", "public", "private", "protected", "virtual", "friend", "typedef", "restrict", "__restrict__",
+      "half", "__half", "__nv_bfloat16", "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "asm"};
+  return words.count(s) > 0 || s.rfind("__", 0) == 0 || s.rfind("ak_", 0) == 0;
+}
+
+std::string node_kind(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date or time";
+  }
+}
+
+/// Collects every problem of one spec, each as "file:line: key ...: expected ...".
+class Checker {
+ public:
+  Checker(std::string file) : file_(std::move(file)) {}
+  std::vector<std::string> errors;
+
+  std::string at(const toml::node& n) const { return file_ + ":" + std::to_string(n.source().begin.line); }
+  void fail(const toml::node& n, const std::string& key, const std::string& what) { errors.push_back(at(n) + ": " + key + " " + what); }
+  void fail_file(const std::string& what) { errors.push_back(file_ + ": " + what); }
+
+  /// Reports the keys of `t` that are not in `known`.
+  void unknown_keys(const toml::table& t, const std::string& where, const std::set<std::string>& known) {
+    for (auto&& [k, v] : t)
+      if (!known.count(std::string(k.str()))) {
+        std::string list;
+        for (auto& name : known) list += (list.empty() ? "" : ", ") + name;
+        errors.push_back(at(v) + ": unknown key '" + std::string(k.str()) + "' in " + where + " (known keys: " + list + ")");
+      }
+  }
+
+  std::optional<std::string> string(const toml::table& t, const std::string& key, const std::string& qualified,
+                                    bool required, const std::string& expected) {
+    const toml::node* n = t.get(key);
+    if (!n) {
+      if (required) errors.push_back(at(t) + ": " + qualified + " is missing: expected " + expected);
+      return std::nullopt;
+    }
+    auto v = n->value<std::string>();
+    if (!v) fail(*n, qualified, "is " + node_kind(*n) + ": expected " + expected);
+    return v;
+  }
+
+  /// One of `allowed`, or nothing when the key is absent.
+  std::optional<std::string> choice(const toml::table& t, const std::string& key, const std::string& qualified,
+                                    bool required, const std::vector<std::string>& allowed) {
+    std::string list;
+    for (auto& a : allowed) list += (list.empty() ? "" : " | ") + ("\"" + a + "\"");
+    auto v = string(t, key, qualified, required, "one of " + list);
+    if (v && std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) {
+      fail(*t.get(key), qualified, "= \"" + *v + "\": expected one of " + list);
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  /// A shape: one positive integer per dim.
+  std::optional<Shape> shape(const toml::node& n, const std::string& key, size_t dims) {
+    const toml::array* a = n.as_array();
+    const std::string expected = "an array of " + std::to_string(dims) + " positive integers (one per dim, in dims order)";
+    if (!a) return fail(n, key, "is " + node_kind(n) + ": expected " + expected), std::nullopt;
+    if (a->size() != dims)
+      return fail(n, key, "has " + std::to_string(a->size()) + " values: expected " + expected), std::nullopt;
+    Shape s;
+    for (const toml::node& e : *a) {
+      auto v = e.value_exact<int64_t>();
+      if (!v || *v < 1 || *v > kMaxDim)
+        return fail(n, key, "has " + (v ? std::to_string(*v) : node_kind(e)) + ": expected " + expected + " of at most " +
+                                std::to_string(kMaxDim)),
+               std::nullopt;
+      s.push_back(*v);
+    }
+    return s;
+  }
+
+  /// A non-empty array of shapes.
+  std::vector<Shape> shapes(const toml::node& n, const std::string& key, size_t dims) {
+    const toml::array* a = n.as_array();
+    std::vector<Shape> out;
+    if (!a || a->empty() || !(*a)[0].is_array()) {
+      fail(n, key, "is " + (a && a->empty() ? std::string("empty") : node_kind(n) + " of scalars") +
+                       ": expected an array of shapes, e.g. [[64, 4096], [33, 1531]]");
+      return out;
+    }
+    for (size_t i = 0; i < a->size(); ++i)
+      if (auto s = shape((*a)[i], key + "[" + std::to_string(i) + "]", dims)) out.push_back(*s);
+    return out;
+  }
+
+ private:
+  std::string file_;
+};
+
+void read_dims(const toml::table& root, Checker& c, UserTypeSpec& s) {
+  const toml::node* n = root.get("dims");
+  if (!n) return c.errors.push_back(c.at(root) + ": dims is missing: expected the module's size globals in order, e.g. [\"batch_size\", \"dim\"]");
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) return c.fail(*n, "dims", "is " + node_kind(*n) + ": expected a non-empty array of names");
+  for (const toml::node& e : *a) {
+    auto v = e.value<std::string>();
+    if (!v || !is_identifier(*v) || is_reserved(*v))
+      return c.fail(*n, "dims", "has " + (v ? "\"" + *v + "\"" : node_kind(e)) +
+                                   ": expected names of the module's globals (letters, digits, '_'; not a C++ word, not elem, not ak_*)");
+    if (std::count(s.dims.begin(), s.dims.end(), *v)) return c.fail(*n, "dims", "names \"" + *v + "\" twice: expected distinct names");
+    s.dims.push_back(*v);
+  }
+}
+
+void read_shapes(const toml::table& root, Checker& c, UserTypeSpec& s) {
+  const size_t d = s.dims.size();
+  if (const toml::node* n = root.get("bench"))
+    if (auto v = c.shape(*n, "bench", d)) s.bench = *v;
+  if (const toml::node* n = root.get("smoke")) {
+    if (auto v = c.shape(*n, "smoke", d)) s.smoke = *v;
+  } else {
+    c.errors.push_back(c.at(root) + ": smoke is missing: expected the shape of stage 1, one value per dim");
+  }
+  for (auto [key, out] : {std::pair{"sweep", &s.sweep}, std::pair{"edge", &s.edge}}) {
+    if (const toml::node* n = root.get(key)) *out = c.shapes(*n, key, d);
+    else c.errors.push_back(c.at(root) + ": " + key + " is missing: expected an array of shapes (stage " +
+                            (std::string(key) == "sweep" ? "2" : "5") + ")");
+  }
+  for (auto [key, out] : {std::pair{"stability", &s.stability}, std::pair{"determinism", &s.determinism}}) {
+    if (const toml::node* n = root.get(key)) {
+      if (auto v = c.shape(*n, key, d)) *out = *v;
+    } else if (!s.sweep.empty()) {
+      *out = s.sweep[0];
+    }
+  }
+}
+
+std::optional<SizeTerm> size_term(const toml::node& n, const std::string& key, const UserTypeSpec& s, Checker& c, bool positive) {
+  if (auto v = n.value_exact<int64_t>()) {
+    if (positive && *v < 1) return c.fail(n, key, "has " + std::to_string(*v) + ": expected a dim's name or a positive integer"), std::nullopt;
+    return SizeTerm{"", *v};
+  }
+  if (auto v = n.value<std::string>()) {
+    if (std::count(s.dims.begin(), s.dims.end(), *v)) return SizeTerm{*v, 0};
+    std::string dims;
+    for (auto& d : s.dims) dims += (dims.empty() ? "" : ", ") + d;
+    return c.fail(n, key, "names \"" + *v + "\", which is not a dim: expected one of " + dims + " or an integer"), std::nullopt;
+  }
+  return c.fail(n, key, "is " + node_kind(n) + ": expected a dim's name or an integer"), std::nullopt;
+}
+
+void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s) {
+  const std::string q = "tensor[" + std::to_string(index) + "]";
+  c.unknown_keys(t, "[[tensor]]", {"name", "role", "shape", "type", "low", "high"});
+  UserTensor out;
+  if (auto v = c.string(t, "name", q + ".name", true, "the tensor's name in the module")) {
+    if (!is_identifier(*v) || is_reserved(*v))
+      c.fail(*t.get("name"), q + ".name", "= \"" + *v + "\": expected a C identifier that is not a C++ word, elem, T or ak_*");
+    out.name = *v;
+  }
+  if (auto v = c.choice(t, "role", q + ".role", true, {"input", "parameter", "buffer", "output"}))
+    out.role = *v == "input" ? TensorRole::Input : *v == "parameter" ? TensorRole::Parameter
+               : *v == "buffer" ? TensorRole::Buffer : TensorRole::Output;
+  if (auto v = c.choice(t, "type", q + ".type", true, {"float", "int64"})) out.int64 = *v == "int64";
+  if (const toml::node* n = t.get("shape")) {
+    const toml::array* a = n->as_array();
+    if (!a) c.fail(*n, q + ".shape", "is " + node_kind(*n) + ": expected an array of dims' names and positive integers ([] for a scalar)");
+    else
+      for (const toml::node& e : *a)
+        if (auto term = size_term(e, q + ".shape", s, c, true)) out.shape.push_back(*term);
+  } else {
+    c.errors.push_back(c.at(t) + ": " + q + ".shape is missing: expected an array of dims' names and positive integers");
+  }
+  const bool drawn_int = out.int64 && out.role == TensorRole::Input;
+  for (auto [key, bound] : {std::pair{"low", &out.low}, std::pair{"high", &out.high}}) {
+    const toml::node* n = t.get(key);
+    if (n && !drawn_int) c.fail(*n, q + "." + key, "is set on a tensor that is not an int64 input: only int64 inputs are drawn in [low, high)");
+    else if (n) *bound = size_term(*n, q + "." + key, s, c, false);
+    else if (drawn_int) c.errors.push_back(c.at(t) + ": " + q + " (\"" + out.name + "\") is an int64 input without " + key +
+                                           ": expected low and high, its values being drawn in [low, high) (integers or dims' names)");
+  }
+  if (out.int64 && (out.role == TensorRole::Output || out.role == TensorRole::Parameter))
+    c.fail(t, q, std::string("is an int64 ") + tensor_role_name(out.role) + ": expected float (outputs are T*; parameters are floating point)");
+  s.tensors.push_back(std::move(out));
+}
+
+void read_tensors(const toml::table& root, Checker& c, UserTypeSpec& s) {
+  const toml::node* n = root.get("tensor");
+  const toml::array* a = n ? n->as_array() : nullptr;
+  if (!a || !a->is_array_of_tables() || a->empty())
+    return c.errors.push_back((n ? c.at(*n) : c.at(root)) + ": tensor: expected [[tensor]] tables, one per argument tensor");
+  for (size_t i = 0; i < a->size(); ++i) read_tensor(*(*a)[i].as_table(), i, c, s);
+  std::set<std::string> names(s.dims.begin(), s.dims.end());
+  int last_role = 0;
+  bool order_ok = true, has_output = false;
+  for (auto& t : s.tensors) {
+    if (!t.name.empty() && !names.insert(t.name).second)
+      c.fail_file("tensor \"" + t.name + "\" is named twice (or like a dim): expected distinct names, they become the kernel's parameters");
+    order_ok = order_ok && int(t.role) >= last_role;
+    last_role = int(t.role);
+    has_output = has_output || t.role == TensorRole::Output;
+  }
+  if (!order_ok) c.fail_file("the [[tensor]] roles are out of order: expected inputs, then parameters, then buffers, then outputs");
+  if (!has_output) c.fail_file("no [[tensor]] has role = \"output\": expected at least one output");
+  for (auto& d : s.dims) {
+    bool used = false;
+    for (auto& t : s.tensors)
+      for (auto& term : t.shape) used = used || term.dim == d;
+    if (!used) c.fail_file("dim \"" + d + "\" appears in no tensor's shape: expected every dim to size some tensor");
+  }
+}
+
+void read_dtypes(const toml::table& root, Checker& c, UserTypeSpec& s) {
+  const toml::node* n = root.get("dtypes");
+  if (!n) {
+    s.dtypes = {DType::F32};
+    return;
+  }
+  const toml::array* a = n->as_array();
+  const std::string expected = "a non-empty array of distinct \"fp32\", \"fp16\", \"bf16\"";
+  if (!a || a->empty()) return c.fail(*n, "dtypes", "is " + node_kind(*n) + ": expected " + expected);
+  for (const toml::node& e : *a) {
+    auto v = e.value<std::string>();
+    std::optional<DType> d;
+    if (v && (*v == "fp32" || *v == "fp16" || *v == "bf16")) d = parse_dtype(*v);
+    if (!d || std::count(s.dtypes.begin(), s.dtypes.end(), *d))
+      return c.fail(*n, "dtypes", "has " + (v ? "\"" + *v + "\"" : node_kind(e)) + ": expected " + expected);
+    s.dtypes.push_back(*d);
+  }
+}
+
+void read_tolerance_and_fixed(const toml::table& root, Checker& c, UserTypeSpec& s) {
+  if (const toml::node* n = root.get("tolerance")) {
+    const toml::table* t = n->as_table();
+    if (!t) return c.fail(*n, "tolerance", "is " + node_kind(*n) + ": expected a table [tolerance] with fp32 = 1e-4 and the like");
+    c.unknown_keys(*t, "[tolerance]", {"fp32", "fp16", "bf16"});
+    for (auto&& [k, v] : *t) {
+      auto d = parse_dtype(std::string(k.str()));
+      auto x = v.value<double>();
+      if (!x || v.is_boolean() || !(*x > 0 && *x < 1))
+        c.fail(v, "tolerance." + std::string(k.str()), "is not a number in (0, 1): expected atol = rtol for that dtype, e.g. 1e-4");
+      else if (d) s.tolerance[*d] = *x;
+    }
+  }
+  if (const toml::node* n = root.get("fixed")) {
+    const toml::table* t = n->as_table();
+    if (!t) return c.fail(*n, "fixed", "is " + node_kind(*n) + ": expected a table [fixed] of the module's other globals");
+    for (auto&& [k, v] : *t) {
+      const std::string name(k.str());
+      if (!is_identifier(name) || std::count(s.dims.begin(), s.dims.end(), name))
+        c.fail(v, "fixed." + name, "is not a global that is not a dim: expected a Python name other than the dims'");
+      else if (!v.is_integer() && !v.is_floating_point() && !v.is_boolean() && !v.is_string())
+        c.fail(v, "fixed." + name, "is " + node_kind(v) + ": expected an integer, a number, a boolean or a string");
+      else {
+        std::ostringstream o;
+        v.visit([&](auto&& x) {
+          if constexpr (toml::is_string<decltype(x)>) o << nlohmann::json(x.get()).dump();  // quoted as Python reads it
+          else if constexpr (toml::is_boolean<decltype(x)>) o << (x.get() ? "True" : "False");
+          else if constexpr (toml::is_number<decltype(x)>) o << x;
+        });
+        s.fixed.emplace_back(name, o.str());
+      }
+    }
+  }
+}
+
+/// bytes and flops: parseable, reading only the dims (and elem, for bytes).
+void check_expression(const toml::table& root, const char* key, const std::string& text, bool elem_allowed, Checker& c,
+                      const UserTypeSpec& s) {
+  if (std::string(key) == "bytes" && text == "tensors") return;
+  const toml::node* n = root.get(key);
+  auto e = SpecExpression::parse(text);
+  if (!e) return c.fail(*n, key, "= \"" + text + "\": " + e.error().message);
+  for (const std::string& name : e->names()) {
+    const bool known = std::count(s.dims.begin(), s.dims.end(), name) || (elem_allowed && name == "elem");
+    if (!known)
+      c.fail(*n, key, "= \"" + text + "\" reads '" + name + "': expected only the dims" +
+                          std::string(elem_allowed ? " and elem (the bytes of the dtype under test)" : ""));
+  }
+}
+
+/// What must hold at every shape the spec declares: bounds that leave values to draw, tensors that fit.
+void check_shapes(Checker& c, const UserTypeSpec& s) {
+  std::vector<Shape> all{s.smoke, s.stability, s.determinism};
+  if (!s.bench.empty()) all.push_back(s.bench);
+  all.insert(all.end(), s.sweep.begin(), s.sweep.end());
+  all.insert(all.end(), s.edge.begin(), s.edge.end());
+  for (const Shape& shape : all) {
+    if (shape.size() != s.dims.size()) continue;
+    for (const UserTensor& t : s.tensors) {
+      double n = 1;
+      for (const SizeTerm& term : t.shape) n *= double(s.value_of(term, shape));
+      if (n > double(kMaxNumel))
+        return c.fail_file("tensor \"" + t.name + "\" at shape " + shape_str(shape) + " has " + std::to_string(int64_t(n)) +
+                           " elements: expected at most 2^48");
+      if (t.low && t.high && s.value_of(*t.low, shape) >= s.value_of(*t.high, shape))
+        return c.fail_file("tensor \"" + t.name + "\" at shape " + shape_str(shape) + ": low (" + t.low->text() + " = " +
+                           std::to_string(s.value_of(*t.low, shape)) + ") is not below high (" + t.high->text() + " = " +
+                           std::to_string(s.value_of(*t.high, shape)) + "): expected low < high at every shape");
+    }
+    if (s.grid == GridRule::Rows) {
+      for (const UserTensor& t : s.tensors)
+        if (t.role != TensorRole::Output && (t.shape.empty() || s.value_of(t.shape.back(), shape) < 1)) {
+          c.fail_file("grid = \"rows\" needs a first input with a last dimension: \"" + t.name + "\" has none");
+          return;
+        } else if (t.role != TensorRole::Output) break;
+    }
+  }
+}
+
+void check_grid_operands(Checker& c, const UserTypeSpec& s) {
+  const bool has_input = std::any_of(s.tensors.begin(), s.tensors.end(), [](auto& t) { return t.role != TensorRole::Output; });
+  if (s.grid == GridRule::Rows && !has_input)
+    c.fail_file("grid = \"rows\" counts the rows of the first input, and there is none: expected an input tensor, or another grid");
+  for (auto& t : s.tensors)
+    if (t.role == TensorRole::Output) {
+      if (s.grid == GridRule::Tiles && t.shape.empty())
+        c.fail_file("grid = \"tiles\" tiles the first output as a matrix, and \"" + t.name + "\" is a scalar: expected another grid");
+      break;
+    }
+}
+
+}  // namespace
+
+Result<UserTypeSpec> parse_user_type(const std::string& text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& err) {
+    return error(path + ":" + std::to_string(err.source().begin.line) + ": not valid TOML: " + std::string(err.description()));
+  }
+  UserTypeSpec s;
+  s.path = path;
+  s.text = text;
+  Checker c(path);
+  c.unknown_keys(root, "the spec", {"name", "summary", "reference", "kind", "grid", "dtypes", "starter", "metric", "bytes", "flops",
+                                    "dims", "bench", "smoke", "sweep", "stability", "determinism", "edge", "fixed", "tolerance", "tensor"});
+  if (auto v = c.string(root, "name", "name", true, "the type's name, [a-z][a-z0-9_]{0,47}")) {
+    static const std::regex re("[a-z][a-z0-9_]{0,47}");
+    if (!std::regex_match(*v, re))
+      c.fail(*root.get("name"), "name", "= \"" + *v + "\": expected [a-z][a-z0-9_]{0,47} (it names files, a git path and the entry point)");
+    else if (find_builtin_spec(*v))
+      c.fail(*root.get("name"), "name", "= \"" + *v + "\" is a built-in kernel type: expected another name");
+    s.name = *v;
+  }
+  s.summary = c.string(root, "summary", "summary", false, "one line: what the module computes").value_or("");
+  s.reference = c.string(root, "reference", "reference", true, "the PyTorch reference's path, relative to this file").value_or("");
+  s.starter = c.string(root, "starter", "starter", false, "a kernel file's path, relative to this file").value_or("");
+  s.kind = c.choice(root, "kind", "kind", true, user_type_kinds()).value_or("");
+  if (auto g = c.choice(root, "grid", "grid", true, {"elements", "rows", "tiles"}))
+    s.grid = *g == "rows" ? GridRule::Rows : *g == "tiles" ? GridRule::Tiles : GridRule::Elements;
+  read_dtypes(root, c, s);
+  auto metric = c.choice(root, "metric", "metric", false, {"GBps", "TFLOPS"});
+  s.metric = metric ? (*metric == "TFLOPS" ? Metric::TFLOPS : Metric::GBps) : s.kind == "gemm_epilogue" ? Metric::TFLOPS : Metric::GBps;
+  s.bytes = c.string(root, "bytes", "bytes", false, "\"tensors\" or an expression").value_or("tensors");
+  s.flops = c.string(root, "flops", "flops", false, "an expression in the dims").value_or("0");
+  read_dims(root, c, s);
+  if (!s.dims.empty()) {
+    read_shapes(root, c, s);
+    read_tensors(root, c, s);
+    check_expression(root, "bytes", s.bytes, true, c, s);
+    check_expression(root, "flops", s.flops, false, c, s);
+  }
+  read_tolerance_and_fixed(root, c, s);
+  if (c.errors.empty()) check_grid_operands(c, s);
+  if (c.errors.empty()) check_shapes(c, s);
+  if (s.summary.empty() && !s.name.empty()) s.summary = s.name + ": the forward of the module in " + s.reference;
+  if (!c.errors.empty()) {
+    std::string all;
+    for (auto& m : c.errors) all += (all.empty() ? "" : "\n") + m;
+    return error(all);
+  }
+  return s;
+}
+
+namespace {
+
+/// `name = 123` at the start of a line of the module: a size global as KernelBench writes them.
+std::optional<int64_t> module_global(const std::string& source, const std::string& name) {
+  const std::regex re("(^|\n)" + name + R"([ \t]*(:[ \t]*int[ \t]*)?=[ \t]*([0-9][0-9_]{0,18})[ \t]*(#[^\n]*)?(\r?\n|$))");
+  std::smatch m;
+  if (!std::regex_search(source, m, re)) return std::nullopt;
+  std::string digits = m[3];
+  digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+Status with_sources(UserTypeSpec& spec, std::string reference_source, std::string starter_source) {
+  spec.reference_source = std::move(reference_source);
+  spec.starter_source = std::move(starter_source);
+  if (!spec.bench.empty()) return ok();
+  for (const std::string& d : spec.dims) {
+    auto v = module_global(spec.reference_source, d);
+    if (!v || *v < 1 || *v > kMaxDim)
+      return error(spec.path + ": bench is missing, and " + spec.reference + " sets no module-level `" + d +
+                   " = <positive integer>`: expected bench = [...] (one value per dim) in the spec");
+    spec.bench.push_back(*v);
+  }
+  return ok();
+}
+
+namespace {
+
+Result<std::string> read_beside(const std::string& spec_path, const std::string& relative, const char* what) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(relative).is_absolute() ? fs::path(relative) : fs::path(spec_path).parent_path() / relative;
+  std::ifstream in(p, std::ios::binary);
+  if (!in || fs::is_directory(p))
+    return error(spec_path + ": " + what + " = \"" + relative + "\": cannot read " + p.string() +
+                 " (the path is relative to the spec file)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<UserTypeSpec> load_user_type(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(path + ": cannot read the user type's spec (does it exist? is it readable?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto spec = parse_user_type(ss.str(), path);
+  if (!spec) return spec;
+  auto reference = read_beside(path, spec->reference, "reference");
+  if (!reference) return reference.error();
+  std::string starter;
+  if (!spec->starter.empty()) {
+    auto s = read_beside(path, spec->starter, "starter");
+    if (!s) return s.error();
+    starter = *s;
+  }
+  if (auto s = with_sources(*spec, *reference, starter); !s) return s.error();
+  return spec;
+}
+
+nlohmann::json UserTypeSpec::to_json() const {
+  return {{"path", path}, {"text", text}, {"reference_source", reference_source}, {"starter_source", starter_source}};
+}
+
+Result<UserTypeSpec> UserTypeSpec::from_json(const nlohmann::json& j) {
+  for (const char* key : {"path", "text", "reference_source", "starter_source"})
+    if (!j.is_object() || !j.contains(key) || !j[key].is_string())
+      return error(std::string("a user type in a request lacks the string '") + key + "'");
+  auto spec = parse_user_type(j["text"].get<std::string>(), j["path"].get<std::string>());
+  if (!spec) return spec;
+  if (auto s = with_sources(*spec, j["reference_source"].get<std::string>(), j["starter_source"].get<std::string>()); !s)
+    return s.error();
+  return spec;
+}
+
+}  // namespace ak
