@@ -152,9 +152,17 @@ def mismatch_message(name, bad, total, index, got, expected, tolerance):
                                    number(limit), number(tolerance)))
 
 
-def json_number(x):
-    """A float JSON can carry: None where it is not finite (the message says what it was)."""
-    return float(x) if x is not None and math.isfinite(x) else None
+def check_int_range(tensor, lowest, highest, dims):
+    """An int64 input's values against the spec's [low, high) (an index the kernel follows must
+    stay inside what it indexes). None when inside or when the spec gives no range."""
+    if tensor.get("low") is None and tensor.get("high") is None:
+        return None
+    low = bound(tensor["low"], dims) if tensor.get("low") is not None else None
+    high = bound(tensor["high"], dims) if tensor.get("high") is not None else None
+    if (low is not None and lowest < low) or (high is not None and highest >= high):
+        return ("int64 input %s holds values in [%d, %d] where the spec says [%s, %s)" %
+                (tensor["name"], lowest, highest, "" if low is None else low, "" if high is None else high))
+    return None
 
 
 def median(values):
@@ -325,6 +333,12 @@ class Server:
         if mismatch:
             raise Failure("the reference of %s at shape %s does not match its spec: %s"
                           % (self.spec["name"], json.dumps(req["shape"]), mismatch))
+        for t, (role, name, x) in zip(self.spec["tensors"], found):
+            if role == "input" and t["type"] == "int64" and x.numel():
+                mismatch = check_int_range(t, int(x.min()), int(x.max()), dims)
+                if mismatch:
+                    raise Failure("the reference of %s at shape %s: %s"
+                                  % (self.spec["name"], json.dumps(req["shape"]), mismatch))
         check_layout(self.spec["tensors"], req["layout"], dims, dtype, self.pool.numel())
         self.prepared = None
         # No byte of an earlier launch survives in the pool, and 0xFF is NaN in every float dtype:
@@ -334,7 +348,7 @@ class Server:
         with torch.no_grad():
             for (role, name, t), slot in zip(found, req["layout"]):
                 value = t.detach().to(TORCH_DTYPES[dtype]) if t.is_floating_point() else t.detach()
-                value = value.contiguous()
+                value = value.clone(memory_format=torch.contiguous_format)  # ours alone
                 self.region(slot).copy_(value.reshape(-1).view(torch.uint8))
                 kept.append((role, name, value))
                 if role != "input":
@@ -357,7 +371,9 @@ class Server:
                 return {"pass": False, "kernelbench_pass": False, "max_abs_error": None,
                         "message": "the kernel wrote into its %s %s: inputs, parameters and buffers are "
                                    "read-only" % (role, name)}
-        inputs = [v.float() if v.is_floating_point() else v for role, _, v in p["kept"] if role == "input"]
+        # Copies: a forward that works in place must not change what a later check compares with.
+        inputs = [v.to(torch.float32, copy=True) if v.is_floating_point() else v.clone()
+                  for role, _, v in p["kept"] if role == "input"]
         with torch.no_grad():
             result = p["model"](*inputs)
         expected = list(result) if isinstance(result, (tuple, list)) else [result]

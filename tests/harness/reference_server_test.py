@@ -121,9 +121,13 @@ class Messages(unittest.TestCase):
     def test_non_finite_values_read_as_such(self):
         self.assertIn("got nan expected 2.0", R.mismatch_message("y", 1, 4, [0], float("nan"), 2.0, 1e-2))
 
-    def test_numbers_that_json_cannot_carry_become_null(self):
-        self.assertIsNone(R.json_number(float("inf")))
-        self.assertEqual(R.json_number(0.5), 0.5)
+    def test_int64_inputs_outside_the_specs_range_are_named(self):
+        labels = {"name": "labels", "low": 0, "high": "num_classes"}
+        self.assertIsNone(R.check_int_range(labels, 0, 9, {"num_classes": 10}))
+        self.assertEqual(R.check_int_range(labels, 0, 10, {"num_classes": 10}),
+                         "int64 input labels holds values in [0, 10] where the spec says [0, 10)")
+        self.assertIn("[-1, 3]", R.check_int_range({"name": "i", "low": 0}, -1, 3, {}))
+        self.assertIsNone(R.check_int_range({"name": "i"}, -5, 5, {}))
 
     def test_the_median_of_an_even_count_is_the_mean_of_the_middle_two(self):
         self.assertEqual(R.median([4, 1, 3, 2]), 2.5)
