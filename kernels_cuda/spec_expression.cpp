@@ -38,7 +38,8 @@ class Parser {
     while (i_ < t_.size() && std::isspace((unsigned char)t_[i_])) ++i_;
   }
   Error fail(const std::string& expected) const {
-    const std::string got = i_ < t_.size() ? "'" + std::string(1, t_[i_]) + "'" : "the end";
+    std::string got = "the end";
+    if (i_ < t_.size()) got = std::string("'") + t_[i_] + "'";
     return error("at character " + std::to_string(i_ + 1) + " of \"" + t_ + "\": found " + got + ", expected " + expected);
   }
   static NodePtr binary(char op, NodePtr l, NodePtr r) {
