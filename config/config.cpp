@@ -10,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include "common/toml_words.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -22,18 +23,6 @@ bool is_sensitive(const std::string& key) {
         key.find("_file") == std::string::npos && key.find("budget") == std::string::npos)
       return true;
   return false;
-}
-
-std::string type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date or time";
-  }
 }
 
 /// Reads the keys of one table, remembering which were read so the rest can be called unknown.
@@ -89,7 +78,7 @@ class TableReader {
     for (const toml::node& e : *a) {
       auto v = e.value_exact<int64_t>();
       if (!v || *v < 0 || *v > 63 || std::count(got.begin(), got.end(), int(*v)))
-        return bad(key, *n, v ? std::to_string(*v) : type_name(e), expected);
+        return bad(key, *n, v ? std::to_string(*v) : toml_value_kind(e), expected);
       got.push_back(int(*v));
     }
     out = got;
@@ -145,7 +134,7 @@ class TableReader {
 
  private:
   void wrong(const char* key, const toml::node& n, const std::string& expected) {
-    errors_.push_back(where(n) + ": " + qualified(key) + " is " + type_name(n) + ": expected " +
+    errors_.push_back(where(n) + ": " + qualified(key) + " is " + toml_value_kind(n) + ": expected " +
                       expected);
   }
   std::string qualified(const std::string& key) const {

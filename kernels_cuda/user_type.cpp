@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "common/toml_words.hpp"
+
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/spec_expression.hpp"
 
@@ -80,18 +82,6 @@ bool is_reserved(const std::string& s) {
   return words.count(s) > 0 || s.rfind("__", 0) == 0 || s.rfind("ak_", 0) == 0;
 }
 
-std::string node_kind(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date or time";
-  }
-}
-
 /// Collects every problem of one spec, each as "file:line: key ...: expected ...".
 class Checker {
  public:
@@ -120,7 +110,7 @@ class Checker {
       return std::nullopt;
     }
     auto v = n->value<std::string>();
-    if (!v) fail(*n, qualified, "is " + node_kind(*n) + ": expected " + expected);
+    if (!v) fail(*n, qualified, "is " + toml_value_kind(*n) + ": expected " + expected);
     return v;
   }
 
@@ -141,14 +131,14 @@ class Checker {
   std::optional<Shape> shape(const toml::node& n, const std::string& key, size_t dims) {
     const toml::array* a = n.as_array();
     const std::string expected = "an array of " + std::to_string(dims) + " positive integers (one per dim, in dims order)";
-    if (!a) return fail(n, key, "is " + node_kind(n) + ": expected " + expected), std::nullopt;
+    if (!a) return fail(n, key, "is " + toml_value_kind(n) + ": expected " + expected), std::nullopt;
     if (a->size() != dims)
       return fail(n, key, "has " + std::to_string(a->size()) + " values: expected " + expected), std::nullopt;
     Shape s;
     for (const toml::node& e : *a) {
       auto v = e.value_exact<int64_t>();
       if (!v || *v < 1 || *v > kMaxDim)
-        return fail(n, key, "has " + (v ? std::to_string(*v) : node_kind(e)) + ": expected " + expected + " of at most " +
+        return fail(n, key, "has " + (v ? std::to_string(*v) : toml_value_kind(e)) + ": expected " + expected + " of at most " +
                                 std::to_string(kMaxDim)),
                std::nullopt;
       s.push_back(*v);
@@ -161,7 +151,7 @@ class Checker {
     const toml::array* a = n.as_array();
     std::vector<Shape> out;
     if (!a || a->empty() || !(*a)[0].is_array()) {
-      fail(n, key, "is " + (a && a->empty() ? std::string("empty") : node_kind(n) + " of scalars") +
+      fail(n, key, "is " + (a && a->empty() ? std::string("empty") : toml_value_kind(n) + " of scalars") +
                        ": expected an array of shapes, e.g. [[64, 4096], [33, 1531]]");
       return out;
     }
@@ -178,11 +168,11 @@ void read_dims(const toml::table& root, Checker& c, UserTypeSpec& s) {
   const toml::node* n = root.get("dims");
   if (!n) return c.errors.push_back(c.at(root) + ": dims is missing: expected the module's size globals in order, e.g. [\"batch_size\", \"dim\"]");
   const toml::array* a = n->as_array();
-  if (!a || a->empty()) return c.fail(*n, "dims", "is " + node_kind(*n) + ": expected a non-empty array of names");
+  if (!a || a->empty()) return c.fail(*n, "dims", "is " + toml_value_kind(*n) + ": expected a non-empty array of names");
   for (const toml::node& e : *a) {
     auto v = e.value<std::string>();
     if (!v || !is_identifier(*v) || is_reserved(*v))
-      return c.fail(*n, "dims", "has " + (v ? "\"" + *v + "\"" : node_kind(e)) +
+      return c.fail(*n, "dims", "has " + (v ? "\"" + *v + "\"" : toml_value_kind(e)) +
                                    ": expected names of the module's globals (letters, digits, '_'; not a C++ word, not elem, not ak_*)");
     if (std::count(s.dims.begin(), s.dims.end(), *v)) return c.fail(*n, "dims", "names \"" + *v + "\" twice: expected distinct names");
     s.dims.push_back(*v);
@@ -223,7 +213,7 @@ std::optional<SizeTerm> size_term(const toml::node& n, const std::string& key, c
     for (auto& d : s.dims) dims += (dims.empty() ? "" : ", ") + d;
     return c.fail(n, key, "names \"" + *v + "\", which is not a dim: expected one of " + dims + " or an integer"), std::nullopt;
   }
-  return c.fail(n, key, "is " + node_kind(n) + ": expected a dim's name or an integer"), std::nullopt;
+  return c.fail(n, key, "is " + toml_value_kind(n) + ": expected a dim's name or an integer"), std::nullopt;
 }
 
 void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s) {
@@ -241,7 +231,7 @@ void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s
   if (auto v = c.choice(t, "type", q + ".type", true, {"float", "int64"})) out.int64 = *v == "int64";
   if (const toml::node* n = t.get("shape")) {
     const toml::array* a = n->as_array();
-    if (!a) c.fail(*n, q + ".shape", "is " + node_kind(*n) + ": expected an array of dims' names and positive integers ([] for a scalar)");
+    if (!a) c.fail(*n, q + ".shape", "is " + toml_value_kind(*n) + ": expected an array of dims' names and positive integers ([] for a scalar)");
     else
       for (const toml::node& e : *a)
         if (auto term = size_term(e, q + ".shape", s, c, true)) out.shape.push_back(*term);
@@ -295,13 +285,13 @@ void read_dtypes(const toml::table& root, Checker& c, UserTypeSpec& s) {
   }
   const toml::array* a = n->as_array();
   const std::string expected = "a non-empty array of distinct \"fp32\", \"fp16\", \"bf16\"";
-  if (!a || a->empty()) return c.fail(*n, "dtypes", "is " + node_kind(*n) + ": expected " + expected);
+  if (!a || a->empty()) return c.fail(*n, "dtypes", "is " + toml_value_kind(*n) + ": expected " + expected);
   for (const toml::node& e : *a) {
     auto v = e.value<std::string>();
     std::optional<DType> d;
     if (v && (*v == "fp32" || *v == "fp16" || *v == "bf16")) d = parse_dtype(*v);
     if (!d || std::count(s.dtypes.begin(), s.dtypes.end(), *d))
-      return c.fail(*n, "dtypes", "has " + (v ? "\"" + *v + "\"" : node_kind(e)) + ": expected " + expected);
+      return c.fail(*n, "dtypes", "has " + (v ? "\"" + *v + "\"" : toml_value_kind(e)) + ": expected " + expected);
     s.dtypes.push_back(*d);
   }
 }
@@ -309,7 +299,7 @@ void read_dtypes(const toml::table& root, Checker& c, UserTypeSpec& s) {
 void read_tolerance_and_fixed(const toml::table& root, Checker& c, UserTypeSpec& s) {
   if (const toml::node* n = root.get("tolerance")) {
     const toml::table* t = n->as_table();
-    if (!t) return c.fail(*n, "tolerance", "is " + node_kind(*n) + ": expected a table [tolerance] with fp32 = 1e-4 and the like");
+    if (!t) return c.fail(*n, "tolerance", "is " + toml_value_kind(*n) + ": expected a table [tolerance] with fp32 = 1e-4 and the like");
     c.unknown_keys(*t, "[tolerance]", {"fp32", "fp16", "bf16"});
     for (auto&& [k, v] : *t) {
       auto d = parse_dtype(std::string(k.str()));
@@ -321,13 +311,13 @@ void read_tolerance_and_fixed(const toml::table& root, Checker& c, UserTypeSpec&
   }
   if (const toml::node* n = root.get("fixed")) {
     const toml::table* t = n->as_table();
-    if (!t) return c.fail(*n, "fixed", "is " + node_kind(*n) + ": expected a table [fixed] of the module's other globals");
+    if (!t) return c.fail(*n, "fixed", "is " + toml_value_kind(*n) + ": expected a table [fixed] of the module's other globals");
     for (auto&& [k, v] : *t) {
       const std::string name(k.str());
       if (!is_identifier(name) || std::count(s.dims.begin(), s.dims.end(), name))
         c.fail(v, "fixed." + name, "is not a global that is not a dim: expected a Python name other than the dims'");
       else if (!v.is_integer() && !v.is_floating_point() && !v.is_boolean() && !v.is_string())
-        c.fail(v, "fixed." + name, "is " + node_kind(v) + ": expected an integer, a number, a boolean or a string");
+        c.fail(v, "fixed." + name, "is " + toml_value_kind(v) + ": expected an integer, a number, a boolean or a string");
       else {
         std::ostringstream o;
         v.visit([&](auto&& x) {
