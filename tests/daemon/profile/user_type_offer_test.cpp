@@ -116,7 +116,7 @@ TEST_CASE("the hook's class fields are read back, and a range without them still
   CHECK(old->args == -1);
 }
 
-TEST_CASE("the kernels of a leaf module of no type add up to an 'other' candidate; a GEMM inside a leaf stays a matmul",
+TEST_CASE("the kernels of a leaf module of no type add up to an 'other' candidate, and a GEMM inside a leaf stays a matmul",
           "[profile][modules]") {
   const Profile p = block_profile();
   const ProfiledKernel* gelu = row_named(p, "module NewGELUActivation");
