@@ -19,6 +19,7 @@
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
 #include "daemon/profile/profile_data.hpp"
+#include "daemon/profile/user_type_offer.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "harness/cupti_library.hpp"
 
@@ -117,9 +118,21 @@ int profile_command(const Args& args) {
   return rc;
 }
 
+namespace {
+
+/// The folder of the user types as a config at `config` names it: relative to the config's folder.
+std::string spec_dir_for(const std::string& dir, const std::string& config) {
+  if (config.empty()) return dir;
+  std::error_code ec;
+  fs::path rel = fs::relative(fs::absolute(dir), fs::absolute(config).parent_path(), ec);
+  return ec || rel.empty() ? fs::absolute(dir).string() : rel.generic_string();
+}
+
+}  // namespace
+
 int plan_command(const Args& args) {
-  std::string file, top = "10", target = "2.0", write;
-  ArgParser p("autokernel plan profile.json [--top N] [--target S] [--write CONFIG]",
+  std::string file, top = "10", target = "2.0", write, user_types;
+  ArgParser p("autokernel plan profile.json [--top N] [--target S] [--write CONFIG] [--user-types DIR]",
               "The Amdahl table of a profile: for each of the top kernels its share f of the GPU time,\n"
               "the speedup s it could reach (--target for autokernel's types, 1 for others) and the whole\n"
               "program's speedup 1/((1-f)+f/s); the total if all were done; and the [[kernel]] entries to\n"
@@ -128,7 +141,10 @@ int plan_command(const Args& args) {
   p.positional("profile.json", "a profile from autokernel profile", &file)
       .option("top", "N", "kernels to consider (default 10)", &top)
       .option("target", "S", "the speedup each supported kernel is assumed to reach (default 2.0)", &target)
-      .option("write", "CONFIG", "append the [[kernel]] entries to this config and check it", &write);
+      .option("write", "CONFIG", "append the [[kernel]] entries to this config and check it", &write)
+      .option("user-types", "DIR", "offer the top modules of no type (profile --modules) as user types: write\n"
+                                   "DIR/<name>.py (a reference) and DIR/<name>.toml (its spec) for each module that\n"
+                                   "can be offered, a [[kernel]] entry for it, and the reason for each that cannot", &user_types);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   auto profile = read_profile(file);
   if (!profile) return std::fprintf(stderr, "autokernel plan: %s\n", profile.error().message.c_str()), kExitUsage;
@@ -136,6 +152,16 @@ int plan_command(const Args& args) {
   if (s < 1) return std::fprintf(stderr, "autokernel plan: --target %s: expected a speedup of at least 1\n", target.c_str()), kExitUsage;
   Plan plan = make_plan(*profile, size_t(std::max(1, std::atoi(top.c_str()))), s);
   std::string toml = plan_toml(plan, fs::path(file).filename().string());
+  if (!user_types.empty()) {
+    const auto offers = user_type_offers(plan);
+    std::vector<std::string> kept;
+    if (auto w = write_user_type_offers(offers, user_types, fs::path(file).filename().string(), kept); !w)
+      return std::fprintf(stderr, "autokernel plan: %s\n", w.error().message.c_str()), kExitFailure;
+    for (auto& k : kept) std::fprintf(stderr, "autokernel plan: %s exists with other text (an edit?): kept as it is\n", k.c_str());
+    toml += offers.empty() ? "\n# --user-types: no module of none of autokernel's types among the top " + top +
+                                 " (profile with --modules to see modules)\n"
+                           : user_type_offers_toml(offers, spec_dir_for(user_types, write), s);
+  }
   std::printf("%s\n%s", plan_table(plan).c_str(), write.empty() ? toml.c_str() : "");
   if (!write.empty()) {
     std::ofstream(write, std::ios::app) << "\n" << toml;

@@ -64,9 +64,6 @@ std::string shape_placeholder(const std::string& type) {
 
 }  // namespace
 
-/// The share of GPU time under which a kernel is not worth a run of the loop.
-constexpr double kWorthARun = 0.005;
-
 double amdahl(double f, double s) { return 1.0 / ((1.0 - f) + f / s); }
 
 Plan make_plan(const Profile& p, size_t top, double target) {

@@ -25,6 +25,9 @@ struct Plan {
   double total_gain = 1;         ///< if every supported kernel reached its s
 };
 
+/// The share of GPU time under which a kernel is not worth a run of the loop.
+constexpr double kWorthARun = 0.005;
+
 /// Amdahl's law for one part: share f sped up by s.
 double amdahl(double f, double s);
 

@@ -47,6 +47,14 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
   if (std::regex_search(range, m, linear)) r.linears = parse_linears(m[1]);
   static const std::regex layout(R"( layout=([0-2])\b)");
   if (std::regex_search(range, m, layout)) r.layout = std::stoi(m[1]);
+  static const std::regex cls(R"( class=([^\s:]+):(\S+))"), init(R"( init=(yes|no|differs|untried)\b)");
+  if (std::regex_search(range, m, cls)) r.class_module = m[1], r.class_qualname = m[2];
+  if (std::regex_search(range, m, init)) r.init = m[1];
+  static const std::regex counts[] = {std::regex(R"( params=(\d{1,9})\b)"), std::regex(R"( buffers=(\d{1,9})\b)"),
+                                      std::regex(R"( leaf=([01])\b)"), std::regex(R"( args=(\d{1,9})\b)")};
+  int* fields[] = {&r.parameters, &r.buffers, &r.leaf, &r.args};
+  for (size_t i = 0; i < 4; ++i)
+    if (std::regex_search(range, m, counts[i])) *fields[i] = std::stoi(m[1]);
   return r;
 }
 

@@ -23,6 +23,13 @@ struct ModuleRange {
   std::string dtype;                         ///< of the first tensor argument: fp16, bf16, fp32 or ""
   std::vector<LinearChild> linears;
   int layout = -1;                           ///< a rotary helper's q: the rotary contract's layout code; -1 unsaid
+  /// What a reference of the module needs (" class=mod:Qual params=N buffers=N leaf=1 init=yes args=N");
+  /// empty or -1 where the range does not say (profiles made before the hook recorded them).
+  std::string class_module, class_qualname;  ///< type(m).__module__ and __qualname__
+  int parameters = -1, buffers = -1;         ///< counts, the children's included
+  int leaf = -1;                             ///< 1: no child modules
+  std::string init;                          ///< yes | no | differs (a no-argument instance is not this one) | untried
+  int args = -1;                             ///< positional arguments of the call, tensors or not
 };
 
 /// The hook's range, or nothing for any other range (PyTorch's own, the program's).

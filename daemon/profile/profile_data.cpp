@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "daemon/profile/kernel_classifier.hpp"
 #include "daemon/profile/module_attribution.hpp"
@@ -30,7 +31,13 @@ struct Enclosing {
   const Range* module = nullptr;
   std::string module_type;
   ModuleRange parsed;
+  /// The innermost hook range when it is a leaf module of none of autokernel's types (a GELU, a
+  /// custom activation): its kernels may add up to an "other" candidate (a user type to offer).
+  const Range* leaf = nullptr;
+  ModuleRange leaf_parsed;
 };
+
+bool unclassified_leaf(const ModuleRange& m) { return m.kind == "module" && m.leaf == 1 && classify_module(m).empty(); }
 
 /// Finds what encloses each launch in one sweep per thread: ranges pushed and popped on a thread
 /// nest, so a stack holds exactly the ranges open at a time. `launches` are (tid, time) pairs.
@@ -57,13 +64,17 @@ std::vector<Enclosing> enclosing_all(std::vector<Range>& ranges, const std::vect
     }
     while (!stack.empty() && stack.back()->end < t) stack.pop_back();
     Enclosing& e = out[i];
+    bool innermost_hook_range = true;
     for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
       if ((*it)->end < t) continue;  // a range that closed under a longer-lived one
       auto [p, fresh] = parsed.try_emplace(*it);
       if (fresh) p->second = parse_module_range((*it)->name);
       if (!p->second) {
         if (!e.op) e.op = *it;
-      } else if (!e.module) {
+        continue;
+      }
+      if (std::exchange(innermost_hook_range, false) && unclassified_leaf(*p->second)) e.leaf = *it, e.leaf_parsed = *p->second;
+      if (!e.module) {
         if (std::string type = classify_module(*p->second); !type.empty())
           e.module = *it, e.module_type = type, e.parsed = *p->second;
       }
@@ -79,14 +90,24 @@ struct Group {
   std::set<const Range*> instances;      // module ranges seen: its calls
 };
 
-/// The row of a module candidate: "module LlamaRMSNorm" with its type and shape.
-void start_module_group(Group& g, const Enclosing& e) {
-  g.k.name = e.parsed.kind + " " + e.parsed.name;
-  g.k.module = e.parsed.name;
-  g.k.type = e.module_type;
-  g.k.shape = module_shape(e.module_type, e.parsed);
-  g.k.dtype = e.parsed.dtype;
-  g.k.nvtx = e.module->name;
+/// The row of a module candidate: "module LlamaRMSNorm" with its type and shape. An "other"
+/// module's shape is its first input's.
+void start_module_group(Group& g, const Range& range, const ModuleRange& parsed, const std::string& type) {
+  g.k.name = parsed.kind + " " + parsed.name;
+  g.k.module = parsed.name;
+  g.k.type = type;
+  g.k.shape = type == "other" ? (parsed.sizes.empty() ? std::vector<long long>{} : parsed.sizes[0]) : module_shape(type, parsed);
+  g.k.dtype = parsed.dtype;
+  g.k.nvtx = range.name;
+}
+
+/// The leaf ranges (by text) inside which some kernel is one of autokernel's types: an nn.Linear's
+/// GEMM stays a matmul row rather than becoming part of an "other" module.
+std::set<std::string> leaves_holding_a_type(const std::vector<Enclosing>& enclosing, const std::vector<std::string>& names) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < enclosing.size(); ++i)
+    if (enclosing[i].leaf && !enclosing[i].module && classify_kernel(names[i]).type != "other") out.insert(enclosing[i].leaf->name);
+  return out;
 }
 
 }  // namespace
@@ -142,16 +163,21 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
     launch_at.push_back(it != launches.end() ? it->second : std::pair<long long, double>{-1, -1.0});
   }
   const std::vector<Enclosing> enclosing = enclosing_all(ranges, launch_at);
+  std::vector<std::string> names;
+  for (auto* r : kernels) names.push_back(demangle(r->value("name", "?")));
+  const std::set<std::string> typed_leaves = leaves_holding_a_type(enclosing, names);
   std::map<std::string, Group> groups;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const nlohmann::json& r = *kernels[i];
     const Enclosing& e = enclosing[i];
-    const std::string name = demangle(r.value("name", "?"));
+    const std::string& name = names[i];
     const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
-    const std::string key = e.module ? "module\n" + e.module_type + "\n" + e.module->name : "kernel\n" + name;
+    const Range* module = e.module ? e.module : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
+    const std::string module_type = e.module ? e.module_type : "other";
+    const std::string key = module ? "module\n" + module_type + "\n" + module->name : "kernel\n" + name;
     Group& g = groups[key];
     if (g.k.calls == 0 && g.instances.empty()) {
-      if (e.module) start_module_group(g, e);
+      if (module) start_module_group(g, *module, e.module ? e.parsed : e.leaf_parsed, module_type);
       else {
         g.k.name = name;
         g.k.grid = r.value("grid", std::vector<int>{});
@@ -161,8 +187,8 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
       }
     }
     g.k.total_us += us;
-    if (e.module) {
-      g.instances.insert(e.module);
+    if (module) {
+      g.instances.insert(module);
       g.parts[name] += us;
     } else {
       g.k.calls++;
@@ -173,7 +199,7 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
     ProfiledKernel k = g.k;
     if (!k.module.empty()) {
       k.calls = (long long)g.instances.size();
-      k.bound = find_spec(k.type) && find_spec(k.type)->is_memory_bound() ? "memory" : "compute";
+      k.bound = k.type == "other" || (find_spec(k.type) && find_spec(k.type)->is_memory_bound()) ? "memory" : "compute";
       std::vector<std::pair<double, std::string>> parts;
       for (auto& [n, us] : g.parts) parts.push_back({-us, n});
       std::sort(parts.begin(), parts.end());

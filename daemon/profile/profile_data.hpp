@@ -45,7 +45,10 @@ struct Profile {
 
 /// Aggregates raw records; kernels starting in the first `warmup_s` seconds are left out. A kernel
 /// launched inside a module range that stands for one of autokernel's types (module_attribution.hpp)
-/// counts toward that module's candidate instead of its own row.
+/// counts toward that module's candidate instead of its own row. So does a kernel whose innermost
+/// module range is a leaf module of none of autokernel's types, when the hook said it is a leaf and
+/// no kernel inside that module is of one of autokernel's types: an "other" candidate, which
+/// `plan --user-types` may offer as a user type.
 Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double warmup_s);
 /// Reads a raw record file (JSON lines).
 Result<std::vector<nlohmann::json>> read_records(const std::string& path);

@@ -3,13 +3,18 @@ defines as functions, with an NVTX range, so that `autokernel profile` can add a
 up to one candidate. Loaded through PYTHONPATH as sitecustomize: the program's code is unchanged.
 
 A range reads  ak.module:<Class> sizes=[[...], ...] dtype=fp16 [linear=name:in x out,...]
+                  class=<module>:<qualname> params=N buffers=N leaf=0|1 init=yes|no|differs|untried args=N
             or ak.function:apply_rotary_pos_emb sizes=[[...], ...] dtype=fp16 layout=1
+The fields after the class say what a reference of the module needs (`autokernel plan --user-types`).
 The format is parsed by daemon/profile/module_attribution.cpp; change both together."""
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import io
 import os
 import sys
+import warnings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Functions that are a kernel type of their own although no module wraps them.
@@ -46,6 +51,98 @@ def _linear_children(torch, module):
     return cached
 
 
+def _word(text):
+    """A field's value without blanks: the range is split on them."""
+    return "".join(c if c.isprintable() and not c.isspace() else "?" for c in str(text)) or "?"
+
+
+def _public_state(module):
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") and k != "training"}
+
+
+def _same_value(a, b):
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and isinstance(a, (bool, int, float, str, tuple, type(None))) and bool(a == b)
+    except Exception:  # a tuple holding tensors compares elementwise
+        return False
+
+
+def _rng_kept(torch):
+    """Saves the program's random state around a constructor and puts it back: a constructor that
+    draws (an initialiser) must not change what the program draws next."""
+    fork = getattr(getattr(torch, "random", None), "fork_rng", None)
+    if fork is None:
+        return contextlib.nullcontext()
+    cuda = getattr(torch, "cuda", None)
+    devices = []
+    if cuda is not None and getattr(cuda, "is_initialized", lambda: False)():
+        devices = [cuda.current_device()]
+    return fork(devices=devices)
+
+
+def _no_argument_state(torch, cls):
+    """The public attributes of `cls()`, or None when it cannot be built with no arguments. The
+    constructor runs with the random state kept, its output and warnings swallowed, and whatever
+    it raises caught: trying it never changes the program."""
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_rng_kept(torch))
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+            return _public_state(cls())
+    except (Exception, SystemExit):
+        return None
+
+
+def _busy(torch):
+    """A CUDA graph being captured or a graph being compiled: no constructor may run now."""
+    for probe in (lambda: torch.cuda.is_current_stream_capturing(), lambda: torch.compiler.is_compiling()):
+        try:
+            if probe():
+                return True
+        except Exception:
+            pass
+    return False
+
+
+def _reference_fields(torch, module, classes, state):
+    """' class=mod:Qual params=N buffers=N leaf=1 init=yes': what a reference of this module needs,
+    once per instance. No-argument construction is tried once per class, and only for leaves
+    without parameters or buffers (the only modules a reference can be made of), so a model's own
+    classes are never built again; init=differs when such an instance's public attributes are not
+    this one's (GELU(approximate="tanh") is not GELU())."""
+    cached = module.__dict__.get("_ak_reference")
+    if cached is not None:
+        return cached
+    cls = type(module)
+    params = sum(1 for _ in module.parameters())
+    buffers = sum(1 for _ in module.buffers())
+    leaf = next(iter(module.children()), None) is None
+    init = "untried"
+    if leaf and params == 0 and buffers == 0:
+        if cls not in classes and not state["constructing"] and not _busy(torch):
+            state["constructing"] = True
+            try:
+                classes[cls] = _no_argument_state(torch, cls)
+            finally:
+                state["constructing"] = False
+        if cls in classes:
+            default = classes[cls]
+            mine = _public_state(module)
+            init = ("no" if default is None else
+                    "yes" if default.keys() == mine.keys() and all(_same_value(default[k], mine[k]) for k in mine) else
+                    "differs")
+    fields = (f" class={_word(cls.__module__)}:{_word(cls.__qualname__)} params={params} buffers={buffers}"
+              f" leaf={int(leaf)} init={init}")
+    if init != "untried" or not leaf or params or buffers:  # untried for a while (a graph capture): ask again later
+        module.__dict__["_ak_reference"] = fields
+    return fields
+
+
 def _wrap_functions(torch, seen):
     """Wraps apply_rotary_pos_emb in __main__ and in transformers' model modules, once each."""
     for modname, mod in list(sys.modules.items()):
@@ -74,14 +171,19 @@ def _install(torch):
     from torch.nn.modules import module as nn_module
 
     seen = set()
-    state = {"modules": -1}
+    classes = {}  # class -> the public attributes of a no-argument instance, None when there is none
+    state = {"modules": -1, "constructing": False}
 
     def pre(module, args):
         if len(sys.modules) != state["modules"]:  # a model module may have been imported since
             state["modules"] = len(sys.modules)
             _wrap_functions(torch, seen)
+        try:
+            reference = _reference_fields(torch, module, classes, state)
+        except Exception:  # a module whose parameters cannot be listed: its range says nothing more
+            reference = ""
         torch.cuda.nvtx.range_push(_label(torch, "module", type(module).__name__, args,
-                                          _linear_children(torch, module)))
+                                          _linear_children(torch, module) + reference + f" args={len(args)}"))
 
     def post(module, args, output):
         torch.cuda.nvtx.range_pop()

@@ -5,29 +5,14 @@
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/module_attribution.hpp"
 #include "daemon/profile/profile_data.hpp"
+#include "tests/daemon/profile/module_records.hpp"
 
 using namespace ak;
 using nlohmann::json;
 
 namespace {
 
-/// Records of one program: ranges on CPU thread 1, kernels launched inside them.
-struct Recorder {
-  std::vector<json> records{json{{"k", "meta"}, {"gpu", "NVIDIA H100 80GB HBM3"}}};
-  long long next_id = 1, corr = 1;
-  double gpu_t = 1e9;  // kernels run one after another on the GPU, 1 us apart
-
-  long long push(const std::string& name, double t) {
-    records.push_back({{"k", "marker"}, {"id", next_id}, {"tid", 1}, {"t", t}, {"flag", "start"}, {"name", name}});
-    return next_id++;
-  }
-  void pop(long long id, double t) { records.push_back({{"k", "marker"}, {"id", id}, {"tid", 1}, {"t", t}, {"flag", "end"}}); }
-  void kernel(const std::string& name, double launch_t, double us) {
-    records.push_back({{"k", "api"}, {"corr", corr}, {"tid", 1}, {"start", launch_t}});
-    records.push_back({{"k", "kernel"}, {"name", name}, {"start", gpu_t}, {"end", gpu_t + us * 1000}, {"corr", corr++}});
-    gpu_t += us * 1000 + 1000;
-  }
-};
+using test::Recorder;
 
 const char* kNorm = "ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16";
 const char* kMlp = "ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048";

@@ -35,6 +35,9 @@ _FAKE_MODULE = textwrap.dedent('''
     class Module:
         def named_children(self):
             return [(k, v) for k, v in vars(self).items() if isinstance(v, Module)]
+        def children(self): return [v for _, v in self.named_children()]
+        def parameters(self): return list(vars(self).get("_test_parameters", []))
+        def buffers(self): return list(vars(self).get("_test_buffers", []))
         def __call__(self, *args):
             for h in _pre: h(self, args)
             try: return self.forward(*args)
@@ -42,6 +45,19 @@ _FAKE_MODULE = textwrap.dedent('''
                 for h in _post: h(self, args, None)
 ''')
 _FAKE_NN = "from .modules.module import Module\nclass Linear(Module):\n    def __init__(self, i, o): self.in_features, self.out_features = i, o\n    def forward(self, x): return x\n"
+# The program's random state, which fork_rng keeps as torch's does.
+_FAKE_RANDOM = textwrap.dedent('''
+    import contextlib
+    state = [0]
+    def draw():
+        state[0] += 1
+        return state[0]
+    @contextlib.contextmanager
+    def fork_rng(devices=()):
+        saved = state[0]
+        try: yield
+        finally: state[0] = saved
+''')
 _FAKE_NVTX = "pushed = []\ndef range_push(s): pushed.append(s)\ndef range_pop(): pass\n"
 
 _PROGRAM = textwrap.dedent('''
@@ -69,6 +85,55 @@ _PROGRAM = textwrap.dedent('''
 ''')
 
 
+# Modules that a reference can be made of, and modules that it cannot.
+_REFERENCE_PROGRAM = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import torch.random
+
+    built = [0]
+
+    class Gelu(nn.Module):
+        def __init__(self, approximate="none"):
+            built[0] += 1
+            print("constructing Gelu")
+            torch.random.draw()
+            self.approximate = approximate
+        def forward(self, x): return x
+
+    class Scale(nn.Module):
+        def __init__(self, factor): self.factor = factor
+        def forward(self, x, y): return x
+
+    class Norm(nn.Module):
+        def __init__(self): self._test_parameters, self._test_buffers = ["weight"], ["running_mean"]
+        def forward(self, x): return x
+
+    class Block(nn.Module):
+        def __init__(self): self.act = Gelu()
+        def forward(self, x): return self.act(x)
+
+    class Blocks:
+        class Inner(nn.Module):
+            def __init__(self, *args):
+                if not args: raise SystemExit("needs arguments")
+            def forward(self, x): return x
+
+    x = torch.Tensor(8, 3072)
+    Gelu()(x)
+    Gelu("tanh")(x)
+    Scale(2.0)(x, 3.0)
+    Norm()(x)
+    Block()(x)
+    Blocks.Inner(1)(x)
+    import torch.cuda.nvtx as nvtx
+    print("\\n".join(nvtx.pushed))
+    print("random state", torch.random.state[0])
+    print("gelu constructors", built[0])
+    print("done")
+''')
+
+
 def write(root, rel, text):
     path = os.path.join(root, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -79,7 +144,8 @@ def write(root, rel, text):
 class ModuleHook(unittest.TestCase):
     def run_program(self, program):
         with tempfile.TemporaryDirectory() as root:
-            write(root, "torch/__init__.py", _FAKE_TORCH + "from . import nn, cuda\n")
+            write(root, "torch/__init__.py", _FAKE_TORCH + "from . import nn, cuda, random\n")
+            write(root, "torch/random.py", _FAKE_RANDOM)
             write(root, "torch/nn/__init__.py", _FAKE_NN)
             write(root, "torch/nn/modules/__init__.py", "")
             write(root, "torch/nn/modules/module.py", _FAKE_MODULE)
@@ -94,13 +160,41 @@ class ModuleHook(unittest.TestCase):
         r = self.run_program(_PROGRAM)
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
-        self.assertIn("ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16", lines)
+        self.assertIn("ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16 "
+                      "class=__main__:LlamaRMSNorm params=0 buffers=0 leaf=1 init=yes args=1", lines)
         self.assertIn("ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 "
-                      "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048", lines)
-        self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16", lines)
+                      "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048 "
+                      "class=__main__:LlamaMLP params=0 buffers=0 leaf=0 init=untried args=1", lines)
+        self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 "
+                      "class=torch.nn:Linear params=0 buffers=0 leaf=1 init=no args=1", lines)
         self.assertIn("ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], "
                       "[1, 2048, 128], [1, 2048, 128]] dtype=fp16 layout=1", lines)
         self.assertIn("NVTX ranges around every nn.Module forward", r.stderr)
+
+    def test_each_class_records_what_a_reference_of_it_needs(self):
+        r = self.run_program(_REFERENCE_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        fields = lambda qualname: next("class=" + l.split(" class=", 1)[1] for l in lines
+                                       if " class=__main__:" + qualname + " " in l)
+        self.assertEqual(fields("Gelu"), "class=__main__:Gelu params=0 buffers=0 leaf=1 init=yes args=1")
+        # The same class built with another argument than its default: not what Gelu() builds.
+        self.assertIn("ak.module:Gelu sizes=[[8, 3072]] dtype=fp16 class=__main__:Gelu params=0 buffers=0 leaf=1 "
+                      "init=differs args=1", lines)
+        self.assertEqual(fields("Scale"), "class=__main__:Scale params=0 buffers=0 leaf=1 init=no args=2")
+        self.assertEqual(fields("Norm"), "class=__main__:Norm params=1 buffers=1 leaf=1 init=untried args=1")
+        self.assertEqual(fields("Block"), "class=__main__:Block params=0 buffers=0 leaf=0 init=untried args=1")
+        self.assertEqual(fields("Blocks.Inner"), "class=__main__:Blocks.Inner params=0 buffers=0 leaf=1 init=no args=1")
+
+    def test_trying_a_constructor_never_changes_the_program(self):
+        r = self.run_program(_REFERENCE_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Gelu's constructor prints and draws: once for the program's two instances, none of it seen
+        # by the program; Inner's raises SystemExit, which the hook keeps from ending the program.
+        self.assertEqual(r.stdout.count("constructing Gelu"), 3)  # the program's three instances
+        self.assertIn("random state 3", r.stdout)
+        self.assertIn("gelu constructors 4", r.stdout)  # and one tried by the hook
+        self.assertIn("done", r.stdout)
 
     def test_a_program_that_never_imports_torch_is_left_alone(self):
         r = self.run_program("import sys\nprint('torch' in sys.modules)\n")
