@@ -35,7 +35,7 @@ UserTypeSpec renamed_gelu(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("an evaluation request carries its user type through JSON; a built-in one carries none", "[user_type_eval]") {
+TEST_CASE("an evaluation request carries its user type through JSON and a built-in one carries none", "[user_type_eval]") {
   EvalRequest r;
   r.kernel_type = "eval_gelu_a";
   r.source = "// file";
