@@ -57,6 +57,7 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
        {"repetitions", r.repetitions}, {"best_source", r.best_source}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
+  if (!r.user_type.is_null()) j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile;
 }
 
 void from_json(const nlohmann::json& j, EvalRequest& r) {
@@ -71,6 +72,17 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   r.warmup = j.value("warmup", 10);
   r.repetitions = j.value("repetitions", 100);
   if (j.contains("baseline_us")) r.baseline_us = j["baseline_us"].get<double>();
+  r.user_type = j.value("user_type", nlohmann::json());
+  r.torch_compile = j.value("torch_compile", true);
+}
+
+Status register_request_type(const EvalRequest& r) {
+  if (r.user_type.is_null()) return ok();
+  auto spec = UserTypeSpec::from_json(r.user_type);
+  if (!spec) return error("the request's user type cannot be read: " + spec.error().message);
+  if (spec->name != r.kernel_type)
+    return error("the request is for kernel type '" + r.kernel_type + "' but carries the user type '" + spec->name + "'");
+  return register_user_type(*spec);
 }
 
 Result<std::unique_ptr<Harness>> Harness::open(int device) {
@@ -182,6 +194,11 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   if (seeds->fixed)
     v.notes.push_back("made with the fixed seed " + std::to_string(req.seed) +
                       ": its inputs and checked launches could be known in advance; the loop never uses one");
+  if (auto s = register_request_type(req); !s) {
+    v.message = s.error().message;
+    v.harness_error = true;
+    return finish(v, t0);
+  }
   auto file_spec = spec_for_file(req.kernel_type, req.source);
   auto dtype = parse_dtype(req.dtype);
   if (!file_spec || !dtype) {
@@ -233,6 +250,8 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.rows_per_block = cand->rows_per_block();
   v.stages.push_back({"compile", true, since(tc), std::to_string(v.registers) + " registers, " +
                                                       std::to_string(v.spill_bytes) + " bytes spilled"});
+  if (const UserTypeSpec* user = find_user_type(spec->type))
+    return finish(evaluate_user(req, *spec, *user, *cand, compiled->output, *dtype, shape, seeds->timing_choices, v, on_stage), t0);
   auto ref = reference(*spec);
   if (!ref) {
     v.message = ref.error().message;

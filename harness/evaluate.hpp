@@ -13,6 +13,7 @@
 #include "harness/device_peaks.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/stages.hpp"
+#include "harness/user_reference.hpp"
 #include "harness/verdict.hpp"
 
 namespace ak {
@@ -34,9 +35,20 @@ struct EvalRequest {
   /// (Verdict::paired). Empty: the candidate is timed alone.
   std::string best_source;
   int warmup = 10, repetitions = 100;
+  /// A user type's spec as UserTypeSpec::to_json() writes it (its text and its reference's
+  /// source), so the worker registers the type without reading a user's file; null for built-in
+  /// types.
+  nlohmann::json user_type;
+  /// User types: also time the module under torch.compile (minutes of autotuning, once per shape).
+  bool torch_compile = true;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
+
+/// Registers the request's user type (UserTypeSpec::from_json, then register_user_type, which
+/// accepts the same text again), so that the spec of `kernel_type` resolves; nothing to do for a
+/// built-in type. An error when the JSON is not a spec or names another type than kernel_type.
+Status register_request_type(const EvalRequest& r);
 
 class Harness {
  public:
@@ -64,6 +76,14 @@ class Harness {
   Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
                              const EvalRequest& req, bool& sticky);
 
+  /// The rest of evaluate() for a user type, after the compile: the five stages and the judged
+  /// timing through its reference process, the baseline PyTorch eager (harness/evaluate_user.cpp).
+  Verdict evaluate_user(const EvalRequest& req, const KernelSpec& spec, const UserTypeSpec& user,
+                        const LaunchableKernel& cand, const CompileOutput& compiled, DType dtype, const Shape& shape,
+                        uint64_t timing_choices, Verdict v, const StageListener& on_stage);
+  /// The reference process of a user type, started at its first evaluation and kept while it runs.
+  Result<UserReference*> user_reference(const UserTypeSpec& user);
+
   std::unique_ptr<GpuContext> gpu_;
   std::unique_ptr<DeviceInputs> inputs_;
   std::unique_ptr<DeviceChecks> checks_;
@@ -71,6 +91,8 @@ class Harness {
   std::map<std::string, std::pair<std::string, CompileOutput>> best_;   ///< per type: source, compiled
   std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
+  /// Per user type (destroyed before gpu_: each unmaps and frees its pool in the context).
+  std::map<std::string, std::unique_ptr<UserReference>> user_references_;
 };
 
 }  // namespace ak

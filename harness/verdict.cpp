@@ -70,9 +70,12 @@ void to_json(nlohmann::json& j, const Verdict& v) {
                      {"starter_us", v.starter_us},
                      {"cublas_us", v.cublas_us},
                      {"speedup", v.speedup},
+                     {"torch_compile_us", v.torch_compile_us},
                      {"peak_vram_mb", v.peak_vram_mb},
                      {"context_lost", v.context_lost},
+                     {"harness_error", v.harness_error},
                      {"notes", v.notes}};
+  if (v.kernelbench_pass) j["kernelbench_pass"] = *v.kernelbench_pass;
   if (v.paired.pairs > 0)
     j["paired"] = {{"pairs", v.paired.pairs}, {"best_us", v.paired.best_us}, {"ratio", v.paired.ratio},
                    {"noise", v.paired.noise}, {"best_spread", v.paired.best_spread},
@@ -101,7 +104,9 @@ void from_json(const nlohmann::json& j, Verdict& v) {
   AK_GET(rows_per_block); AK_GET(total_seconds); AK_GET(throughput); AK_GET(throughput_unit);
   AK_GET(pct_peak); AK_GET(peak_used); AK_GET(baseline_us); AK_GET(baseline_source);
   AK_GET(reference_us); AK_GET(starter_us); AK_GET(cublas_us); AK_GET(speedup); AK_GET(peak_vram_mb); AK_GET(context_lost);
+  AK_GET(torch_compile_us); AK_GET(harness_error);
 #undef AK_GET
+  if (j.contains("kernelbench_pass")) v.kernelbench_pass = j["kernelbench_pass"].get<bool>();
   if (j.contains("paired")) {
     const auto& p = j["paired"];
     v.paired = PairedTiming{p.value("pairs", 0),         p.value("best_us", 0.0),     p.value("ratio", 0.0),

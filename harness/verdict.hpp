@@ -74,15 +74,24 @@ struct Verdict {
   double pct_peak = 0;          ///< fraction of the measured peak of the bounding resource
   double peak_used = 0;         ///< that peak, in the same unit
   double baseline_us = 0;
-  std::string baseline_source;  ///< "config", "reference kernel" or "cuBLAS"
+  std::string baseline_source;  ///< "config", "reference kernel", "cuBLAS" or "PyTorch eager"
   double reference_us = 0, starter_us = 0;
   double cublas_us = 0;         ///< the cuBLAS GEMMs of the shape (types whose baseline is cuBLAS)
   double speedup = 0;           ///< baseline_us / median_us
+  /// User types: the module under torch.compile at the timed shape and dtype (0: not measured;
+  /// why is in notes), beside PyTorch eager, which is their baseline.
+  double torch_compile_us = 0;
+  /// User types: every checked output also within KernelBench's own tolerance (atol = rtol =
+  /// 1e-2), so a result can be compared with KernelBench's; unset for built-in types.
+  std::optional<bool> kernelbench_pass;
   double peak_vram_mb = 0;
   PairedTiming paired;          ///< against the current best, when the request gave one
 
   std::vector<std::string> notes;   ///< what went wrong around the candidate (baseline timing)
   bool context_lost = false;    ///< the worker's CUDA context is unusable: it must be replaced
+  /// The harness could not judge the candidate (a user type's reference process would not start,
+  /// its reference failed): the message says what to fix; the candidate is not known to be wrong.
+  bool harness_error = false;
 
   bool passed() const { return correctness == Correctness::Pass; }
 };

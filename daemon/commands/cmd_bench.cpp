@@ -87,6 +87,7 @@ int bench_command(const Args& args) {
 
   EvalRequest req;
   req.kernel_type = type;
+  if (const UserTypeSpec* user = find_user_type(type)) req.user_type = user->to_json();
   if (!beside.empty()) {
     auto best = read_kernel_file(beside, **spec);
     if (!best) return std::fprintf(stderr, "%s\n", best.error().message.c_str()), kExitUsage;

@@ -48,7 +48,7 @@ int kernelbench_command(const Args& args) {
               "epilogue problems and refuses the rest with the reason and line (convolutions, pooling, scans,\n"
               "attention, ...). Writes CONFIG with one [[kernel]] per accepted problem. The analysis needs a\n"
               "Python 3 but no PyTorch. Exits 0 when it accepted a problem, 2 when it accepted none.\n"
-              "See docs/user-types-kernelbench.md.");
+              "See docs/user-types.md (Importing KernelBench problems).");
   p.positionals("FILE.py", "KernelBench problem files", &files)
       .option("out", "CONFIG", "the config to write", &out)
       .option("types", "DIR", "where the specs go (default: `types` beside CONFIG)", &types)

@@ -72,6 +72,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   job.started_s = clock_.now_s();
   EvalRequest& req = job.request;
   req.kernel_type = kp.spec->type;
+  if (kp.entry->user_type) req.user_type = kp.entry->user_type->to_json();  // the worker reads no user file
   req.dtype = kp.entry->dtype;
   req.shape = kp.entry->shape;
   req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;

@@ -47,6 +47,18 @@ class Globals(unittest.TestCase):
             R.dim_values(["a"], [True])
 
 
+class InputScale(unittest.TestCase):
+    def test_absent_is_one_and_a_number_is_taken(self):
+        self.assertEqual(R.input_scale({}), 1.0)
+        self.assertEqual(R.input_scale({"scale": 64}), 64.0)
+        self.assertEqual(R.input_scale({"scale": 0.015625}), 0.015625)
+
+    def test_zero_negative_infinite_or_not_a_number_is_refused(self):
+        for bad in (0, -1, float("inf"), "2", True, None):
+            with self.assertRaises(R.Failure):
+                R.input_scale({"scale": bad})
+
+
 class TensorsAgainstSpec(unittest.TestCase):
     def test_matching_tensors_pass(self):
         self.assertIsNone(R.check_tensors(SPEC, actual(), DIMS))

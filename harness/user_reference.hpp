@@ -1,0 +1,83 @@
+#pragma once
+/// The reference of a user type as the worker uses it: one reference process per user type
+/// (harness/reference_process.hpp), started at the type's first evaluation and kept up between
+/// evaluations, with one pool (harness/ipc_pool.hpp) mapped into it that grows when a shape needs
+/// more bytes. Each run is prepare (the process draws the inputs into the pool and poisons the
+/// outputs) -> the candidate's launch on the pool's pointers -> check (the process compares).
+/// The python it runs is $AK_REFERENCE_PYTHON, else "python3" (docs/user-types.md).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+#include "harness/gpu_context.hpp"
+#include "harness/ipc_pool.hpp"
+#include "harness/reference_process.hpp"
+#include "harness/run_buffers.hpp"
+#include "kernels_cuda/user_type.hpp"
+
+namespace ak {
+
+/// The python that runs the reference process: $AK_REFERENCE_PYTHON, else "python3".
+std::string reference_python();
+
+/// The `load` request of a user type: its name, reference source, dims, fixed globals (as the
+/// Python values the spec writes), tensors and the tolerance of each of its dtypes.
+nlohmann::json load_request(const UserTypeSpec& spec, int device);
+
+/// What the reference process said of the candidate's outputs at the last prepare.
+struct UserCheck {
+  bool pass = false;
+  bool kernelbench_pass = false;   ///< within KernelBench's atol = rtol = 1e-2 as well
+  std::string message;             ///< why not, when not
+};
+
+/// The module's own times at a shape, in µs: eager PyTorch and torch.compile (0: not measured).
+struct UserBaseline {
+  double eager_us = 0, compile_us = 0;
+  std::string compile_error;
+};
+
+/// The device buffers of one prepared run, in the spec's tensor order, as the launch takes them.
+/// The buffers are views of the pool: they own nothing.
+struct PreparedRun {
+  std::vector<DeviceBuffer> inputs, outputs;   ///< inputs, parameters and buffers; then the outputs
+  RunBuffers view() const;
+  size_t bytes = 0;                            ///< what they take of the pool
+};
+
+class UserReference {
+ public:
+  /// Starts the process for `spec` on `gpu`'s device (hello, then load). An Error that says what to
+  /// install when python or torch is missing: the harness's problem, never the candidate's.
+  static Result<std::unique_ptr<UserReference>> start(GpuContext& gpu, const UserTypeSpec& spec);
+  ~UserReference();
+
+  /// Draws new inputs for `shape` in `d` into the pool (growing it when needed), outputs poisoned;
+  /// the pointers of every tensor in the spec's order. `scale` multiplies the float inputs (1: as
+  /// get_inputs draws them). The pool must not be in use by a kernel (synchronise first).
+  Result<PreparedRun> prepare(const Shape& shape, DType d, double scale = 1);
+  /// Judges the outputs now in the pool against the reference for the last prepare's inputs.
+  /// The candidate's launch must have finished.
+  Result<UserCheck> check();
+  /// The module in eager PyTorch and under torch.compile at `shape` in `d`.
+  Result<UserBaseline> baseline(const Shape& shape, DType d, int repetitions, bool with_compile = true);
+
+  const UserTypeSpec& spec() const { return spec_; }
+  /// False once a request failed in a way that stopped the process (a timeout, its death).
+  bool running() const { return process_ && process_->running(); }
+  size_t pool_bytes() const { return pool_ ? pool_->bytes() : 0; }
+
+ private:
+  UserReference(GpuContext& gpu, UserTypeSpec spec) : gpu_(gpu), spec_(std::move(spec)) {}
+  Status ensure_pool(size_t bytes);
+  GpuContext& gpu_;
+  UserTypeSpec spec_;
+  std::unique_ptr<ReferenceProcess> process_;
+  std::optional<IpcPool> pool_;
+};
+
+}  // namespace ak

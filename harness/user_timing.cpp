@@ -1,0 +1,216 @@
+#include "harness/user_timing.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "harness/cupti_timer.hpp"
+#include "harness/evaluation_seeds.hpp"
+
+namespace ak {
+namespace {
+
+struct Event {
+  const CudaDriver& d;
+  CUevent e = nullptr;
+  explicit Event(const CudaDriver& drv) : d(drv) { d.cuEventCreate(&e, CU_EVENT_DEFAULT); }
+  Event(Event&& o) noexcept : d(o.d), e(o.e) { o.e = nullptr; }
+  ~Event() {
+    if (e) d.cuEventDestroy(e);
+  }
+};
+
+/// One user timing in progress.
+class Session {
+ public:
+  Session(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref, const Shape& shape,
+          DType d, const std::vector<const LaunchableKernel*>& kernels, const UserTimingPlan& plan)
+      : gpu_(gpu), drv_(gpu.driver()), checks_(checks), spec_(spec), ref_(ref), shape_(shape), d_(d), kernels_(kernels),
+        plan_(plan), n_(int(kernels.size())) {}
+
+  Result<UserTiming> run(bool& sticky, bool& harness_error);
+
+ private:
+  int kernel_at(int pair, int i) const { return n_ == 1 ? 0 : ((pair + int(plan_.choice_seed & 1)) % 2 == 0 ? i : 1 - i); }
+  std::string launch_name(int pair) const {
+    return (pair < warm_ ? "warm-up launch " + std::to_string(pair + 1)
+                         : "timed launch " + std::to_string(pair - warm_ + 1) + " of " + std::to_string(reps_)) +
+           " on " + shape_str(shape_) + " " + dtype_name(d_);
+  }
+  StageFailure failure(const std::string& msg) const {
+    StageFailure f;
+    f.message = msg;
+    f.at = {shape_, d_, Recipe::Normal, 0, 0};
+    return f;
+  }
+  /// Prepares, launches kernel k (between `timed`'s events when given) and waits for it. An Error
+  /// with `cuda` set is the kernel's CUDA error; without, the reference process's or the harness's.
+  Result<std::optional<StageFailure>> launch(int pair, int k, bool judge, std::pair<Event*, Event*> timed, CUresult& cuda);
+
+  GpuContext& gpu_;
+  const CudaDriver& drv_;
+  const DeviceChecks& checks_;
+  const KernelSpec& spec_;
+  UserReference& ref_;
+  const Shape& shape_;
+  const DType d_;
+  const std::vector<const LaunchableKernel*>& kernels_;
+  const UserTimingPlan& plan_;
+  const int n_;
+  int warm_ = 0, reps_ = 0;
+  DeviceBuffer flush_, slot_;
+  size_t bytes_ = 0;
+  bool kernelbench_pass_ = true;
+};
+
+Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge, std::pair<Event*, Event*> timed,
+                                                    CUresult& cuda) {
+  const LaunchableKernel& kernel = *kernels_[size_t(k)];
+  auto run = ref_.prepare(shape_, d_);
+  if (!run) return error("the reference process failed to draw the inputs: " + run.error().message);
+  bytes_ = std::max(bytes_, run->bytes);
+  // Always the same bytes into the flush buffer and the slot: they say nothing of how many
+  // launches came before, nor which are judged.
+  if (auto s = cu_check(drv_.cuMemsetD8(slot_.ptr(), 0xff, slot_.bytes()), "clearing a check's slot"); !s) return s.error();
+  if ((cuda = kernel.restore_module_memory()) != CUDA_SUCCESS) return error("resetting the module's memory failed");
+  if (auto s = kernel.snapshot_module_memory(checks_); !s) return s.error();
+  if (auto s = cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2"); !s) return s.error();
+  if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
+  cuda = kernel.launch(spec_, d_, shape_, run->view(), nullptr, false);
+  if (timed.second) drv_.cuEventRecord(timed.second->e, nullptr);
+  if (cuda != CUDA_SUCCESS) return error("the " + launch_name(pair) + " failed: " + cu_error_text(cuda));
+  auto checked = kernel.check_module_memory(checks_, slot_.ptr());
+  // The next prepare overwrites the pool and check reads it: the launch must be over first.
+  if ((cuda = drv_.cuCtxSynchronize()) != CUDA_SUCCESS) return error("the " + launch_name(pair) + " failed: " + cu_error_text(cuda));
+  if (!checked) return checked.error();
+  uint64_t first = 0;
+  if (auto s = gpu_.download(&first, slot_, sizeof first); !s) return s.error();
+  if (std::string changed = kernel.module_memory_change(first); !changed.empty())
+    return std::optional(failure(changed + " after the " + launch_name(pair) + ": a launch may keep nothing for the next"));
+  if (!judge) return std::optional<StageFailure>();
+  auto verdict = ref_.check();
+  if (!verdict) return error("the reference process failed to judge a timed launch: " + verdict.error().message);
+  if (k == 0) kernelbench_pass_ = kernelbench_pass_ && verdict->kernelbench_pass;
+  if (!verdict->pass)
+    return std::optional(failure("wrong output during timing (" + launch_name(pair) + "): " + verdict->message +
+                                 ": the kernel behaves differently when it is timed"));
+  return std::optional<StageFailure>();
+}
+
+Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
+  sticky = harness_error = false;
+  CUresult cuda = CUDA_SUCCESS;
+  auto fail = [&](const Error& e) -> Result<UserTiming> {
+    sticky = cuda != CUDA_SUCCESS && cu_error_is_sticky(cuda);
+    harness_error = cuda == CUDA_SUCCESS;
+    return e;
+  };
+  auto flush = gpu_.alloc(std::max<size_t>(gpu_.info().l2_bytes * 2, 64 << 20));
+  auto slot = gpu_.alloc(sizeof(uint64_t));
+  if (!flush || !slot) return error(!flush ? flush.error().message : slot.error().message);
+  flush_ = std::move(*flush), slot_ = std::move(*slot);
+
+  UserTiming out;
+  out.failures.resize(size_t(n_));
+  // The first pair sizes the plan, as in judged_timing: a slow kernel gets fewer launches.
+  Event w0(drv_), w1(drv_);
+  double first_ms = 0;
+  for (int i = 0; i < n_; ++i) {
+    const int k = kernel_at(0, i);
+    auto f = launch(0, k, false, {&w0, &w1}, cuda);
+    if (!f) return fail(f.error());
+    if (*f) out.failures[size_t(k)] = *f;
+    float ms = 0;
+    drv_.cuEventElapsedTime(&ms, w0.e, w1.e);
+    first_ms += double(ms) / n_;
+  }
+  if (out.failures[0]) return out;
+  const BenchmarkPlan sized = fit_plan(plan_.launches, first_ms);
+  warm_ = std::max(1, sized.warmup), reps_ = sized.repetitions;
+  std::vector<std::vector<int>> checked;
+  for (int k = 0; k < n_; ++k)
+    checked.push_back(pick_checked_launches(warm_, plan_.checked_launches, reps_, mix_seed(plan_.choice_seed + uint64_t(k) + 1)));
+
+  std::vector<Event> starts, ends;
+  std::vector<int> timed_kernel;
+  starts.reserve(size_t(reps_ * n_)), ends.reserve(size_t(reps_ * n_));
+  std::vector<std::string> names;
+  for (auto* k : kernels_) names.push_back(k->lowered_name(d_));
+  bool cupti_on = false;
+  auto stop_cupti = [&] {
+    if (cupti_on) (void)CuptiKernelTimer::stop(names, 0);
+    cupti_on = false;
+  };
+  for (int pair = 1; pair < warm_ + reps_; ++pair) {
+    const bool timed = pair >= warm_;
+    if (pair == warm_) {
+      if (auto s = CuptiKernelTimer::start(); !s) return s.error();
+      cupti_on = true;
+    }
+    for (int i = 0; i < n_; ++i) {
+      const int k = kernel_at(pair, i);
+      if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
+      const auto& mine = checked[size_t(k)];
+      const bool judge = timed && !out.failures[size_t(k)] && std::binary_search(mine.begin(), mine.end(), pair);
+      auto f = launch(pair, k, judge, timed ? std::pair{&starts.back(), &ends.back()} : std::pair<Event*, Event*>{}, cuda);
+      if (!f) {
+        stop_cupti();
+        return fail(f.error());
+      }
+      if (timed) timed_kernel.push_back(k);
+      if (*f && !out.failures[size_t(k)]) out.failures[size_t(k)] = *f;
+      if (out.failures[0]) {
+        stop_cupti();
+        out.kernelbench_pass = kernelbench_pass_;
+        return out;
+      }
+    }
+  }
+  auto cupti = CuptiKernelTimer::stop(names, timed_kernel.size());
+  if (!cupti) return cupti.error();
+  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(n_)), events_k(static_cast<size_t>(n_));
+  const bool all_records = cupti->size() == timed_kernel.size();
+  for (size_t i = 0; i < timed_kernel.size(); ++i) {
+    float ms = 0;
+    drv_.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
+    events_k[size_t(timed_kernel[i])].push_back(double(ms) * 1000.0);
+    if (all_records) cupti_k[size_t(timed_kernel[i])].push_back((*cupti)[i]);
+  }
+  for (int k = 0; k < n_; ++k) {
+    out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
+    if (!all_records) {
+      out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti->size()) + " of " +
+                                  std::to_string(timed_kernel.size()) + " kernel records";
+      spdlog::warn("timing {}: {}", names[0], out.timings.back().source);
+    }
+  }
+  if (n_ == 2) {
+    out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
+    out.paired.best_spread = out.timings[1].spread();
+  }
+  out.bytes = bytes_;
+  out.kernelbench_pass = kernelbench_pass_;
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> pick_checked_launches(int first, int count, int available, uint64_t seed) {
+  std::vector<int> all(static_cast<size_t>(std::max(available, 0)));
+  for (int i = 0; i < available; ++i) all[size_t(i)] = first + i;
+  for (int i = available - 1; i > 0; --i) std::swap(all[size_t(i)], all[size_t(mix_seed(seed + uint64_t(i)) % uint64_t(i + 1))]);
+  all.resize(size_t(std::max(0, std::min(count, available))));
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+Result<UserTiming> user_timing(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref,
+                               const Shape& shape, DType d, const std::vector<const LaunchableKernel*>& kernels,
+                               const UserTimingPlan& plan, bool& sticky, bool& harness_error) {
+  sticky = harness_error = false;
+  if (kernels.empty() || kernels.size() > 2) return error("user_timing takes one or two kernels");
+  Session session(gpu, checks, spec, ref, shape, d, kernels, plan);
+  return session.run(sticky, harness_error);
+}
+
+}  // namespace ak

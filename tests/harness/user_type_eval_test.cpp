@@ -1,0 +1,240 @@
+// A user type's candidate through the harness: the request that carries the type, its
+// registration in the worker, the stage plan, and on a GPU (with torch) the five KernelBench
+// examples judged by the reference process.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "daemon/kernelbench/problem_analysis.hpp"
+#include "daemon/kernelbench/problem_spec.hpp"
+#include "harness/evaluate.hpp"
+#include "harness/user_reference.hpp"
+#include "harness/user_stages.hpp"
+#include "harness/user_timing.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "tests/kernels_cuda/user_type_specs.hpp"
+#include "tests/support.hpp"
+
+using namespace ak;
+using Catch::Contains;
+using nlohmann::json;
+
+namespace {
+
+/// A spec of the tests' GELU under another name, so that no other test's registration clashes.
+UserTypeSpec renamed_gelu(const std::string& name) {
+  std::string text = test::kGeluSpec;
+  text.replace(text.find("gelu_tanh"), 9, name);
+  auto s = parse_user_type(text, "types/" + name + ".toml");
+  REQUIRE(s.ok());
+  REQUIRE(with_sources(*s, test::kGeluReference, "").ok());
+  return *s;
+}
+
+}  // namespace
+
+TEST_CASE("an evaluation request carries its user type through JSON and a built-in one carries none", "[user_type_eval]") {
+  EvalRequest r;
+  r.kernel_type = "eval_gelu_a";
+  r.source = "// file";
+  r.user_type = renamed_gelu("eval_gelu_a").to_json();
+  r.torch_compile = false;
+  const json j = r;
+  const EvalRequest back = j.get<EvalRequest>();
+  CHECK(back.user_type == r.user_type);
+  CHECK_FALSE(back.torch_compile);
+  auto spec = UserTypeSpec::from_json(back.user_type);
+  REQUIRE(spec.ok());
+  CHECK(spec->name == "eval_gelu_a");
+  CHECK(spec->reference_source == test::kGeluReference);
+
+  EvalRequest builtin;
+  builtin.kernel_type = "softmax";
+  const json b = builtin;
+  CHECK_FALSE(b.contains("user_type"));
+  CHECK(b.get<EvalRequest>().user_type.is_null());
+}
+
+TEST_CASE("the worker registers a request's user type before it resolves the spec", "[user_type_eval]") {
+  EvalRequest r;
+  r.kernel_type = "eval_gelu_b";
+  r.user_type = renamed_gelu("eval_gelu_b").to_json();
+  CHECK(find_spec("eval_gelu_b") == nullptr);
+  REQUIRE(register_request_type(r).ok());
+  REQUIRE(find_spec("eval_gelu_b") != nullptr);
+  REQUIRE(find_user_type("eval_gelu_b") != nullptr);
+  CHECK(register_request_type(r).ok());  // the same text again: every request carries it
+
+  EvalRequest other = r;
+  other.kernel_type = "softmax";
+  CHECK_THAT(register_request_type(other).error().message, Contains("carries the user type 'eval_gelu_b'"));
+  EvalRequest broken = r;
+  broken.user_type = json{{"path", "x.toml"}};
+  CHECK_THAT(register_request_type(broken).error().message, Contains("the request's user type cannot be read"));
+  EvalRequest changed = r;
+  UserTypeSpec edited = renamed_gelu("eval_gelu_b");
+  edited.text += "\n# edited\n";
+  changed.user_type = edited.to_json();
+  CHECK_FALSE(register_request_type(changed).ok());  // one spec per name in a worker
+  EvalRequest builtin;
+  builtin.kernel_type = "softmax";
+  CHECK(register_request_type(builtin).ok());
+}
+
+TEST_CASE("a user type runs the five stages in run_five_stages' order over every dtype", "[user_type_eval]") {
+  const KernelSpec spec = user_kernel_spec(renamed_gelu("eval_gelu_c"));
+  const std::vector<UserStage> plan = user_stage_plan(spec);
+  std::vector<std::string> names;
+  for (auto& s : plan) names.push_back(s.name);
+  CHECK(names == std::vector<std::string>{"smoke", "shape sweep", "numerical stability", "determinism", "edge cases"});
+  REQUIRE(plan[0].cases.size() == 1);
+  CHECK(plan[0].cases[0].shape == Shape{4, 1000});
+  CHECK(plan[0].cases[0].dtype == DType::F32);
+  CHECK(plan[1].cases.size() == 2 * 2);   // two sweep shapes x fp32, fp16
+  CHECK(plan[1].cases[3].dtype == DType::F16);
+  REQUIRE(plan[2].cases.size() == 2 * 2); // two scales x two dtypes
+  for (auto& c : plan[2].cases) {
+    CHECK(c.shape == Shape{64, 4096});
+    CHECK(c.scale != 1);
+  }
+  CHECK_THAT(plan[2].detail, Contains("not among them"));
+  CHECK(plan[3].repeats == 3);
+  CHECK(plan[3].cases.size() == 2);
+  CHECK(plan[4].cases.size() == 2 * 2);
+  for (int i : {0, 1, 2, 4}) CHECK(plan[size_t(i)].repeats == 1);
+}
+
+TEST_CASE("the load request gives the reference process the spec's tensors, fixed globals and tolerances", "[user_type_eval]") {
+  auto s = parse_user_type(test::kLogSoftmaxSpec, "types/l.toml");
+  REQUIRE(s.ok());
+  REQUIRE(with_sources(*s, test::kLogSoftmaxReference, "").ok());
+  const json load = load_request(*s, 1);
+  CHECK(load["op"] == "load");
+  CHECK(load["device"] == 1);
+  CHECK(load["dims"] == json{"batch_size", "dim"});
+  CHECK(load["fixed"] == json{{"reduce_dim", 1}});
+  CHECK(load["tolerance"] == json{{"fp32", 1e-5}});
+  REQUIRE(load["tensors"].size() == 2);
+  CHECK(load["tensors"][1] == json{{"name", "y"}, {"role", "output"}, {"shape", {"batch_size", "dim"}}, {"type", "float"}});
+  CHECK(load["reference_source"] == test::kLogSoftmaxReference);
+}
+
+TEST_CASE("the checked timed launches are distinct, among the timed ones, and change with the seed", "[user_type_eval]") {
+  auto a = pick_checked_launches(10, 4, 100, 7), b = pick_checked_launches(10, 4, 100, 8);
+  REQUIRE(a.size() == 4);
+  CHECK(std::is_sorted(a.begin(), a.end()));
+  CHECK(std::adjacent_find(a.begin(), a.end()) == a.end());
+  CHECK(a.front() >= 10);
+  CHECK(a.back() < 110);
+  CHECK(a != b);
+  CHECK(pick_checked_launches(1, 4, 2, 7).size() == 2);
+}
+
+TEST_CASE("a verdict keeps the user type's torch.compile time, KernelBench verdict and harness error", "[user_type_eval]") {
+  Verdict v;
+  v.torch_compile_us = 12.5;
+  v.kernelbench_pass = true;
+  v.harness_error = true;
+  const Verdict back = json(v).get<Verdict>();
+  CHECK(back.torch_compile_us == 12.5);
+  REQUIRE(back.kernelbench_pass.has_value());
+  CHECK(*back.kernelbench_pass);
+  CHECK(back.harness_error);
+  CHECK_FALSE(json(Verdict{}).contains("kernelbench_pass"));
+}
+
+// ---- on a GPU, with torch ($AK_REFERENCE_PYTHON) --------------------------------------------------
+
+namespace {
+
+const std::string kExamples = std::string(AK_SOURCE_DIR) + "/examples/kernelbench/";
+
+/// The spec `autokernel kernelbench` writes for examples/kernelbench/<problem>.py.
+UserTypeSpec example_spec(const std::string& problem) {
+  const std::string path = kExamples + problem + ".py";
+  auto analysis = analyse_problem("python3", path);
+  REQUIRE(analysis.ok());
+  REQUIRE((*analysis)["accepted"] == true);
+  const std::string name = kernelbench_type_name(path);
+  auto s = parse_user_type(kernelbench_spec_text(*analysis, name, name + ".py", path), "types/" + name + ".toml");
+  INFO((s.ok() ? "" : s.error().message));
+  REQUIRE(s.ok());
+  REQUIRE(with_sources(*s, test::read_file(path), "").ok());
+  return *s;
+}
+
+Harness& shared_harness() {
+  static std::unique_ptr<Harness> h = [] {
+    auto opened = Harness::open(0);
+    REQUIRE(opened.ok());
+    return std::move(*opened);
+  }();
+  return *h;
+}
+
+/// The verdict of examples/kernelbench/kernels/<problem><suffix>.cu; `small`: timed at the sweep's
+/// first shape (the cheating files cheat at the module's own sizes, the spec's bench shape).
+Verdict judge(const std::string& problem, const std::string& suffix, bool small) {
+  const UserTypeSpec spec = example_spec(problem);
+  EvalRequest r;
+  r.kernel_type = spec.name;
+  r.user_type = spec.to_json();
+  r.source = test::read_file(kExamples + "kernels/" + problem + suffix + ".cu");
+  r.dtype = "fp32";
+  if (small) r.shape = spec.sweep.front();
+  r.warmup = 2;
+  r.repetitions = 12;
+  r.time_starter = false;
+  r.torch_compile = false;  // minutes of autotuning per problem
+  Verdict v = shared_harness().evaluate(r);
+  INFO(problem + suffix + ": " + json(v).dump(1));
+  INFO("the reference process needs a Python with torch and CUDA: set AK_REFERENCE_PYTHON");
+  REQUIRE_FALSE(v.harness_error);
+  return v;
+}
+
+const char* kProblems[] = {"gelu_tanh", "linear_relu", "log_softmax", "residual_layernorm", "sum_middle_dim"};
+
+bool is_stage(const std::string& s) {
+  for (const char* n : {"smoke", "shape sweep", "numerical stability", "determinism", "edge cases"})
+    if (s == n) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("each KernelBench example's honest kernel passes with a speedup over PyTorch eager", "[gpu][user_type_eval]") {
+  if (!test::gpu_or_skip()) return;
+  for (const char* problem : kProblems) {
+    Verdict v = judge(problem, "", true);
+    INFO(std::string(problem) + ": " + v.message);
+    CHECK(v.correctness == Correctness::Pass);
+    CHECK(v.stages.size() == 7);   // compile, the five stages, benchmark
+    CHECK(v.baseline_source == "PyTorch eager");
+    CHECK(v.reference_us > 0);
+    CHECK(v.speedup > 0);
+    CHECK(v.kernelbench_pass == std::optional<bool>(true));
+  }
+}
+
+TEST_CASE("each KernelBench example's wrong kernel fails a named stage", "[gpu][user_type_eval]") {
+  if (!test::gpu_or_skip()) return;
+  for (const char* problem : kProblems) {
+    Verdict v = judge(problem, ".wrong", true);
+    INFO(std::string(problem) + ": " + v.message);
+    CHECK(v.correctness == Correctness::Fail);
+    CHECK(is_stage(v.failed_stage));
+  }
+}
+
+TEST_CASE("each KernelBench example's cheating kernel fails", "[gpu][user_type_eval]") {
+  if (!test::gpu_or_skip()) return;
+  for (const char* problem : kProblems) {
+    Verdict v = judge(problem, ".cheating", false);
+    INFO(std::string(problem) + ": " + v.message);
+    CHECK(v.correctness != Correctness::Pass);
+    CHECK_FALSE(v.failed_stage.empty());
+  }
+}
