@@ -105,6 +105,7 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const KernelSpec& spec, c
   // the harness's, said in the notes; the candidate still passed.
   const std::string key = std::string(req.torch_compile ? "eager+compile|" : "eager|") + spec.type + "|" + shape_str(shape) + "|" + dtype_name(dtype);
   if (!time_cache_.count(key)) {
+    if (on_stage) on_stage("baseline");  // its own watchdog limit: torch.compile autotunes for minutes
     auto b = (*ref)->baseline(shape, dtype, std::max(10, req.repetitions / 4), req.torch_compile);
     if (b) {
       time_cache_[key] = b->eager_us;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -85,14 +86,15 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
   std::string stage = "compile";
   for (;;) {
     bool timed_out = false, eof = false;
-    auto line = child_.read_line(opt_.stage_timeout_s, timed_out, eof, opt_.cancel);
+    const double limit = stage == "baseline" ? std::max(opt_.stage_timeout_s, opt_.baseline_timeout_s) : opt_.stage_timeout_s;
+    auto line = child_.read_line(limit, timed_out, eof, opt_.cancel);
     if (!line) {
       if (timed_out) {
         bool cancelled = opt_.cancel && opt_.cancel->load();
         stop(true);
         if (cancelled) return error("evaluation abandoned: the daemon is stopping");
         return lost(Correctness::Timeout, req, stage,
-                    "ran past its limit of " + std::to_string(int(opt_.stage_timeout_s)) +
+                    "ran past its limit of " + std::to_string(int(limit)) +
                         " s (a hang or an endless loop); the worker was killed");
       }
       std::string why = child_.reap();

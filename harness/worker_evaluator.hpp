@@ -25,6 +25,10 @@ class WorkerEvaluator : public Evaluator {
     std::vector<std::string> command;
     int device = 0;
     double stage_timeout_s = kDefaultStageTimeoutS;   ///< per stage, compile and benchmark included
+    /// The limit of a user type's "baseline" stage, when longer than stage_timeout_s: PyTorch's own
+    /// module compiled by torch.compile (autotuning for minutes on a large shape), in the reference
+    /// process. No candidate code runs in that stage, so the longer limit gives a hang nothing.
+    double baseline_timeout_s = 900;
     double startup_timeout_s = 120;     ///< the first start measures the GPU's peaks
     const std::atomic<bool>* cancel = nullptr;  ///< set when the caller must stop now
     /// The worker's whole environment ("NAME=value"); the default is minimal_environment().

@@ -87,6 +87,33 @@ TEST_CASE("a stage that hangs is a TIMEOUT naming the stage, and the worker is k
   CHECK(e.pid() == -1);
 }
 
+TEST_CASE("a user type's baseline stage has a limit of its own, longer than the candidate's stages", "[worker]") {
+  // PyTorch's torch.compile of the module runs there, not the candidate: minutes are fine, a hang is not.
+  ScriptedWorker slow(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                                  "echo '{\"event\":\"stage\",\"name\":\"baseline\"}'\nsleep 1\necho '") +
+                      kPass + "'\nread line\n");
+  auto o = slow.options(0.5);
+  o.baseline_timeout_s = 5;
+  WorkerEvaluator e(o);
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->correctness == Correctness::Pass);
+
+  ScriptedWorker hung(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
+                                  "echo '{\"event\":\"stage\",\"name\":\"baseline\"}'\nexec sleep 30\n"));
+  auto h = hung.options(0.5);
+  h.baseline_timeout_s = 1.5;
+  WorkerEvaluator eh(h);
+  auto t0 = std::chrono::steady_clock::now();
+  auto t = eh.evaluate(request());
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(t.ok());
+  CHECK(t->correctness == Correctness::Timeout);
+  CHECK(t->failed_stage == "baseline");
+  CHECK(secs > 1.2);
+  CHECK(secs < 5.0);
+}
+
 TEST_CASE("the limit is per stage: slow progress through many stages is not a timeout", "[worker]") {
   ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\n"
                                "for s in smoke sweep stability determinism edges; do "
