@@ -11,11 +11,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 
 namespace ak {
 
 Status ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const ChildOptions& options) {
+  // A child that dies while we write to it must not take us with it: write_all returns false
+  // (EPIPE) and the caller reports it. Process-wide, and so set by whoever starts a child.
+  signal(SIGPIPE, SIG_IGN);
   kill_now();
   int in[2], out[2], err[2] = {-1, -1};
   auto fail = [&](const char* what) {
@@ -82,6 +86,11 @@ bool ChildProcess::write_all(const std::string& s) {
     done += size_t(n);
   }
   return true;
+}
+
+void ChildProcess::close_input() {
+  if (to_ >= 0) ::close(to_);
+  to_ = -1;
 }
 
 template <typename Enough>
@@ -177,6 +186,16 @@ void ChildProcess::close_pipes() {
   if (from_ >= 0) ::close(from_);
   to_ = from_ = -1;
   pending_.clear();
+}
+
+std::string find_executable(const std::string& name, const std::string& path) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  std::stringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 }  // namespace ak

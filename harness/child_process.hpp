@@ -34,6 +34,10 @@ struct ChildOptions {
   std::string relay_prefix;           ///< e.g. "worker 0: "
 };
 
+/// `name` if it holds a '/', else the first executable `dir/name` for dir in `path` (PATH's
+/// syntax); "" when there is none. ChildProcess::start takes a path: this finds one.
+std::string find_executable(const std::string& name, const std::string& path);
+
 class ChildProcess {
  public:
   ChildProcess() = default;
@@ -50,7 +54,10 @@ class ChildProcess {
   bool ended(std::string& how);
   pid_t pid() const { return pid_; }
 
+  /// False when the child is gone (EPIPE: never a SIGPIPE of ours).
   bool write_all(const std::string& s);
+  /// Closes the child's stdin: it reads end-of-file after what was written.
+  void close_input();
   /// Reads one line within `deadline_s`; sets timed_out (also when `cancel` is set) or eof.
   std::optional<std::string> read_line(double deadline_s, bool& timed_out, bool& eof,
                                        const std::atomic<bool>* cancel = nullptr);

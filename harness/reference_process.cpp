@@ -35,16 +35,6 @@ std::string op_of(const nlohmann::json& req) {
 
 }  // namespace
 
-std::string find_executable(const std::string& name, const std::string& path) {
-  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  std::stringstream dirs(path);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 Result<std::unique_ptr<ReferenceProcess>> ReferenceProcess::start(const ReferenceProcessOptions& options) {
   const std::vector<std::string> env = options.use_minimal_environment ? minimal_environment() : options.environment;
   const std::string python = find_executable(options.python, path_of(env));
@@ -55,7 +45,6 @@ Result<std::unique_ptr<ReferenceProcess>> ReferenceProcess::start(const Referenc
   if (options.source.size() > kMaxArgument)
     return error("cannot start the reference process: its program is " + std::to_string(options.source.size()) +
                  " bytes, over the " + std::to_string(kMaxArgument) + " one argument may hold");
-  signal(SIGPIPE, SIG_IGN);  // a request to a process that died is an error to report, not our end
   std::unique_ptr<ReferenceProcess> p(new ReferenceProcess());
   ChildOptions child;
   // As the compile server: whoever kills the worker's group kills this process with it, and if the

@@ -67,8 +67,4 @@ class ReferenceProcess {
   std::string stopped_because_;
 };
 
-/// `name` if it holds a '/', else the first executable `dir/name` for dir in `path` (PATH's
-/// syntax); "" when there is none.
-std::string find_executable(const std::string& name, const std::string& path);
-
 }  // namespace ak

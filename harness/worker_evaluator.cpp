@@ -34,8 +34,6 @@ Verdict lost(Correctness c, const EvalRequest& req, const std::string& stage, co
 }  // namespace
 
 WorkerEvaluator::WorkerEvaluator(Options o) : opt_(std::move(o)) {
-  // A worker that dies while we write to it must not take us with it.
-  signal(SIGPIPE, SIG_IGN);
   if (opt_.command.empty())
     opt_.command = {"/proc/self/exe", "worker", "--device", std::to_string(opt_.device), "--stage-timeout-s",
                     std::to_string(opt_.stage_timeout_s)};

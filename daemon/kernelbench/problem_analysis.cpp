@@ -1,14 +1,11 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <csignal>
 #include <map>
+
+#include "harness/child_process.hpp"
+
+extern char** environ;
 
 namespace ak {
 
@@ -16,61 +13,20 @@ const std::map<std::string, std::string>& embedded_python();
 
 namespace {
 
-struct Captured {
-  int status = -1;
-  std::string out;
-};
-
-/// Runs argv with `input` on its stdin, its stdout captured and its stderr inherited (the
-/// analyser's own complaints reach the user).
-Result<Captured> run_captured(const std::vector<std::string>& argv, const std::string& input) {
-  int fds[2], in[2];
-  if (pipe(fds) != 0) return error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  if (pipe(in) != 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  }
-  pid_t pid = fork();
-  if (pid < 0) return error(std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(in[0], 0);
-    for (int fd : {fds[0], fds[1], in[0], in[1]}) close(fd);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "autokernel kernelbench: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(fds[1]);
-  close(in[0]);
-  // Python reads the whole script before it runs any of it, so writing all of it first cannot
-  // deadlock against its output. A Python that died early gives EPIPE: its status says why.
-  auto previous = signal(SIGPIPE, SIG_IGN);
-  for (size_t done = 0; done < input.size();) {
-    ssize_t n = write(in[1], input.data() + done, input.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += size_t(n);
-  }
-  close(in[1]);
-  signal(SIGPIPE, previous);
-  Captured c;
-  char buf[8192];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    c.out.append(buf, size_t(n));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return c;
+/// The caller's environment, as the analyser inherits it ("NAME=value" each).
+std::vector<std::string> own_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
 }
+
+std::string own_path() {
+  const char* path = std::getenv("PATH");
+  return path ? path : "/usr/local/bin:/usr/bin:/bin";
+}
+
+/// A problem is read in well under a second; this only bounds a Python that hangs.
+constexpr double kAnalysisSeconds = 60;
 
 }  // namespace
 
@@ -78,29 +34,32 @@ const std::string& problem_analyser_source() {
   return embedded_python().at("daemon/kernelbench/analyse_problem.py");
 }
 
-bool python_available(const std::string& python) {
-  if (python.find('/') != std::string::npos) return access(python.c_str(), X_OK) == 0;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    if (access((dir + "/" + python).c_str(), X_OK) == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
+bool python_available(const std::string& python) { return !find_executable(python, own_path()).empty(); }
 
 Result<nlohmann::json> analyse_problem(const std::string& python, const std::string& problem_path) {
-  // The script arrives on stdin (`python -`): no temporary file, nothing on the command line.
-  auto run = run_captured({python, "-I", "-", problem_path}, problem_analyser_source());
-  if (!run) return run.error();
-  if (run->status != 0)
-    return error(problem_path + ": the analyser (" + python + ") exited with status " + std::to_string(run->status) +
-                 " (its message is above)");
-  auto json = nlohmann::json::parse(run->out, nullptr, false);
+  // The script arrives on stdin (`python -`): no temporary file, nothing on the command line. Its
+  // stderr stays the caller's, so the analyser's own complaints reach the user.
+  const std::string exe = find_executable(python, own_path());
+  if (exe.empty()) return error(problem_path + ": cannot run the analyser: no " + python + " on PATH");
+  ChildProcess child;
+  ChildOptions options;
+  options.own_process_group = false;
+  if (auto started = child.start({exe, "-I", "-", problem_path}, own_environment(), options); !started)
+    return error(problem_path + ": cannot run the analyser (" + exe + "): " + started.error().message);
+  // Python reads the whole script before it runs any of it, so writing all of it first cannot
+  // deadlock against its output. A Python that died early fails the write: its status says why.
+  child.write_all(problem_analyser_source());
+  child.close_input();
+  std::string out;
+  for (bool timed_out = false, eof = false; !eof;) {
+    auto line = child.read_line(kAnalysisSeconds, timed_out, eof);
+    if (timed_out) return error(problem_path + ": the analyser (" + exe + ") ran past " + std::to_string(int(kAnalysisSeconds)) + " s");
+    if (line) out += *line + "\n";
+  }
+  const std::string how = child.reap();
+  if (how != "exited with code 0")
+    return error(problem_path + ": the analyser (" + python + ") " + how + " (its message is above)");
+  auto json = nlohmann::json::parse(out, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("accepted"))
     return error(problem_path + ": the analyser printed no verdict (expected a JSON object)");
   return json;
