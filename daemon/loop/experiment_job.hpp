@@ -21,6 +21,7 @@ struct ExperimentJob {
   bool baseline = false;           ///< the kernel's starter, experiment 0 of the kernel
   bool propose_on_thread = false;  ///< ask `context` of the proposer first (an LLM)
   int times_judged = 0;            ///< > 0: judged again beside a newer best
+  int harness_retries = 0;         ///< > 0: judged again after the harness itself failed on it
   bool rejudge_best = false;       ///< the kernel's current best, judged again alone
   ProposalContext context;
   Proposal proposal;               ///< known at dispatch unless propose_on_thread

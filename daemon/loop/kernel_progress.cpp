@@ -45,7 +45,9 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
     if (k.tag != row.tag) continue;
     k.experiments++;
     k.seconds += row.seconds;
-    if (!k.has_baseline && k.llm_writes_first && !row.kept) {
+    if (row.correctness == kHarnessError) {
+      // says nothing of the candidate: counted, live, by the loop (harness_errors_in_a_row)
+    } else if (!k.has_baseline && k.llm_writes_first && !row.kept) {
       // A first file of the LLM that failed: asked again, within the budget converged() counts.
       k.first_tries++;
       k.first_failure = row.correctness + (row.failure.empty() ? "" : ": " + row.failure);
@@ -96,6 +98,9 @@ std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const 
 std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c) {
   char buf[160];
   if (k.starter_failed) return "the starter itself fails: " + k.starter_failure;
+  if (k.harness_errors_in_a_row >= kHarnessErrorsToStop)
+    return "the harness could not judge its last " + std::to_string(k.harness_errors_in_a_row) +
+           " candidates (the last: " + k.harness_failure + "); not the kernel's fault: fix what that names and start the run again";
   if (!k.has_baseline && k.llm_writes_first) {
     if (k.first_tries >= c.first_candidate_tries)
       return "no first file of the LLM passed in " + std::to_string(k.first_tries) + " tries (the last: " + k.first_failure + ")";

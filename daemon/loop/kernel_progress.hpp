@@ -38,6 +38,10 @@ struct KernelProgress {
   std::string model;                  ///< the GPU model it is held to ([gpu] mixed_models = "per-kernel")
   bool best_to_rejudge = false;       ///< a pairing found the best slower than when it was kept
   bool best_rejudging = false;        ///< its verdict of its own is being made now
+  /// In memory only, so that a restart after the harness is fixed tries again: HARNESS_ERROR rows
+  /// in a row, and what the last said.
+  int harness_errors_in_a_row = 0;
+  std::string harness_failure;
 
 
   double speedup() const { return best_us > 0 ? baseline_us / best_us : 0; }
@@ -51,6 +55,12 @@ inline constexpr const char* kBestJudgedAgain = "BEST_PASS";
 inline constexpr const char* kBestDemoted = "DEMOTED";
 /// A best judged again that another GPU's keep replaced meanwhile: its verdict changes nothing.
 inline constexpr const char* kBestReplaced = "BEST_REPLACED";
+
+/// The correctness of a row whose candidate the harness could not judge (the reference process of
+/// a user type failed, say), after it was judged again: neither a revert nor a first try.
+inline constexpr const char* kHarnessError = "HARNESS_ERROR";
+/// HARNESS_ERROR rows in a row that stop a kernel until the run is started again.
+inline constexpr int kHarnessErrorsToStop = 2;
 
 /// The rows of `tag` that made each best still standing, oldest first (the baseline, then each
 /// keep not undone by a demotion); the last is the current best.

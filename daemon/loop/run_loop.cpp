@@ -264,6 +264,8 @@ Status RunLoop::record(const ResultRow& row) {
   at("recorded");
   rows_.push_back(row);
   apply_row(kernels_, row);
+  for (KernelProgress& k : kernels_)
+    if (k.tag == row.tag) k.harness_errors_in_a_row = row.correctness == kHarnessError ? k.harness_errors_in_a_row + 1 : 0;
   write_state("running");
   return ok();
 }

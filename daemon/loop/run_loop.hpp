@@ -81,6 +81,9 @@ class RunLoop {
   Status finish_guarded(FinishedJob f);
   Status record_error(const ExperimentJob& job, const std::string& why);
   Status judge_again(ExperimentJob job);
+  /// A verdict that says the harness failed, not the candidate: the candidate is judged again, up
+  /// to kHarnessRetries times, then recorded as HARNESS_ERROR (neither a revert nor a first try).
+  Status harness_failed(ExperimentJob job, const Verdict& v);
   /// The current best judged again, alone, when a pairing found it out of line with the time it
   /// was kept at (daemon/loop/run_loop_best.cpp): started on a free GPU, then kept or demoted.
   Status dispatch_best_rejudgements();

@@ -138,7 +138,7 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
     if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
   InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
                  job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure};
-  if (job.times_judged == 0)
+  if (job.times_judged == 0 && job.harness_retries == 0)
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
   kp.in_flight++;
@@ -193,6 +193,37 @@ Status RunLoop::judge_again(ExperimentJob job) {
   return start(std::move(job), description);
 }
 
+namespace {
+/// Times a candidate is judged again after the harness failed on it: a reference process that
+/// died once is started afresh by the worker; one that fails three times will fail again.
+constexpr int kHarnessRetries = 2;
+}  // namespace
+
+Status RunLoop::harness_failed(ExperimentJob job, const Verdict& v) {
+  KernelProgress& k = kernels_[job.kernel];
+  const std::string message = untrusted_line(v.message, kMessageBytes);
+  if (job.harness_retries < kHarnessRetries && !stop_requested()) {
+    job.harness_retries++;
+    job.propose_on_thread = false;
+    spdlog::warn("experiment {} {}: the harness failed, not the candidate ({}): judging it again ({} of {})", job.experiment,
+                 k.tag, message, job.harness_retries, kHarnessRetries);
+    const std::string description = job.proposal.description;
+    return start(std::move(job), description);
+  }
+  if (job.rejudge_best) k.best_rejudging = false;
+  (void)write_file_atomic(dir_.path(verdict_file(job.experiment, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
+  ResultRow row{job.experiment, k.tag, k.spec->type, 0, 0, 0, 0, kHarnessError, 0, false, "", job.proposal.tokens,
+                clock_.now_s() - job.started_s, job.rejudge_best ? "the best judged again on its own" : job.proposal.description};
+  row.move = job.baseline ? MoveKind::Baseline : job.proposal.move;
+  row.failure = untrusted_line("the harness, not the candidate: " + message, kMessageBytes);
+  cost_usd_ += job.proposal.cost_usd;
+  k.harness_failure = message;
+  spdlog::error("experiment {} {}: the harness could not judge it in {} tries: {}; recorded as {}, not as a revert",
+                job.experiment, k.tag, job.harness_retries + 1, message, kHarnessError);
+  if (auto s = record(row); !s) return s;
+  return ledger_->remove(job.experiment);
+}
+
 Status RunLoop::proposal_arrived(const ExperimentJob& job) {
   --proposing_;
   running_[job.experiment] = job;
@@ -237,6 +268,7 @@ Status RunLoop::finish(FinishedJob f) {
   }
   at("evaluated");
   const Verdict& v = *f.verdict;
+  if (v.harness_error) return harness_failed(std::move(job), v);
   if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;
   const Proposal& proposal = job.proposal;

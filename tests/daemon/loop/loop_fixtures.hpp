@@ -34,7 +34,7 @@ class ManualClock : public Clock {
 };
 
 /// Judges a source by its first line: "// us=<latency>" passes with that latency, "// FAIL"
-/// fails the shape sweep, anything else (the starters) passes at `starter_us`. With
+/// fails the shape sweep, "// HARNESS" gets a verdict that the harness failed, anything else (the starters) passes at `starter_us`. With
 /// `pair_noise` >= 0 it also times the request's best beside the candidate, as the real harness
 /// does: the ratio is the latencies' unless the line says " ratio=<r>" (a slow moment of the GPU
 /// that moved the medians, not the pair), and the best's own time in that pairing is its
@@ -49,6 +49,7 @@ class ScriptedEvaluator : public Evaluator {
   std::vector<std::string> best_sources;   ///< what each request gave as the current best
   ManualClock* clock = nullptr;            ///< advanced by `eval_seconds` per evaluation
   double eval_seconds = 0;
+  int harness_failures = 0;   ///< the next this many evaluations say the harness failed
   static double latency_of(const std::string& source, double otherwise) {
     return source.rfind("// us=", 0) == 0 ? std::stod(source.substr(6)) : otherwise;
   }
@@ -59,6 +60,14 @@ class ScriptedEvaluator : public Evaluator {
     Verdict v;
     v.kernel_type = req.kernel_type;
     v.dtype = req.dtype;
+    if (harness_failures > 0 || req.source.rfind("// HARNESS", 0) == 0) {
+      harness_failures = std::max(0, harness_failures - 1);
+      v.correctness = Correctness::Fail;
+      v.harness_error = true;
+      v.failed_stage = "smoke";
+      v.message = "smoke: the reference process stopped answering";
+      return v;
+    }
     if (req.source.rfind("// COMPILE", 0) == 0) {
       v.correctness = Correctness::CompileError;
       v.failed_stage = "compile";

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "daemon/loop/git_history.hpp"
+#include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
@@ -329,6 +330,62 @@ TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
     CHECK(out->kind == RunOutcome::Converged);
     CHECK(rows_of(loop).size() == 2);
   }
+}
+
+TEST_CASE("a candidate the harness failed on is judged again, and passes without a row for the failures", "[loop][harness_error]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  ev.harness_failures = 2;   // the starter's first two evaluations: a reference process that died
+  pr.add(90, "faster");
+  RunLoop loop(loop_config(dir), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].kept);
+  CHECK(rows[0].correctness == "PASS");
+  CHECK(rows[1].kept);
+  CHECK(ev.calls == 4);
+  InFlightLedger ledger(loop.directory().in_flight());
+  REQUIRE(ledger.load().ok());
+  CHECK(ledger.entries().empty());   // each retry reuses the entry of its experiment
+}
+
+TEST_CASE("a candidate the harness cannot judge is no revert, and two in a row stop the kernel until a restart", "[loop][harness_error]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir, "[convergence]\nmax_consecutive_reverts = 1\n");
+  {
+    ScriptedProposer pr;
+    pr.queue.push_back({"// HARNESS\na\n", "first", 10, 0});
+    pr.queue.push_back({"// HARNESS\nb\n", "second", 10, 0});
+    pr.add(90, "not asked before the restart");
+    RunLoop loop(cfg, ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    auto rows = rows_of(loop);
+    REQUIRE(rows.size() == 3);
+    for (int i : {1, 2}) {
+      CHECK(rows[i].correctness == "HARNESS_ERROR");
+      CHECK_FALSE(rows[i].kept);
+      CHECK_THAT(rows[i].failure, Catch::StartsWith("the harness, not the candidate: smoke: the reference process stopped"));
+    }
+    CHECK(ev.calls == 1 + 3 + 3);   // each judged three times
+    CHECK(pr.queue.size() == 1);
+    const KernelProgress& k = loop.kernels()[0];
+    CHECK(k.consecutive_reverts == 0);
+    CHECK_THAT(*converged(k, cfg.convergence), Catch::StartsWith("the harness could not judge its last 2 candidates"));
+    CHECK_THAT(*converged(k, cfg.convergence), Catch::Contains("start the run again"));
+  }
+  ScriptedProposer pr;
+  pr.add(90, "after the restart");
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[3].kept);
+  CHECK(rows[3].description == "after the restart");
 }
 
 TEST_CASE("run budgets end the run", "[loop][budget]") {
