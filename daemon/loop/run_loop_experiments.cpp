@@ -295,13 +295,14 @@ Status RunLoop::finish(FinishedJob f) {
   // The harness's message can quote the compiler, which quotes the candidate: outside text.
   const std::string message = untrusted_line(v.message, kMessageBytes);
   if (baseline) {
-    // What the user runs today: their baseline_us, or cuBLAS for a GEMM; else the starter itself,
-    // since the harness's plain reference kernels are slower than the starters and a "2x" over
-    // them would mean nothing (DESIGN.md).
-    const bool starter = !k.entry->baseline_us && v.baseline_source != "cuBLAS";
+    // What the user runs today: their baseline_us, cuBLAS for a GEMM, or for a user type its
+    // module in PyTorch eager; else the starter itself, since the harness's plain reference
+    // kernels are slower than the starters and a "2x" over them would mean nothing (DESIGN.md).
+    const bool library = v.baseline_source == "cuBLAS" || v.baseline_source == "PyTorch eager";
+    const bool starter = !k.entry->baseline_us && !library;
     if (starter && v.passed()) row.speedup = 1.0;
     const char* first = k.llm_writes_first ? "the starter (the LLM's first passing file)" : "the starter";
-    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? first : "cuBLAS");
+    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? first : v.baseline_source);
     // A first file of the LLM that fails is one try of a few, and keeps the LLM's own words.
     if (k.llm_writes_first && !keep) row.description = "first file, not passing: " + proposal.description;
   }

@@ -112,6 +112,26 @@ TEST_CASE("a user type's starter file is its baseline, as a built-in type's is",
   CHECK_FALSE(pr.seen.at(0).first_file);
 }
 
+TEST_CASE("a user type's speedups are against its module in PyTorch eager, as the harness timed it", "[loop][user_type]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  ev.baseline_source = "PyTorch eager";
+  ev.reference_us = 180;
+  pr.add(120, "a first file");
+  pr.add(100, "faster");
+  RunLoop loop(loop_config(dir, "", gelu_kernel(dir, "gelu_eager")), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].description == "baseline: the starter; speedups against PyTorch eager");
+  CHECK(rows[0].speedup == Approx(1.5));
+  CHECK(rows[1].speedup == Approx(1.8));
+  CHECK(loop.kernels()[0].baseline_us == Approx(180));
+  CHECK(loop.kernels()[0].baseline_source == "PyTorch eager");
+}
+
 TEST_CASE("run refuses a user type with neither a starter nor an LLM", "[loop][user_type]") {
   TempDir dir;
   const Config builtin = loop_config(dir, "", gelu_kernel(dir, "gelu_no_llm"));
