@@ -3,15 +3,19 @@
 LLM: it answers /v1/chat/completions with real variants of the kernel file it was sent, some of
 them broken, in a fixed rotation. Nothing leaves the machine.
 
-usage: scripts/scripted-llm-server.py [PORT] [--cheats] [--marker TEXT]     (default 8765)
+usage: scripts/scripted-llm-server.py [PORT] [--cheats] [--kernelbench DIR] [--marker TEXT]   (default 8765)
 
 --cheats answers with softmax files that cheat (kernels that reuse what an earlier launch left,
 memoize across launches or in the module's padding, special-case the benchmark shape, read the
 process environment, print from the device, carry host code, never finish compiling), with
-one honest change among them: the loop must keep none of the cheats. --marker TEXT reports, on
+one honest change among them: the loop must keep none of the cheats. --kernelbench DIR answers the
+user types of DIR's problems (examples/kernelbench: a request names its type, kb_<problem>) from
+DIR/kernels/: the honest file first, then in turn the wrong one, the cheating one and the honest
+one with its AK_THREADS (or AK_TILE) halved and doubled. --marker TEXT reports, on
 stderr and at exit, every request that carried TEXT (a value from the daemon's environment).
 """
 import json
+import os
 import re
 import signal
 import sys
@@ -80,6 +84,45 @@ def knob(src, name, change):
     return src[: m.start(1)] + str(change(int(m.group(1)))) + src[m.end(1):]
 
 
+KERNELBENCH = None       # the folder of --kernelbench
+KB_CALLS = {}            # problem -> replies given
+KB_ROTATION = [
+    ("the wrong kernel", lambda p: read_kernel(p, ".wrong")),
+    ("the cheating kernel", lambda p: read_kernel(p, ".cheating")),
+    ("halve the block", lambda p: halve_or_double(read_kernel(p, ""), lambda v: max(v // 2, 8))),
+    ("double the block", lambda p: halve_or_double(read_kernel(p, ""), lambda v: min(v * 2, 1024))),
+]
+
+
+def read_kernel(problem, suffix):
+    with open("%s/kernels/%s%s.cu" % (KERNELBENCH, problem, suffix)) as f:
+        return f.read()
+
+
+def halve_or_double(src, change):
+    for name in ("AK_THREADS", "AK_TILE"):
+        if re.search(r"^#define %s \d+" % name, src, re.M):
+            return knob(src, name, change)
+    return src
+
+
+def kernelbench_reply(user):
+    """The next file for the problem the request names, or None when it names none of DIR's."""
+    names = sorted((f[:-3] for f in os.listdir(KERNELBENCH + "/kernels") if f.endswith(".cu") and f.count(".") == 1),
+                   key=len, reverse=True)
+    problem = next((p for p in names if re.search(r"\bkb_%s\b" % re.escape(p), user)), None)
+    if problem is None:
+        return None
+    n = KB_CALLS.get(problem, 0)
+    KB_CALLS[problem] = n + 1
+    if n == 0:
+        what, text = "the honest kernel", read_kernel(problem, "")
+    else:
+        what, make = KB_ROTATION[(n - 1) % len(KB_ROTATION)]
+        text = make(problem)
+    return "%s for %s\n\n```cuda\n%s```\n" % (what, problem, text)
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers["Content-Length"]))
@@ -91,7 +134,9 @@ class Handler(BaseHTTPRequestHandler):
         best = re.findall(r"```cuda\n(.*?)```", user, re.S)
         what, edit = ROTATION[calls["n"] % len(ROTATION)]
         calls["n"] += 1
-        if edit is None or not best:
+        if KERNELBENCH:
+            text = kernelbench_reply(user) or "This request names no problem I know."
+        elif edit is None or not best:
             text = "I would look at the memory access pattern first."
         else:
             text = "%s\n\n```cuda\n%s```\n" % (what, edit(best[-1]))
@@ -117,6 +162,10 @@ if __name__ == "__main__":
     if "--cheats" in args:
         args.remove("--cheats")
         ROTATION[:] = CHEATS
+    if "--kernelbench" in args:
+        i = args.index("--kernelbench")
+        KERNELBENCH = args[i + 1]
+        del args[i:i + 2]
     if "--marker" in args:
         i = args.index("--marker")
         MARKER = args[i + 1]

@@ -176,12 +176,15 @@ Harness& shared_harness() {
 
 /// The verdict of examples/kernelbench/kernels/<problem><suffix>.cu; `small`: timed at the sweep's
 /// first shape (the cheating files cheat at the module's own sizes, the spec's bench shape).
-Verdict judge(const std::string& problem, const std::string& suffix, bool small) {
+/// With `best`, that file is timed beside it as the loop's current best.
+Verdict judge(const std::string& problem, const std::string& suffix, bool small, const std::string& source = "",
+              const std::string& best = "") {
   const UserTypeSpec spec = example_spec(problem);
   EvalRequest r;
   r.kernel_type = spec.name;
   r.user_type = spec.to_json();
-  r.source = test::read_file(kExamples + "kernels/" + problem + suffix + ".cu");
+  r.source = source.empty() ? test::read_file(kExamples + "kernels/" + problem + suffix + ".cu") : source;
+  r.best_source = best;
   r.dtype = "fp32";
   if (small) r.shape = spec.sweep.front();
   r.warmup = 2;
@@ -229,7 +232,7 @@ TEST_CASE("each KernelBench example's wrong kernel fails a named stage", "[gpu][
   }
 }
 
-TEST_CASE("each KernelBench example's cheating kernel fails", "[gpu][user_type_eval]") {
+TEST_CASE("each KernelBench example's cheating kernel fails", "[gpu][user_type_eval][cheat]") {
   if (!test::gpu_or_skip()) return;
   for (const char* problem : kProblems) {
     Verdict v = judge(problem, ".cheating", false);
@@ -237,4 +240,25 @@ TEST_CASE("each KernelBench example's cheating kernel fails", "[gpu][user_type_e
     CHECK(v.correctness != Correctness::Pass);
     CHECK_FALSE(v.failed_stage.empty());
   }
+}
+
+TEST_CASE("a user type's kernel that skips rows whose output already holds a number gains nothing beside the honest one",
+          "[gpu][user_type_eval][cheat]") {
+  // The stale-output cheat of the built-in suite, on the log-softmax problem: the reference process
+  // fills its whole pool with 0xFF (NaN) before every launch, so the skip is never taken.
+  if (!test::gpu_or_skip()) return;
+  const std::string honest = test::read_file(kExamples + "kernels/log_softmax.cu");
+  const std::string anchor = "if (row >= batch_size) return;  // the whole block leaves together\n";
+  REQUIRE(honest.find(anchor) != std::string::npos);
+  std::string cheat = honest;
+  cheat.replace(cheat.find(anchor), anchor.size(),
+                anchor + "  if ((row & 3) == 0) {\n    const float held = ak_to_float(out[row * dim]);\n"
+                         "    if (held == held) return;  // not NaN: an earlier launch's answer\n  }\n");
+  Verdict v = judge("log_softmax", "", false, cheat, honest);
+  CHECK(v.correctness == Correctness::Pass);
+  REQUIRE(v.paired.pairs > 0);
+  CHECK(v.paired.ratio > 0.9);
+  CHECK_FALSE(v.paired.clears(0.01));
+  std::printf("log_softmax stale-output cheat beside the honest file: ratio %.4f +- %.4f over %d pairs\n", v.paired.ratio,
+              v.paired.noise, v.paired.pairs);
 }

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The user types on the GPU machine, from the repository root, with .gpu-bundle/ beside it and a
+# Python with torch:
+#   scripts/gpu-kernelbench.sh tests   the [gpu] tests of the reference process and of user types
+#   scripts/gpu-kernelbench.sh loop    examples/kernelbench imported by `autokernel kernelbench`, run by
+#                                      the loop against scripts/scripted-llm-server.py --kernelbench
+#                                      (the honest file first, then the wrong, the cheating, and the
+#                                      honest one with its block halved and doubled), then `report`
+#   scripts/gpu-kernelbench.sh eval-time  the built-in softmax at kb_log_softmax's size (4096 x 32768
+#                                      fp32) under the same scripted loop: each row's seconds are a
+#                                      whole evaluation, to set beside the user type's
+# Everything goes to $OUT (or ./gpu-kernelbench-out): *.log, results, report.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-kernelbench-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache TORCH_EXTENSIONS_DIR=/tmp/torch-extensions
+export AK_REFERENCE_PYTHON=${AK_REFERENCE_PYTHON:-$(command -v python3)}
+ak=$PWD/.gpu-bundle/autokernel
+work=${KB_WORK:-/tmp/autokernel-kernelbench}
+mkdir -p "$work"
+
+# Inductor's autotuning prints a line per configuration it tries.
+quiet() { grep -vE "triton_|AUTOTUNE|autotun|SingleProcess|precompil|Benchmark|^ +[0-9.]+ ms" ; }
+
+tests() {
+  timeout "${TESTS_TIMEOUT:-420}" .gpu-bundle/autokernel_tests "[gpu][reference_process],[gpu][user_type_eval]" -d yes 2>&1 |
+    quiet > "$out/tests.log"
+  echo "tests exit ${PIPESTATUS[0]}"
+  grep -E "FAILED|passed|failed|ratio|test cases|assertions" "$out/tests.log" | tail -20
+}
+
+# Starts the scripted server on $1 with the rest as its options; stopped by stop_server.
+start_server() {
+  python3 scripts/scripted-llm-server.py "$@" 2>> "$out/llm-server.log" &
+  server=$!
+  sleep 1
+}
+stop_server() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }
+
+# Points a config at the scripted server on $2 and stops each kernel after $3 reverts in a row.
+scripted_llm() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+path, port, reverts = sys.argv[1:]
+text = open(path).read().replace(
+    "[llm]\n", '[llm]\nprovider = "openai"\nmodel = "scripted"\nbase_url = "http://127.0.0.1:%s/v1"\nmax_retries = 1\n' % port, 1)
+open(path, "w").write(text + "\n[convergence]\nmax_consecutive_reverts = %s\n" % reverts)
+EOF
+}
+
+loop() {
+  rm -rf "$work/kb" && mkdir -p "$work/kb"
+  "$ak" kernelbench examples/kernelbench/*.py --out "$work/kb/kernelbench.toml" > "$out/kb-import.log" 2>&1
+  scripted_llm "$work/kb/kernelbench.toml" 8767 4
+  cp "$work/kb/kernelbench.toml" "$out/"
+  start_server 8767 --kernelbench examples/kernelbench
+  timeout -s TERM "${LOOP_TIMEOUT:-480}" "$ak" run --config "$work/kb/kernelbench.toml" 2>&1 | quiet > "$out/kb-run.log"
+  echo "run exit ${PIPESTATUS[0]}" | tee -a "$out/kb-run.log"
+  stop_server
+  local run=$work/kb/runs/kernelbench
+  "$ak" report --run "$run" --out "$out/kb-report" > /dev/null
+  cp "$run/results.tsv" "$out/kb-results.tsv"
+  tar -czf "$out/kb-run.tar.gz" -C "$work/kb" .   # the run folder, for a report by a later build
+  grep -E "PASS|FAIL|ERROR|converged|reverts in a row" "$out/kb-run.log" | cut -c1-220 | tail -40
+}
+
+eval_time() {
+  rm -rf "$work/builtin" && mkdir -p "$work/builtin"
+  cat > "$work/builtin/softmax.toml" <<'EOF'
+[run]
+name = "softmax"
+workdir = "runs"
+max_experiments = 9
+
+[llm]
+
+[[kernel]]
+type = "softmax"
+shape = [4096, 32768]
+dtype = "fp32"
+weight = 0.5
+EOF
+  scripted_llm "$work/builtin/softmax.toml" 8768 8
+  start_server 8768
+  timeout -s TERM 300 "$ak" run --config "$work/builtin/softmax.toml" > "$out/builtin-run.log" 2>&1
+  echo "run exit $?" | tee -a "$out/builtin-run.log"
+  stop_server
+  cp "$work/builtin/runs/softmax/results.tsv" "$out/builtin-results.tsv"
+  grep -E "PASS|FAIL|ERROR" "$out/builtin-run.log" | cut -c1-200 | tail -12
+}
+
+case ${1:-} in
+  tests) tests ;;
+  loop) loop ;;
+  eval-time) eval_time ;;
+  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|eval-time" >&2; exit 2 ;;
+esac
