@@ -55,7 +55,8 @@ int combined_report_command(const std::string& list, const std::string& out) {
 int report_command(const Args& args) {
   std::string dir, out;
   ArgParser p("autokernel report --run DIR[,DIR...] [--out DIR]",
-              "Writes report.md (per-kernel summary, kept steps, verdict counts) and progress.svg\n"
+              "Writes report.md (per-kernel summary, kept steps, verdict counts; for user types, KernelBench's\n"
+              "correctness, speedups over PyTorch eager and torch.compile, and fast_p) and progress.svg\n"
               "(throughput over experiments per kernel, kept steps filled) into the run folder or --out.\n"
               "With several run folders (one per box, docs/scale.md): one report.md over all of them,\n"
               "with the whole program's Amdahl speedup, and one <run>-progress.svg each, in --out.");

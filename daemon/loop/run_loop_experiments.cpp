@@ -269,12 +269,13 @@ Status RunLoop::finish(FinishedJob f) {
   at("evaluated");
   const Verdict& v = *f.verdict;
   if (v.harness_error) return harness_failed(std::move(job), v);
+  // The whole verdict beside the candidate: the compile log and the worst element, for the
+  // proposer's next prompt and for a person reading the run (a best judged again has one too:
+  // its row may carry the verdict's correctness, and the report reads every judged row's).
+  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
   if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;
   const Proposal& proposal = job.proposal;
-  // The whole verdict beside the candidate: the compile log and the worst element, for the
-  // proposer's next prompt and for a person reading the run.
-  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
   // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.

@@ -1,6 +1,7 @@
 #include "daemon/report/run_report.hpp"
 
 #include "common/format.hpp"
+#include "daemon/report/kernelbench_scores.hpp"
 #include "common/text_escape.hpp"
 
 #include <algorithm>
@@ -16,6 +17,51 @@ namespace {
 /// A string field of state.json, whatever type a damaged or hand-edited file gives it.
 std::string field(const nlohmann::json& j, const char* key, const std::string& otherwise) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : otherwise;
+}
+
+std::string count_of(int n, size_t total) {
+  return std::to_string(n) + "/" + std::to_string(total) + format_numbers(" (%.0f%%)", total ? 100.0 * n / double(total) : 0);
+}
+
+std::string micros(double us) { return us > 0 ? format_numbers("%.2f", us) : "—"; }
+std::string times(double x) { return x > 0 ? format_numbers("%.3fx", x) : "—"; }
+
+/// The run's user types as KernelBench scores them (docs/user-types.md); empty without user types.
+std::string kernelbench_section(const KernelBenchScores& s) {
+  if (s.problems.empty()) return "";
+  std::string md = "\n## KernelBench\n\nEach kernel of a user type is a problem: correct under our tolerance (a passing best "
+                   "stands) and under KernelBench's (atol = rtol = 1e-2); its best against PyTorch eager and torch.compile.\n\n"
+                   "| problem | correct (ours) | correct (KernelBench) | best µs | PyTorch eager µs | torch.compile µs | vs eager | vs compile |\n"
+                   "|---|---|---|---|---|---|---|---|\n";
+  bool only_kernelbench = false;
+  for (const ProblemScore& p : s.problems) {
+    // A problem correct only under KernelBench's tolerance is timed by its fastest such verdict.
+    const bool theirs = !p.correct && p.kernelbench_us > 0;
+    only_kernelbench |= theirs;
+    const double us = theirs ? p.kernelbench_us : p.best_us;
+    md += "| " + markdown_cell(p.tag) + " | " + (p.correct ? "yes" : "no") + " | " + (p.kernelbench_correct ? "yes" : "no") + " | " +
+          micros(us) + (theirs ? " †" : "") + " | " + micros(p.eager_us) + " | " + micros(p.compile_us) + " | " +
+          times(theirs ? p.kernelbench_speedup_eager() : p.speedup_eager()) + " | " +
+          times(theirs ? p.kernelbench_speedup_compile() : p.speedup_compile()) + " |\n";
+  }
+  if (only_kernelbench) md += "\n† no file passes our tolerance: the fastest within KernelBench's.\n";
+  md += "\nfast_p: the share of problems that are correct and more than p times faster than the baseline.\n\n"
+        "| p | vs eager (ours) | vs eager (KernelBench) | vs torch.compile (ours) | vs torch.compile (KernelBench) |\n|---|---|---|---|---|\n";
+  const size_t n = s.problems.size();
+  for (const FastP& f : s.fast_p)
+    md += format_numbers("| %g | ", f.p) + count_of(f.eager, n) + " | " + count_of(f.kernelbench_eager, n) + " | " +
+          count_of(f.compile, n) + " | " + count_of(f.kernelbench_compile, n) + " |\n";
+  md += "\n";
+  const std::string of_n = " of the " + std::to_string(n) + " problems";
+  if (s.without_eager) md += std::to_string(s.without_eager) + of_n + " have no PyTorch eager time: they count as not fast against it.\n";
+  if (s.without_compile)
+    md += std::to_string(s.without_compile) + of_n + " have no torch.compile time (not measured; the verdict's notes say why): "
+          "they count as not fast against it.\n";
+  if (!s.unreadable.empty()) {
+    md += "\nVerdict files that could not be read (scored as if those experiments had no verdict):\n\n";
+    for (const std::string& f : s.unreadable) md += "- " + markdown_cell(f) + "\n";
+  }
+  return md;
 }
 
 }  // namespace
@@ -93,7 +139,7 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
   for (auto& r : s.rows) verdicts[r.correctness]++;
   md += "\n## Verdicts\n\n";
   for (auto& [v, n] : verdicts) md += "- " + markdown_cell(v) + ": " + std::to_string(n) + "\n";
-  return md;
+  return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows)));
 }
 
 std::string combined_report(const std::vector<RunSnapshot>& runs) {

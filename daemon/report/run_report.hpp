@@ -1,5 +1,6 @@
 #pragma once
-/// What a run folder says about itself, for people: the status table, a Markdown report, and
+/// What a run folder says about itself, for people: the status table, a Markdown report (with
+/// KernelBench's scores when the run has user types, daemon/report/kernelbench_scores.hpp), and
 /// an SVG chart of throughput over experiments per kernel with the kept steps marked (the
 /// progress plot of the AutoKernel paper).
 #include <string>

@@ -142,6 +142,10 @@ TEST_CASE("a best that runs slower beside a candidate than when kept is judged a
     CHECK_THAT(rows[2].failure, Catch::Contains("not kept") && Catch::Contains("slower than the 80.00 us it was kept at"));
     CHECK(rows[3].correctness == "DEMOTED");
     CHECK(rows[3].kept);
+    // The verdict of the judgement alone is kept beside it, as every judged experiment's is.
+    REQUIRE(rows[3].experiment == 4);
+    CHECK_THAT(read_text(loop.directory().path("experiments/0004-rmsnorm.verdict.json")).value_or(""),
+               Catch::Contains("\"correctness\": \"FAIL\""));
     CHECK(rows[3].latency_us == Approx(100));   // the starter's numbers: it is the best again
     CHECK_THAT(rows[3].description, Catch::Contains("experiment 1 is the best again"));
     CHECK(ev.best_sources[3].empty());          // judged alone

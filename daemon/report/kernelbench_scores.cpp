@@ -1,0 +1,120 @@
+#include "daemon/report/kernelbench_scores.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "daemon/loop/kernel_progress.hpp"
+#include "kernels_cuda/registry.hpp"
+
+namespace ak {
+
+bool is_user_type(const std::string& kernel_type) { return find_builtin_spec(kernel_type) == nullptr; }
+
+namespace {
+
+/// experiments/NNNN-<tag>.verdict.json, as RunLoop::verdict_file names it.
+std::string verdict_path(long long experiment, const std::string& tag) {
+  char number[32];
+  std::snprintf(number, sizeof number, "%04lld", experiment);
+  return "experiments/" + std::string(number) + "-" + tag + ".verdict.json";
+}
+
+/// A row the harness judged, so it has a verdict file (the daemon's own rows name no Correctness).
+bool judged(const ResultRow& r) { return parse_correctness(r.correctness).has_value(); }
+
+const Verdict* verdict_of(const RunVerdicts& verdicts, long long experiment) {
+  auto it = verdicts.by_experiment.find(experiment);
+  return it == verdicts.by_experiment.end() ? nullptr : &it->second;
+}
+
+ProblemScore score(const std::string& tag, const std::vector<ResultRow>& rows, const RunVerdicts& verdicts) {
+  ProblemScore p;
+  p.tag = tag;
+  std::vector<KernelProgress> progress(1);
+  progress[0].tag = tag;
+  std::vector<const Verdict*> judged_verdicts;   // the tag's, in experiment order
+  for (const ResultRow& r : rows) {
+    if (r.tag != tag) continue;
+    if (p.kernel_type.empty()) p.kernel_type = r.kernel_type;
+    apply_row(progress, r);   // the best's time as `status` has it, a best timed again included
+    if (const Verdict* v = judged(r) ? verdict_of(verdicts, r.experiment) : nullptr) judged_verdicts.push_back(v);
+  }
+  const std::vector<ResultRow> bests = standing_bests(rows, tag);
+  p.correct = !bests.empty();
+  if (p.correct) {
+    p.best_us = progress[0].best_us;
+    const Verdict* best = verdict_of(verdicts, bests.back().experiment);
+    p.kernelbench_correct = best && best->kernelbench_pass.value_or(false);
+    if (p.kernelbench_correct) p.kernelbench_us = p.best_us;
+  } else {
+    for (const Verdict* v : judged_verdicts) {
+      if (!v->kernelbench_pass.value_or(false)) continue;
+      p.kernelbench_correct = true;
+      // A time the harness distrusts (SUSPECT: faster than the device can be) is no time.
+      if (v->timing && v->timing->median_us > 0 && v->correctness != Correctness::Suspect)
+        p.kernelbench_us = p.kernelbench_us > 0 ? std::min(p.kernelbench_us, v->timing->median_us) : v->timing->median_us;
+    }
+  }
+  // The baselines are timed in the baseline experiment; any later verdict of the same worker
+  // repeats them, and a run whose baseline failed may still have them from another.
+  const Verdict* timed = p.correct ? verdict_of(verdicts, bests.front().experiment) : nullptr;
+  if (!timed || timed->reference_us <= 0)
+    for (const Verdict* v : judged_verdicts)
+      if (v->reference_us > 0) {
+        timed = v;
+        break;
+      }
+  if (timed && timed->reference_us > 0) p.eager_us = timed->reference_us, p.compile_us = timed->torch_compile_us;
+  return p;
+}
+
+}  // namespace
+
+RunVerdicts read_user_type_verdicts(const std::string& run_dir, const std::vector<ResultRow>& rows) {
+  RunVerdicts out;
+  for (const ResultRow& r : rows) {
+    if (!judged(r) || !is_user_type(r.kernel_type)) continue;
+    const std::string name = verdict_path(r.experiment, r.tag);
+    std::ifstream in(run_dir + "/" + name);
+    if (!in) {
+      out.unreadable.push_back(name + " (missing)");
+      continue;
+    }
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object()) {
+      out.unreadable.push_back(name + " (not JSON)");
+      continue;
+    }
+    try {
+      out.by_experiment[r.experiment] = j.get<Verdict>();
+    } catch (const nlohmann::json::exception& e) {
+      out.unreadable.push_back(name + " (not a verdict: " + e.what() + ")");
+    }
+  }
+  return out;
+}
+
+KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts) {
+  KernelBenchScores s;
+  s.unreadable = verdicts.unreadable;
+  std::vector<std::string> tags;
+  for (const ResultRow& r : rows)
+    if (is_user_type(r.kernel_type) && std::find(tags.begin(), tags.end(), r.tag) == tags.end()) tags.push_back(r.tag);
+  for (const std::string& tag : tags) s.problems.push_back(score(tag, rows, verdicts));
+  for (double p : {1.0, 1.5, 2.0}) {
+    FastP f{p};
+    // KernelBench's fast_p: correct AND speedup > p; an unmeasured baseline makes no problem fast.
+    for (const ProblemScore& q : s.problems) {
+      f.eager += q.correct && q.speedup_eager() > p;
+      f.compile += q.correct && q.speedup_compile() > p;
+      f.kernelbench_eager += q.kernelbench_correct && q.kernelbench_speedup_eager() > p;
+      f.kernelbench_compile += q.kernelbench_correct && q.kernelbench_speedup_compile() > p;
+    }
+    s.fast_p.push_back(f);
+  }
+  for (const ProblemScore& q : s.problems) s.without_eager += q.eager_us <= 0, s.without_compile += q.compile_us <= 0;
+  return s;
+}
+
+}  // namespace ak
