@@ -6,6 +6,9 @@
 #                                      the loop against scripts/scripted-llm-server.py --kernelbench
 #                                      (the honest file first, then the wrong, the cheating, and the
 #                                      honest one with its block halved and doubled), then `report`
+#   scripts/gpu-kernelbench.sh offer   examples/models/vit_mlp.py under `profile --modules`, `plan
+#                                      --user-types`, and the loop on the user type it offers (its
+#                                      nn.GELU), the scripted server serving examples/models/kernels/gelu.cu
 #   scripts/gpu-kernelbench.sh eval-time  the built-in softmax at kb_log_softmax's size (4096 x 32768
 #                                      fp32) under the same scripted loop: each row's seconds are a
 #                                      whole evaluation, to set beside the user type's
@@ -66,6 +69,32 @@ loop() {
   grep -E "PASS|FAIL|ERROR|converged|reverts in a row" "$out/kb-run.log" | cut -c1-220 | tail -40
 }
 
+offer() {
+  rm -rf "$work/offer" && mkdir -p "$work/offer"
+  "$ak" profile --modules --warmup-s 1 --top 20 --out "$work/offer/vit.json" -- \
+      python3 examples/models/vit_mlp.py --steps 30 --nvtx > "$out/offer-profile.log" 2>&1
+  echo "profile exit $?"
+  (cd "$work/offer" && "$ak" plan vit.json --top 20 --user-types types --write plan.toml) > "$out/offer-plan.txt" 2>&1
+  echo "plan exit $?"
+  cp -r "$work/offer/types" "$out/offer-types" 2>/dev/null
+  # The offered user types alone, with speedups against PyTorch eager as the harness times it.
+  python3 - "$work/offer/plan.toml" "$work/offer/run.toml" <<'PY'
+import re, sys
+blocks = [b for b in open(sys.argv[1]).read().split("[[kernel]]")[1:] if "spec =" in b]
+blocks = [re.sub(r"^baseline_us = .*\n", "", b, flags=re.M) for b in blocks]
+open(sys.argv[2], "w").write('[run]\nname = "offer"\nworkdir = "runs"\n\n[llm]\n' + "".join("[[kernel]]" + b for b in blocks))
+PY
+  scripted_llm "$work/offer/run.toml" 8769 4
+  cp "$work/offer/run.toml" "$out/offer-run.toml"
+  start_server 8769 --serve gelu=examples/models/kernels/gelu.cu
+  timeout -s TERM 300 "$ak" run --config "$work/offer/run.toml" 2>&1 | quiet > "$out/offer-run.log"
+  echo "run exit ${PIPESTATUS[0]}" | tee -a "$out/offer-run.log"
+  stop_server
+  "$ak" report --run "$work/offer/runs/offer" --out "$out/offer-report" > /dev/null
+  tar -czf "$out/offer-run.tar.gz" -C "$work/offer" .
+  grep -E "PASS|FAIL|ERROR|converged" "$out/offer-run.log" | cut -c1-220 | tail -12
+}
+
 eval_time() {
   rm -rf "$work/builtin" && mkdir -p "$work/builtin"
   cat > "$work/builtin/softmax.toml" <<'EOF'
@@ -94,6 +123,7 @@ EOF
 case ${1:-} in
   tests) tests ;;
   loop) loop ;;
+  offer) offer ;;
   eval-time) eval_time ;;
-  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|eval-time" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|eval-time" >&2; exit 2 ;;
 esac

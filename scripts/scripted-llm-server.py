@@ -3,7 +3,8 @@
 LLM: it answers /v1/chat/completions with real variants of the kernel file it was sent, some of
 them broken, in a fixed rotation. Nothing leaves the machine.
 
-usage: scripts/scripted-llm-server.py [PORT] [--cheats] [--kernelbench DIR] [--marker TEXT]   (default 8765)
+usage: scripts/scripted-llm-server.py [PORT] [--cheats] [--kernelbench DIR] [--serve TYPE=FILE.cu]
+                                     [--marker TEXT]                                  (default 8765)
 
 --cheats answers with softmax files that cheat (kernels that reuse what an earlier launch left,
 memoize across launches or in the module's padding, special-case the benchmark shape, read the
@@ -11,7 +12,9 @@ process environment, print from the device, carry host code, never finish compil
 one honest change among them: the loop must keep none of the cheats. --kernelbench DIR answers the
 user types of DIR's problems (examples/kernelbench: a request names its type, kb_<problem>) from
 DIR/kernels/: the honest file first, then in turn the wrong one, the cheating one and the honest
-one with its AK_THREADS (or AK_TILE) halved and doubled. --marker TEXT reports, on
+one with its AK_THREADS (or AK_TILE) halved and doubled. --serve TYPE=FILE.cu does the same for
+the requests that name TYPE, from FILE.cu (and FILE.wrong.cu, FILE.cheating.cu where they exist).
+--marker TEXT reports, on
 stderr and at exit, every request that carried TEXT (a value from the daemon's environment).
 """
 import json
@@ -84,19 +87,14 @@ def knob(src, name, change):
     return src[: m.start(1)] + str(change(int(m.group(1)))) + src[m.end(1):]
 
 
-KERNELBENCH = None       # the folder of --kernelbench
-KB_CALLS = {}            # problem -> replies given
-KB_ROTATION = [
-    ("the wrong kernel", lambda p: read_kernel(p, ".wrong")),
-    ("the cheating kernel", lambda p: read_kernel(p, ".cheating")),
-    ("halve the block", lambda p: halve_or_double(read_kernel(p, ""), lambda v: max(v // 2, 8))),
-    ("double the block", lambda p: halve_or_double(read_kernel(p, ""), lambda v: min(v * 2, 1024))),
+SERVED = {}              # type name -> its kernel files' path without ".cu" (--kernelbench, --serve)
+SERVED_CALLS = {}        # type name -> replies given
+SERVED_ROTATION = [
+    ("the wrong kernel", ".wrong", None),
+    ("the cheating kernel", ".cheating", None),
+    ("halve the block", "", lambda v: max(v // 2, 8)),
+    ("double the block", "", lambda v: min(v * 2, 1024)),
 ]
-
-
-def read_kernel(problem, suffix):
-    with open("%s/kernels/%s%s.cu" % (KERNELBENCH, problem, suffix)) as f:
-        return f.read()
 
 
 def halve_or_double(src, change):
@@ -106,21 +104,21 @@ def halve_or_double(src, change):
     return src
 
 
-def kernelbench_reply(user):
-    """The next file for the problem the request names, or None when it names none of DIR's."""
-    names = sorted((f[:-3] for f in os.listdir(KERNELBENCH + "/kernels") if f.endswith(".cu") and f.count(".") == 1),
-                   key=len, reverse=True)
-    problem = next((p for p in names if re.search(r"\bkb_%s\b" % re.escape(p), user)), None)
-    if problem is None:
+def served_reply(user):
+    """The next file for the type the request names, or None when it names none of SERVED's."""
+    name = next((t for t in sorted(SERVED, key=len, reverse=True) if re.search(r"\b%s\b" % re.escape(t), user)), None)
+    if name is None:
         return None
-    n = KB_CALLS.get(problem, 0)
-    KB_CALLS[problem] = n + 1
-    if n == 0:
-        what, text = "the honest kernel", read_kernel(problem, "")
-    else:
-        what, make = KB_ROTATION[(n - 1) % len(KB_ROTATION)]
-        text = make(problem)
-    return "%s for %s\n\n```cuda\n%s```\n" % (what, problem, text)
+    base = SERVED[name]
+    rotation = [r for r in SERVED_ROTATION if os.path.exists(base + r[1] + ".cu")]
+    n = SERVED_CALLS.get(name, 0)
+    SERVED_CALLS[name] = n + 1
+    what, suffix, change = ("the honest kernel", "", None) if n == 0 else rotation[(n - 1) % len(rotation)]
+    with open(base + suffix + ".cu") as f:
+        text = f.read()
+    if change:
+        text = halve_or_double(text, change)
+    return "%s for %s\n\n```cuda\n%s```\n" % (what, name, text)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -134,8 +132,8 @@ class Handler(BaseHTTPRequestHandler):
         best = re.findall(r"```cuda\n(.*?)```", user, re.S)
         what, edit = ROTATION[calls["n"] % len(ROTATION)]
         calls["n"] += 1
-        if KERNELBENCH:
-            text = kernelbench_reply(user) or "This request names no problem I know."
+        if SERVED:
+            text = served_reply(user) or "This request names no kernel type I serve."
         elif edit is None or not best:
             text = "I would look at the memory access pattern first."
         else:
@@ -162,9 +160,17 @@ if __name__ == "__main__":
     if "--cheats" in args:
         args.remove("--cheats")
         ROTATION[:] = CHEATS
-    if "--kernelbench" in args:
+    while "--kernelbench" in args:
         i = args.index("--kernelbench")
-        KERNELBENCH = args[i + 1]
+        folder = args[i + 1]
+        for f in os.listdir(folder + "/kernels"):
+            if f.endswith(".cu") and f.count(".") == 1:
+                SERVED["kb_" + f[:-3]] = "%s/kernels/%s" % (folder, f[:-3])
+        del args[i:i + 2]
+    while "--serve" in args:
+        i = args.index("--serve")
+        name, path = args[i + 1].split("=", 1)
+        SERVED[name] = path[:-3] if path.endswith(".cu") else path
         del args[i:i + 2]
     if "--marker" in args:
         i = args.index("--marker")
