@@ -72,7 +72,7 @@ loop() {
 offer() {
   rm -rf "$work/offer" && mkdir -p "$work/offer"
   "$ak" profile --modules --warmup-s 1 --top 20 --out "$work/offer/vit.json" -- \
-      python3 examples/models/vit_mlp.py --steps 30 --nvtx > "$out/offer-profile.log" 2>&1
+      python3 examples/models/vit_mlp.py --steps 500 --nvtx > "$out/offer-profile.log" 2>&1
   echo "profile exit $?"
   (cd "$work/offer" && "$ak" plan vit.json --top 20 --user-types types --write plan.toml) > "$out/offer-plan.txt" 2>&1
   echo "plan exit $?"
