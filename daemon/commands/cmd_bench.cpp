@@ -8,6 +8,7 @@
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/user_type.hpp"
 #include "harness/worker_evaluator.hpp"
 
 namespace ak {
@@ -50,9 +51,9 @@ void print_verdict(const Verdict& v, const std::string& file) {
 
 int bench_command(const Args& args) {
   std::vector<std::string> files;
-  std::string type, shape, dtype = "fp16", device = "0", seed = "0", baseline, reps = "100", timeout = "60", beside;
+  std::string type, shape, dtype, device = "0", seed = "0", baseline, reps = "100", timeout = "60", beside, user_spec;
   bool json = false;
-  ArgParser p("autokernel bench FILE.cu... --kernel TYPE [--shape 8192x8192] [--dtype fp16] [--json]",
+  ArgParser p("autokernel bench FILE.cu... --kernel TYPE|--spec TYPE.toml [--shape 8192x8192] [--dtype fp16] [--json]",
               "Evaluates kernel files as the loop does, in one worker process: compile, the five\n"
               "correctness stages, then timing at the benchmark shape with roofline and speedup.\n"
               "FILE 'starter' evaluates the type's starter, a variant's name that variant (autokernel\n"
@@ -60,8 +61,9 @@ int bench_command(const Args& args) {
               "Exit 0 when every file PASSes, 1 on any failure, 2 on bad usage or no GPU.");
   p.positionals("FILE.cu", "kernel files, 'starter', or a variant's name", &files)
       .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
+      .option("spec", "TYPE.toml", "a user type's spec (docs/user-types.md): judged against its PyTorch reference", &user_spec)
       .option("shape", "RxC", "the shape to time (default: the type's benchmark shape)", &shape)
-      .option("dtype", "DTYPE", "fp16 (default), bf16 or fp32: the dtype to time", &dtype)
+      .option("dtype", "DTYPE", "fp16, bf16 or fp32: the dtype to time (default fp16; a user type's first dtype)", &dtype)
       .option("baseline-us", "US", "the time to beat (default: the reference kernel's)", &baseline)
       .option("beside", "FILE.cu", "time each file beside this one, launch for launch (as the loop does)", &beside)
       .option("device", "N", "the GPU index (default 0)", &device)
@@ -70,7 +72,18 @@ int bench_command(const Args& args) {
       .option("stage-timeout", "S", "seconds a stage may take before TIMEOUT (default 60)", &timeout)
       .flag("json", "print the verdict as JSON", &json);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
-  if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE is required\n"), kExitUsage;
+  if (!user_spec.empty()) {
+    auto user = load_user_type(user_spec);
+    if (!user) return std::fprintf(stderr, "autokernel bench: %s\n", user.error().message.c_str()), kExitUsage;
+    if (auto s = register_user_type(*user); !s) return std::fprintf(stderr, "autokernel bench: %s\n", s.error().message.c_str()), kExitUsage;
+    if (!type.empty() && type != user->name)
+      return std::fprintf(stderr, "autokernel bench: --kernel %s names another type than --spec %s (%s)\n", type.c_str(),
+                          user_spec.c_str(), user->name.c_str()), kExitUsage;
+    type = user->name;
+    if (dtype.empty() && !user->dtypes.empty()) dtype = dtype_name(user->dtypes.front());
+  }
+  if (dtype.empty()) dtype = "fp16";
+  if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE or --spec TYPE.toml is required\n"), kExitUsage;
   auto spec = spec_for(type);
   if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   std::vector<std::string> sources;

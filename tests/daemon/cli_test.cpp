@@ -63,6 +63,12 @@ TEST_CASE("bad usage of compile and bench exits 2", "[cli]") {
   CHECK(run_autokernel("compile starter --kernel gemm").exit_code == 2);       // unknown type
   CHECK(run_autokernel("bench /nonexistent.cu --kernel rmsnorm").exit_code == 2);
   CHECK(run_autokernel("bench starter --kernel rmsnorm --shape 12").exit_code == 2);
+  auto missing = run_autokernel("bench x.cu --spec /nonexistent/kb.toml");
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.out, Catch::Contains("/nonexistent/kb.toml"));
+  auto neither = run_autokernel("bench x.cu");
+  CHECK(neither.exit_code == 2);
+  CHECK_THAT(neither.out, Catch::Contains("--kernel TYPE or --spec TYPE.toml is required"));
 }
 
 TEST_CASE("run without a GPU exits 2 and says what works without one", "[cli]") {

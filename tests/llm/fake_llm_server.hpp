@@ -9,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -59,6 +61,9 @@ class FakeLlmServer {
     thread_.join();
   }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  /// Set before the first request: answers a request by what it holds; nullopt takes the next
+  /// pushed reply.
+  std::function<std::optional<Scripted>(const Received&)> respond;
   void push(Scripted s) {
     std::lock_guard<std::mutex> l(m_);
     script_.push_back(std::move(s));
@@ -113,10 +118,13 @@ class FakeLlmServer {
     }
     r.body = header_end == std::string::npos ? "" : in.substr(header_end + 4);
     Scripted s;
+    std::optional<Scripted> answer = respond ? respond(r) : std::nullopt;
     {
       std::lock_guard<std::mutex> l(m_);
       received_.push_back(r);
-      if (!script_.empty()) {
+      if (answer) {
+        s = *answer;
+      } else if (!script_.empty()) {
         s = script_.front();
         script_.pop_front();
       }
