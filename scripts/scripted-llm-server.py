@@ -11,8 +11,8 @@ memoize across launches or in the module's padding, special-case the benchmark s
 process environment, print from the device, carry host code, never finish compiling), with
 one honest change among them: the loop must keep none of the cheats. --kernelbench DIR answers the
 user types of DIR's problems (examples/kernelbench: a request names its type, kb_<problem>) from
-DIR/kernels/: the honest file first, then in turn the wrong one, the cheating one and the honest
-one with its AK_THREADS (or AK_TILE) halved and doubled. --serve TYPE=FILE.cu does the same for
+DIR/kernels/: the honest file first, then in turn the wrong one, the cheating one, and the current
+best with its AK_THREADS (or AK_TILE) halved, doubled, and its AK_VEC doubled, where it has them. --serve TYPE=FILE.cu does the same for
 the requests that name TYPE, from FILE.cu (and FILE.wrong.cu, FILE.cheating.cu where they exist).
 --marker TEXT reports, on
 stderr and at exit, every request that carried TEXT (a value from the daemon's environment).
@@ -89,19 +89,19 @@ def knob(src, name, change):
 
 SERVED = {}              # type name -> its kernel files' path without ".cu" (--kernelbench, --serve)
 SERVED_CALLS = {}        # type name -> replies given
+# After the honest file: the wrong and the cheating file where they exist, then edits of the
+# current best's knobs (those the honest file has), in turn.
 SERVED_ROTATION = [
-    ("the wrong kernel", ".wrong", None),
-    ("the cheating kernel", ".cheating", None),
-    ("halve the block", "", lambda v: max(v // 2, 8)),
-    ("double the block", "", lambda v: min(v * 2, 1024)),
+    ("the wrong kernel", ".wrong", None, None),
+    ("the cheating kernel", ".cheating", None, None),
+    ("halve the block", "", ("AK_THREADS", "AK_TILE"), lambda v: max(v // 2, 8)),
+    ("double the block", "", ("AK_THREADS", "AK_TILE"), lambda v: min(v * 2, 1024)),
+    ("widen the loads", "", ("AK_VEC",), lambda v: min(v * 2, 8)),
 ]
 
 
-def halve_or_double(src, change):
-    for name in ("AK_THREADS", "AK_TILE"):
-        if re.search(r"^#define %s \d+" % name, src, re.M):
-            return knob(src, name, change)
-    return src
+def has_knob(src, names):
+    return any(re.search(r"^#define %s \d+" % n, src, re.M) for n in names)
 
 
 def served_reply(user):
@@ -110,14 +110,23 @@ def served_reply(user):
     if name is None:
         return None
     base = SERVED[name]
-    rotation = [r for r in SERVED_ROTATION if os.path.exists(base + r[1] + ".cu")]
+    with open(base + ".cu") as f:
+        honest = f.read()
+    rotation = [r for r in SERVED_ROTATION if (r[2] is None and os.path.exists(base + r[1] + ".cu"))
+                or (r[2] is not None and has_knob(honest, r[2]))]
     n = SERVED_CALLS.get(name, 0)
     SERVED_CALLS[name] = n + 1
-    what, suffix, change = ("the honest kernel", "", None) if n == 0 else rotation[(n - 1) % len(rotation)]
-    with open(base + suffix + ".cu") as f:
-        text = f.read()
-    if change:
-        text = halve_or_double(text, change)
+    if n == 0 or not rotation:
+        return "the honest kernel for %s\n\n```cuda\n%s```\n" % (name, honest)
+    what, suffix, knobs, change = rotation[(n - 1) % len(rotation)]
+    if knobs is None:
+        with open(base + suffix + ".cu") as f:
+            text = f.read()
+    else:
+        shown = re.findall(r"```cuda\n(.*?)```", user, re.S)
+        text = shown[-1] if shown and name + "_kernel" in shown[-1] else honest   # the current best
+        knob_name = next(k for k in knobs if has_knob(text, (k,)))
+        text = knob(text, knob_name, change)
     return "%s for %s\n\n```cuda\n%s```\n" % (what, name, text)
 
 

@@ -72,16 +72,9 @@ int bench_command(const Args& args) {
       .option("stage-timeout", "S", "seconds a stage may take before TIMEOUT (default 60)", &timeout)
       .flag("json", "print the verdict as JSON", &json);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
-  if (!user_spec.empty()) {
-    auto user = load_user_type(user_spec);
-    if (!user) return std::fprintf(stderr, "autokernel bench: %s\n", user.error().message.c_str()), kExitUsage;
-    if (auto s = register_user_type(*user); !s) return std::fprintf(stderr, "autokernel bench: %s\n", s.error().message.c_str()), kExitUsage;
-    if (!type.empty() && type != user->name)
-      return std::fprintf(stderr, "autokernel bench: --kernel %s names another type than --spec %s (%s)\n", type.c_str(),
-                          user_spec.c_str(), user->name.c_str()), kExitUsage;
-    type = user->name;
-    if (dtype.empty() && !user->dtypes.empty()) dtype = dtype_name(user->dtypes.front());
-  }
+  if (auto s = use_user_spec(user_spec, type); !s) return std::fprintf(stderr, "autokernel bench: %s\n", s.error().message.c_str()), kExitUsage;
+  if (const UserTypeSpec* user = user_spec.empty() ? nullptr : find_user_type(type); user && dtype.empty() && !user->dtypes.empty())
+    dtype = dtype_name(user->dtypes.front());
   if (dtype.empty()) dtype = "fp16";
   if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE or --spec TYPE.toml is required\n"), kExitUsage;
   auto spec = spec_for(type);

@@ -12,20 +12,22 @@
 namespace ak {
 
 int compile_command(const Args& args) {
-  std::string file, type, arch = "sm_90a";
+  std::string file, type, arch = "sm_90a", user_spec;
   bool json = false;
-  ArgParser p("autokernel compile FILE.cu --kernel TYPE [--arch sm_90a] [--json]",
+  ArgParser p("autokernel compile FILE.cu --kernel TYPE|--spec TYPE.toml [--arch sm_90a] [--json]",
               "Checks the kernel-file contract and compiles FILE.cu with NVRTC for every dtype of the\n"
               "type; prints registers, spills and shared memory per entry point, or the compile log.\n"
               "Needs no GPU. FILE 'starter' compiles the type's starter, a variant's name that variant\n"
               "(autokernel kernels lists them). Exit 0 compiled, 1 not.");
   p.positional("FILE.cu", "the kernel file, 'starter', or a variant's name", &file)
       .option("kernel", "TYPE", "the kernel type (autokernel kernels lists them)", &type)
+      .option("spec", "TYPE.toml", "a user type's spec (docs/user-types.md)", &user_spec)
       .option("arch", "ARCH", "the GPU architecture, e.g. sm_80, sm_90a (default sm_90a)", &arch)
       .flag("json", "print the result as JSON", &json);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  if (auto s = use_user_spec(user_spec, type); !s) return std::fprintf(stderr, "autokernel compile: %s\n", s.error().message.c_str()), kExitUsage;
   if (type.empty()) {
-    std::fprintf(stderr, "autokernel compile: --kernel TYPE is required\n");
+    std::fprintf(stderr, "autokernel compile: --kernel TYPE or --spec TYPE.toml is required\n");
     return kExitUsage;
   }
   auto spec = spec_for(type);

@@ -4,9 +4,21 @@
 #include <sstream>
 
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/user_type.hpp"
 #include "kernels_cuda/variants.hpp"
 
 namespace ak {
+
+Status use_user_spec(const std::string& path, std::string& type) {
+  if (path.empty()) return ok();
+  auto user = load_user_type(path);
+  if (!user) return user.error();
+  if (auto s = register_user_type(*user); !s) return s;
+  if (!type.empty() && type != user->name)
+    return error("--kernel " + type + " names another type than --spec " + path + " (" + user->name + ")");
+  type = user->name;
+  return ok();
+}
 
 Result<const KernelSpec*> spec_for(const std::string& type) {
   if (const KernelSpec* s = find_spec(type)) return s;

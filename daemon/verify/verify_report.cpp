@@ -26,6 +26,23 @@ std::string joined(const nlohmann::json& list) {
   return out.empty() ? "none" : out;
 }
 
+/// Why the GPU idles: the CPU time to issue a step against its kernels, and its waits for the GPU.
+std::string host_side_text(const nlohmann::json& idle) {
+  std::string out;
+  for (const char* key : {"eager", "autokernel"}) {
+    if (!idle.contains(key) || !idle[key].contains("host_us")) continue;
+    const auto& p = idle[key];
+    const double host = num(p, "host_us"), busy = num(p, "busy_us");
+    out += std::string("  the CPU issues a step, ") + (std::string(key) == "eager" ? "eager" : "with the ops") +
+           format_numbers(", in %.1f µs against %.1f µs of kernels: ", host, busy) +
+           (host > busy ? "the GPU waits for the CPU" : "the CPU keeps ahead");
+    const auto syncs = p.value("syncs", nlohmann::json::array());
+    if (!syncs.empty()) out += format_numbers("; %.0f waits for the GPU in a step, the first: ", double(syncs.size())) + syncs[0].get<std::string>();
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string timing_table(const nlohmann::json& report) {
@@ -74,6 +91,7 @@ std::string op_cost_text(const nlohmann::json& report) {
     out += "GPU time per step: eager " + part("eager") + "; with the ops " + part("autokernel");
     if (idle.contains("added_us")) out += format_numbers("; the ops add %.1f µs of idle time", num(idle, "added_us"));
     out += "\n";
+    out += host_side_text(idle);
     for (const char* key : {"eager", "autokernel"}) {
       if (!idle.contains(key) || !idle[key].contains("kernels")) continue;
       out += std::string("  the kernels of a step, ") + (std::string(key) == "eager" ? "eager" : "with the ops") + ":\n";

@@ -24,9 +24,10 @@ nlohmann::json full_report() {
                             "alone_us_per_call": 5.5, "original_alone_us_per_call": 40.0,
                             "gpu_us_per_call": 11.5, "original_gpu_us_per_call": 33.25}],
                  "max_us_per_call": 6.25, "goal_us": 10.0},
-    "gpu_idle": {"eager": {"busy_us": 12000.0, "idle_us": 900.0,
+    "gpu_idle": {"eager": {"busy_us": 12000.0, "idle_us": 900.0, "host_us": 8000.0, "syncs": [],
                            "kernels": [{"name": "nvjet_sm90_hsh_128x256", "us": 5000.0, "calls": 56}]},
-                 "autokernel": {"busy_us": 9000.0, "idle_us": 950.5}, "added_us": 50.5}})");
+                 "autokernel": {"busy_us": 9000.0, "idle_us": 950.5, "host_us": 9400.0,
+                                "syncs": ["called a synchronizing CUDA operation"]}, "added_us": 50.5}})");
 }
 }  // namespace
 
@@ -51,6 +52,9 @@ TEST_CASE("the op layer's cost is said per replacement beside the original, with
                                 "the ops add 50.5 µs of idle time"));
   CHECK_THAT(t, Catch::Contains("the kernels of a step, eager:") && Catch::Contains("5000.0 µs  56.0 calls  nvjet_sm90_hsh_128x256"));
   CHECK_THAT(t, !Catch::Contains("the kernels of a step, with the ops"));
+  CHECK_THAT(t, Catch::Contains("the CPU issues a step, eager, in 8000.0 µs against 12000.0 µs of kernels: the CPU keeps ahead\n"));
+  CHECK_THAT(t, Catch::Contains("the CPU issues a step, with the ops, in 9400.0 µs against 9000.0 µs of kernels: the GPU waits for "
+                                "the CPU; 1 waits for the GPU in a step, the first: called a synchronizing CUDA operation\n"));
   CHECK(op_cost_text(nlohmann::json::object()).empty());
 }
 

@@ -1,6 +1,8 @@
 """How the package times a model step on the GPU: CUDA events around each step, after warm-up;
 and a step replayed as a CUDA graph. Shared by verify.py and the compile decision."""
 import statistics
+import time
+import warnings
 
 import torch
 
@@ -25,6 +27,38 @@ def time_steps(step, steps, warmup):
             end.synchronize()
             times.append(start.elapsed_time(end))
     return summary(times)
+
+
+def host_ms(step, steps, warmup):
+    """Milliseconds the CPU takes to issue each of `steps` calls of step(): from the call to its
+    return, with the GPU's queue drained before each, so that a launch never waits for room. A
+    step that issues in more time than its kernels take keeps the GPU waiting for the CPU."""
+    with torch.inference_mode():
+        for _ in range(warmup):
+            step()
+        times = []
+        for _ in range(steps):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - start) * 1000)
+        torch.cuda.synchronize()
+    return summary(times)
+
+
+def host_syncs(step):
+    """What in one call of step() made the CPU wait for the GPU (torch.cuda's sync debug mode): for
+    each wait, the Python line that made it and the first line of the warning."""
+    with torch.inference_mode(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            step()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        torch.cuda.synchronize()
+    return [f"{w.filename}:{w.lineno}: {str(w.message).splitlines()[0][:120]}" for w in caught
+            if "synchroniz" in str(w.message) and "prototype" not in str(w.message)]
 
 
 def capture_graph(step, warmup=3):

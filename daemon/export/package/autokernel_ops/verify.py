@@ -31,7 +31,7 @@ import time
 import torch
 
 import autokernel_ops
-from autokernel_ops._timing import capture_graph, gpu_busy_per_step, summary, time_steps
+from autokernel_ops._timing import capture_graph, gpu_busy_per_step, host_ms, host_syncs, summary, time_steps
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _MODULE = "autokernel_verify_model"
@@ -254,13 +254,15 @@ def op_cost(patches, model, inputs, calls, per_batch, steps=10):
 
 def gpu_time(model, inputs, steps, step_ms):
     """Where a step's GPU time goes, from a trace of `steps` steps: the GPU's busy time per step,
-    its idle time (step_ms, the step's median timed without a profiler, minus the busy time) and
-    the kernels that take the most (_timing.gpu_busy_per_step)."""
+    its idle time (step_ms, the step's median timed without a profiler, minus the busy time), the
+    kernels that take the most (_timing.gpu_busy_per_step), the CPU time to issue a step (host_us)
+    and what in a step waits for the GPU (syncs): why the GPU idles."""
     per_step = gpu_busy_per_step(gpu_trace(lambda: model(*inputs), steps), steps)
     if per_step["busy_us"] <= 0:
         return {"error": "the trace holds no kernel"}
+    issue = host_ms(lambda: model(*inputs), max(steps, 10), 2)
     return {**per_step, "step_us": step_ms * 1000, "idle_us": max(step_ms * 1000 - per_step["busy_us"], 0.0),
-            "steps": steps}
+            "steps": steps, "host_us": issue["median_ms"] * 1000, "syncs": host_syncs(lambda: model(*inputs))}
 
 
 def compile_modes(model, inputs, ref, modes, steps, warmup):
