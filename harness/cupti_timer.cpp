@@ -19,6 +19,7 @@ struct Record {
 
 std::mutex g_mutex;
 std::vector<Record> g_records;
+std::string g_shortfall;   // last_shortfall()
 
 constexpr size_t kBufferBytes = 8 << 20;
 
@@ -64,11 +65,18 @@ Result<std::vector<Record>> drain(const std::function<bool(const Record&)>& keep
   if (auto s = check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "disabling kernel activity"); !s)
     return s.error();
   std::vector<Record> mine;
+  size_t others = 0, dropped = 0;
+  std::string other_name;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    for (auto& r : g_records)
+    for (auto& r : g_records) {
       if (keep(r)) mine.push_back(r);
+      else if (others++ == 0) other_name = r.name;
+    }
     g_records.clear();
+    cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+    g_shortfall = std::to_string(others) + " records of other kernels" + (others ? " (the first: " + other_name + ")" : "") +
+                  ", " + std::to_string(dropped) + " dropped by CUPTI";
   }
   std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.start < b.start; });
   return mine;
@@ -95,6 +103,11 @@ Result<std::vector<CuptiKernelTimer::Span>> CuptiKernelTimer::stop_all(size_t ex
   return out;
 }
 
+std::string CuptiKernelTimer::last_shortfall() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_shortfall;
+}
+
 uint64_t CuptiKernelTimer::now() {
   uint64_t t = 0;
   cuptiGetTimestamp(&t);
@@ -102,8 +115,13 @@ uint64_t CuptiKernelTimer::now() {
 }
 
 Result<std::vector<double>> CuptiKernelTimer::stop(const std::vector<std::string>& kernels, size_t expected) {
-  auto mine = drain([&](const Record& r) { return std::find(kernels.begin(), kernels.end(), r.name) != kernels.end(); },
-                    expected);
+  return stop_if([&](const std::string& name) { return std::find(kernels.begin(), kernels.end(), name) != kernels.end(); },
+                 expected);
+}
+
+Result<std::vector<double>> CuptiKernelTimer::stop_if(const std::function<bool(const std::string&)>& mine_by_name,
+                                                       size_t expected) {
+  auto mine = drain([&](const Record& r) { return mine_by_name(r.name); }, expected);
   if (!mine) return mine.error();
   std::vector<double> us;
   for (auto& r : *mine) us.push_back(double(r.end - r.start) / 1000.0);

@@ -2,6 +2,7 @@
 /// Per-launch GPU durations from CUPTI's activity records: the kernel's own time on the GPU,
 /// free of launch overhead and of whatever else runs on the stream (the L2 flush, copies).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ class CuptiKernelTimer {
   /// differently: a file with tensor maps takes one more parameter). CUPTI may hand records back
   /// late, so it flushes again until `expected` have come or a second has passed; fewer may come.
   static Result<std::vector<double>> stop(const std::vector<std::string>& kernels, size_t expected);
+  /// As stop(), for the kernels whose names `mine` accepts. A record's name can be stale: seen on
+  /// an H100, a kernel of a module loaded after another was unloaded carried the unloaded one's
+  /// kernel name (CUPTI names a function by a handle the driver hands out again), so a timing that
+  /// loads and unloads candidates may rather name what is not its own.
+  static Result<std::vector<double>> stop_if(const std::function<bool(const std::string&)>& mine, size_t expected);
 
   /// A kernel's interval on the GPU, in CUPTI's nanoseconds (the clock of now()).
   struct Span {
@@ -28,6 +34,10 @@ class CuptiKernelTimer {
   static Result<std::vector<Span>> stop_all(size_t expected);
   /// CUPTI's clock now: a kernel whose span starts after this was launched after this call.
   static uint64_t now();
+  /// What the last stop() left out, for a timing that got fewer records than it launched: the
+  /// records of other kernels (how many, and the first one's name) and the records CUPTI dropped
+  /// for want of buffer space.
+  static std::string last_shortfall();
 };
 
 }  // namespace ak

@@ -112,6 +112,7 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
   c->module_ = std::move(h->module);
+  c->names_ = h->lowered_names;
   for (size_t i = 0; i < dtypes.size(); ++i) c->screen_[dtypes[i]] = h->functions[i];
   c->diff_ = h->functions[dtypes.size()];
   c->first_change_ = h->functions[dtypes.size() + 1];

@@ -34,8 +34,11 @@ class DeviceChecks {
   Result<uint64_t> fingerprint(const DeviceBuffer& a, uint64_t key) const;
   /// Enqueues a copy of `bytes` bytes by a kernel (for memory the copy engine will not take).
   Status copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const;
+  /// The mangled names of these kernels: a timing tells its candidate's records from theirs.
+  const std::vector<std::string>& kernel_names() const { return names_; }
 
  private:
+  std::vector<std::string> names_;
   explicit DeviceChecks(GpuContext& gpu) : gpu_(gpu) {}
   Result<uint64_t> count(CUfunction f, void** params, int64_t n) const;
   GpuContext& gpu_;

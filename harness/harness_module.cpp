@@ -19,6 +19,7 @@ Result<HarnessModule> load_harness_module(GpuContext& gpu, const std::string& so
     auto fn = h.module.function(f.lowered_name);
     if (!fn) return fn.error();
     h.functions.push_back(*fn);
+    h.lowered_names.push_back(f.lowered_name);
   }
   return h;
 }

@@ -11,6 +11,7 @@ namespace ak {
 struct HarnessModule {
   LoadedModule module;
   std::vector<CUfunction> functions;   ///< one per name expression, in order
+  std::vector<std::string> lowered_names;   ///< their mangled names, as CUPTI's records give them
 };
 
 /// Compiles `source` for the GPU, after the references' prelude (its dtype conversions ref_f and

@@ -308,7 +308,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
     out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
     if (!all_records) {
       out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti->size()) + " of " +
-                                  std::to_string(timed_kernel.size()) + " kernel records";
+                                  std::to_string(timed_kernel.size()) + " kernel records" + " (" + CuptiKernelTimer::last_shortfall() + ")";
       spdlog::warn("timing {}: {}", kernels_[0]->lowered_name(d_), out.timings.back().source);
     }
   }

@@ -130,6 +130,18 @@ class Messages(unittest.TestCase):
         self.assertEqual(msg, "output out: 3 of 65536 elements differ, worst at [12, 7]: got 1.5 expected 1.25 "
                               "(tolerance 0.000225 there, atol = rtol = 0.0001)")
 
+    def test_a_scaled_up_check_says_its_atol_from_the_outputs_magnitude(self):
+        msg = R.mismatch_message("out", 1, 8, [1], 0.5, 0.25, 1e-4, atol=2e-2)
+        self.assertTrue(msg.endswith("(tolerance 0.020025 there, atol = 0.02 (the output's magnitude times 0.0001), "
+                                     "rtol = 0.0001)"), msg)
+
+    def test_the_atol_grows_with_the_outputs_magnitude_only_for_inputs_scaled_up(self):
+        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 250.0), 1e-4 * 250.0)
+        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 0.5), 1e-4)           # never below the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, 1.0, 250.0), 1e-4)          # plain inputs: the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, 1 / 64, 250.0), 1e-4)       # scaled down: the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, float("inf")), 1e-4)
+
     def test_non_finite_values_read_as_such(self):
         self.assertIn("got nan expected 2.0", R.mismatch_message("y", 1, 4, [0], float("nan"), 2.0, 1e-2))
 
