@@ -1,7 +1,7 @@
 #pragma once
 /// What `autokernel kernelbench` writes for an accepted problem: the user type's name, the shapes
 /// of its five stages scaled down from the module's own, its spec (the TOML of
-/// USER-TYPES-PLAN section 1) and the config that names the specs.
+/// docs/user-types.md, "The spec") and the config that names the specs.
 #include <cstdint>
 #include <string>
 #include <vector>

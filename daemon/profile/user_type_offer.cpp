@@ -114,6 +114,20 @@ StageShapes stage_shapes(const std::vector<std::string>& dims, const std::vector
   return kernelbench_stage_shapes(a);
 }
 
+/// A kernel of the module that reduces, by its name; "" when none. Only names no built-in type
+/// claims reach here (a leaf holding a softmax or a reduce_kernel is that type's, not offered):
+/// Triton's reductions, Welford or moments kernels, a library's or a program's own.
+std::string reducing_part(const std::vector<std::string>& parts) {
+  static const char* const marks[] = {"triton_per_", "triton_red_", "welford", "moments", "reduce", "norm", "softmax", "cub::"};
+  for (const std::string& p : parts) {
+    std::string lower = p;
+    for (char& c : lower) c = char(std::tolower((unsigned char)c));
+    for (const char* m : marks)
+      if (lower.find(m) != std::string::npos) return p;
+  }
+  return "";
+}
+
 std::vector<std::string> offered_dtypes(const std::string& recorded) {
   if (recorded.empty() || recorded == "fp32") return {"fp32"};
   return {recorded, "fp32"};
@@ -189,11 +203,15 @@ std::string offer_spec_text(const UserTypeOffer& o, const std::string& profile_n
                   comment_text(m.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) + "\n# called on one " +
                   (m.dtype.empty() ? std::string("") : m.dtype + " ") + "tensor of " + shape_text(m.sizes[0]) + ". Edit freely.\n";
   t += "name = " + toml_string(o.name) + "\n";
-  t += "summary = " + toml_string(class_path(m) + " on one tensor, as the profiled program calls it. Elementwise, with an "
-                                  "output shaped like its input, is assumed (the profile records no outputs): the reference "
-                                  "process checks the output's shape") + "\n";
+  // Row-wise where a kernel of it reduces, over the last dimension as norms and softmaxes do;
+  // elementwise otherwise. Either is a guess from the kernels' names, and the summary says so.
+  const std::string reducing = reducing_part(o.kernel.parts);
+  const std::string form = reducing.empty() ? "Elementwise" : "Row-wise over the last dimension (its kernel " + reducing + " reduces)";
+  t += "summary = " + toml_string(class_path(m) + " on one tensor, as the profiled program calls it. " + form +
+                                  ", with an output shaped like its input, is assumed (the profile records no outputs): the "
+                                  "reference process checks the output's shape") + "\n";
   t += "reference = " + toml_string(o.name + ".py") + "\n";
-  t += "kind = \"elementwise\"\ngrid = \"elements\"\n";
+  t += reducing.empty() ? "kind = \"elementwise\"\ngrid = \"elements\"\n" : "kind = \"rowwise\"\ngrid = \"rows\"\n";
   t += "dtypes = " + names_text(offered_dtypes(m.dtype)) + "\n";
   t += "metric = \"GBps\"\nbytes = \"tensors\"\n\n";
   t += "dims = " + names_text(dims) + "\n";

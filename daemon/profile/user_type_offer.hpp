@@ -31,8 +31,9 @@ std::string snake_case_type_name(const std::string& class_name);
 /// The reference: `class Model(nn.Module)` building the program's class by its import path, the
 /// recorded input shape as size globals, get_inputs() and get_init_inputs().
 std::string offer_reference_source(const UserTypeOffer& offer);
-/// The spec (USER-TYPES-PLAN section 1): elementwise, grid elements, an output shaped like the
-/// input, which the summary says is assumed (the profile records no outputs).
+/// The spec: elementwise (grid elements), or row-wise over the last dimension (grid rows) where a
+/// kernel of the module reduces, with an output shaped like the input, which the summary says is
+/// assumed (the profile records no outputs).
 std::string offer_spec_text(const UserTypeOffer& offer, const std::string& profile_name);
 
 /// Writes DIR/<name>.py and DIR/<name>.toml for each offered module, each spec checked by

@@ -195,6 +195,36 @@ TEST_CASE("a module is refused where the profile cannot vouch for its reference"
   CHECK_THAT(refused(ok, 0.001), Catch::Contains("not worth a run"));
 }
 
+TEST_CASE("a module whose kernel reduces is offered as row-wise over its last dimension, the others as elementwise",
+          "[profile][plan][user_type]") {
+  test::Recorder r;
+  double t = 0;
+  for (int s = 0; s < 4; ++s) {
+    long long id = r.push("ak.module:L2Normalize sizes=[[8, 1024, 768]] dtype=fp16 class=mymodel.layers:L2Normalize params=0 "
+                          "buffers=0 leaf=1 init=yes args=1", t += 1);
+    r.kernel("triton_per_fused_div_linalg_vector_norm_0", t += 1, 14);
+    r.pop(id, t += 1);
+    r.kernel("nvjet_sm90_hsh_elsewhere", t += 1, 40);
+  }
+  auto p = build_profile(r.records, 0);
+  REQUIRE(p.ok());
+  const auto offers = user_type_offers(make_plan(*p, 20, 2.0));
+  const UserTypeOffer* norm = offer_of(offers, "L2Normalize");
+  REQUIRE(norm);
+  REQUIRE(norm->refusal.empty());
+  auto spec = parse_user_type(offer_spec_text(*norm, "p.json"), "types/l2_normalize.toml");
+  INFO((spec ? "" : spec.error().message));
+  REQUIRE(spec.ok());
+  CHECK(spec->kind == "rowwise");
+  CHECK(spec->grid == GridRule::Rows);
+  CHECK_THAT(spec->summary, Catch::Contains("Row-wise over the last dimension (its kernel triton_per_fused_div_linalg_vector_norm_0 reduces)"));
+  auto gelu = parse_user_type(offer_spec_text(*offer_of(user_type_offers(make_plan(block_profile(), 20, 2.0)), "NewGELUActivation"), "p.json"),
+                              "types/new_gelu_activation.toml");
+  REQUIRE(gelu.ok());
+  CHECK(gelu->kind == "elementwise");
+  CHECK(gelu->grid == GridRule::Elements);
+}
+
 TEST_CASE("a class name becomes a user type's name in snake case", "[profile][plan][user_type]") {
   CHECK(snake_case_type_name("NewGELUActivation") == "new_gelu_activation");
   CHECK(snake_case_type_name("GELU") == "gelu");
