@@ -189,7 +189,7 @@ TEST_CASE("killed after one of two in flight was recorded, the other is run agai
 TEST_CASE("the builtin tuner gives each GPU a different knob move", "[loop][parallel][tuner]") {
   TempDir dir;
   OrderedEvaluator ev;   // every candidate times like the starter: all are reverted
-  ev.hold_ms = 20;       // long enough for the loop to fill all three GPUs
+  ev.hold_ms = 100;      // long enough for the loop to fill all three GPUs, also on a loaded CPU
   BuiltinTuner tuner;
   ManualClock clock;
   RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 6\n"), gpus(ev, 3), tuner, clock);
