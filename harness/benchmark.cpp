@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 
 namespace ak {
 namespace {
@@ -56,6 +58,30 @@ PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b)
   p.best_us = percentile(best, 0.5);
   p.noise = std::max(p.ratio - ratios[lo], ratios[hi] - p.ratio);
   return p;
+}
+
+WindowTimings window_timings(int kernels, const std::vector<int>& kernel_of, const std::vector<double>& event_us,
+                             const std::vector<double>& cupti_us, const std::string& shortfall, const std::string& name) {
+  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(kernels)), events_k(static_cast<size_t>(kernels));
+  const bool all_records = cupti_us.size() == kernel_of.size();
+  for (size_t i = 0; i < kernel_of.size(); ++i) {
+    events_k[size_t(kernel_of[i])].push_back(event_us[i]);
+    if (all_records) cupti_k[size_t(kernel_of[i])].push_back(cupti_us[i]);
+  }
+  WindowTimings out;
+  for (int k = 0; k < kernels; ++k) {
+    out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
+    if (!all_records) {
+      out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti_us.size()) + " of " +
+                                  std::to_string(kernel_of.size()) + " kernel records (" + shortfall + ")";
+      spdlog::warn("timing {}: {}", name, out.timings.back().source);
+    }
+  }
+  if (kernels == 2) {
+    out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
+    out.paired.best_spread = out.timings[1].spread();
+  }
+  return out;
 }
 
 }  // namespace ak

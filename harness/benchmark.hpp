@@ -2,6 +2,7 @@
 /// Statistics of timed launches: medians and spreads, the paired comparison of two kernels, and
 /// how many launches a kernel gets. The launches themselves: judged_timing.hpp.
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "harness/gpu_context.hpp"
@@ -27,5 +28,17 @@ BenchmarkPlan fit_plan(const BenchmarkPlan& plan, double first_launch_ms);
 /// the median of a_i / b_i, and the half-width of its 95% interval from the order statistics
 /// (distribution-free: a GPU's durations are not normal).
 PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b);
+
+/// What a timed window of launches says of each kernel launched in it.
+struct WindowTimings {
+  std::vector<Timing> timings;   ///< one per kernel
+  PairedTiming paired;           ///< with two kernels, the first paired with the second
+};
+/// The timings of `kernels` kernels launched in turn, launch i of kernel kernel_of[i], timed by
+/// CUDA events (event_us[i]) and by CUPTI (cupti_us, one record per launch in launch order): the
+/// CUPTI durations when it handed back one per launch, else the events' with each Timing's source
+/// saying why (`shortfall`: what CUPTI gave instead) and a warning naming `name`.
+WindowTimings window_timings(int kernels, const std::vector<int>& kernel_of, const std::vector<double>& event_us,
+                             const std::vector<double>& cupti_us, const std::string& shortfall, const std::string& name);
 
 }  // namespace ak

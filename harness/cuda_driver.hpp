@@ -31,6 +31,24 @@ struct CudaDriver {
 #undef AK_DECLARE
 };
 
+/// A CUDA event of the driver API, destroyed with it: a timed launch's start or end.
+struct CudaEvent {
+  const CudaDriver& d;
+  CUevent e = nullptr;
+  explicit CudaEvent(const CudaDriver& drv) : d(drv) { d.cuEventCreate(&e, CU_EVENT_DEFAULT); }
+  CudaEvent(CudaEvent&& o) noexcept : d(o.d), e(o.e) { o.e = nullptr; }
+  CudaEvent(const CudaEvent&) = delete;
+  ~CudaEvent() {
+    if (e) d.cuEventDestroy(e);
+  }
+};
+/// Microseconds from `start` to `end`, both recorded and complete.
+inline double elapsed_us(const CudaEvent& start, const CudaEvent& end) {
+  float ms = 0;
+  start.d.cuEventElapsedTime(&ms, start.e, end.e);
+  return double(ms) * 1000.0;
+}
+
 /// The driver, loaded once per process; an Error says why there is none ("no NVIDIA driver").
 Result<const CudaDriver*> cuda_driver();
 

@@ -12,16 +12,6 @@
 namespace ak {
 namespace {
 
-struct Event {
-  const CudaDriver& d;
-  CUevent e = nullptr;
-  explicit Event(const CudaDriver& drv) : d(drv) { d.cuEventCreate(&e, CU_EVENT_DEFAULT); }
-  Event(Event&& o) noexcept : d(o.d), e(o.e) { o.e = nullptr; }
-  ~Event() {
-    if (e) d.cuEventDestroy(e);
-  }
-};
-
 /// `count` distinct pairs among the timed ones, drawn from `seed`, in increasing order.
 std::vector<int> pick_checked(int first, int count, int available, uint64_t seed) {
   std::vector<int> all(static_cast<size_t>(available));
@@ -73,7 +63,7 @@ class Session {
   Status prepare(int pair);
   /// Launches kernel k for `pair` (between the events `timed` brackets, when given) and enqueues
   /// its checks into log slot `slot`.
-  Result<CUresult> launch(int pair, int k, size_t slot, std::pair<Event*, Event*> timed = {nullptr, nullptr});
+  Result<CUresult> launch(int pair, int k, size_t slot, std::pair<CudaEvent*, CudaEvent*> timed = {nullptr, nullptr});
   /// Judges kernel k's launch of `pair` now, against the reference for that pair's inputs.
   Result<std::optional<StageFailure>> judge(int pair, int k, CUresult& cuda_error);
   /// After the launches: the first slot of kernel k whose counters or module memory were left set.
@@ -133,7 +123,7 @@ Status Session::prepare(int pair) {
   return cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2");
 }
 
-Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<Event*, Event*> timed) {
+Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<CudaEvent*, CudaEvent*> timed) {
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   if (auto s = prepare(pair); !s) return s.error();
   if (CUresult r = kernel.restore_module_memory(); r != CUDA_SUCCESS) return r;
@@ -222,7 +212,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
     if (!log || !counters) return error(!log ? log.error().message : counters.error().message);
     memory_log_ = std::move(*log);
     counter_log_ = std::move(*counters);
-    Event w0(drv_), w1(drv_);
+    CudaEvent w0(drv_), w1(drv_);
     drv_.cuEventRecord(w0.e, nullptr);
     for (int i = 0; i < n_; ++i) {
       auto r = launch(0, kernel_at(0, i), size_t(i));
@@ -231,9 +221,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
     }
     drv_.cuEventRecord(w1.e, nullptr);
     if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-    float ms = 0;
-    drv_.cuEventElapsedTime(&ms, w0.e, w1.e);
-    const BenchmarkPlan sized = fit_plan(plan_.launches, double(ms) / n_);
+    const BenchmarkPlan sized = fit_plan(plan_.launches, elapsed_us(w0, w1) / 1000.0 / n_);
     warm_ = std::max(1, sized.warmup), reps_ = sized.repetitions, pairs_ = warm_ + reps_;
   }
   JudgedTiming out;
@@ -256,7 +244,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
   for (int k = 0; k < n_; ++k)
     checked_.push_back(pick_checked(warm_, plan_.checked_launches, reps_, mix_seed(plan_.choice_seed + uint64_t(k) + 1)));
 
-  std::vector<Event> starts, ends;
+  std::vector<CudaEvent> starts, ends;
   std::vector<int> timed_kernel;   // which kernel each timed launch ran, in launch order
   starts.reserve(size_t(reps_ * n_));
   ends.reserve(size_t(reps_ * n_));
@@ -269,7 +257,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
     for (int i = 0; i < n_; ++i) {
       const int k = kernel_at(pair, i);
       if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
-      auto r = launch(pair, k, slots_.size(), timed ? std::pair{&starts.back(), &ends.back()} : std::pair<Event*, Event*>{});
+      auto r = launch(pair, k, slots_.size(), timed ? std::pair{&starts.back(), &ends.back()} : std::pair<CudaEvent*, CudaEvent*>{});
       if (!r || *r != CUDA_SUCCESS) {
         if (timed) (void)CuptiKernelTimer::stop(timed_names(), 0);
         if (!r) return r.error();
@@ -296,26 +284,12 @@ Result<JudgedTiming> Session::run(bool& sticky) {
   if (r != CUDA_SUCCESS) return fail(r, "timed launches failed");
   if (!cupti) return cupti.error();
 
-  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(n_)), events_k(static_cast<size_t>(n_));
-  const bool all_records = cupti->size() == timed_kernel.size();
-  for (size_t i = 0; i < timed_kernel.size(); ++i) {
-    float ms = 0;
-    drv_.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
-    events_k[size_t(timed_kernel[i])].push_back(double(ms) * 1000.0);
-    if (all_records) cupti_k[size_t(timed_kernel[i])].push_back((*cupti)[i]);
-  }
-  for (int k = 0; k < n_; ++k) {
-    out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
-    if (!all_records) {
-      out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti->size()) + " of " +
-                                  std::to_string(timed_kernel.size()) + " kernel records" + " (" + CuptiKernelTimer::last_shortfall() + ")";
-      spdlog::warn("timing {}: {}", kernels_[0]->lowered_name(d_), out.timings.back().source);
-    }
-  }
-  if (n_ == 2) {
-    out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
-    out.paired.best_spread = out.timings[1].spread();
-  }
+  std::vector<double> event_us;
+  for (size_t i = 0; i < timed_kernel.size(); ++i) event_us.push_back(elapsed_us(starts[i], ends[i]));
+  WindowTimings w = window_timings(n_, timed_kernel, event_us, *cupti, CuptiKernelTimer::last_shortfall(),
+                                   kernels_[0]->lowered_name(d_));
+  out.timings = std::move(w.timings);
+  out.paired = w.paired;
   for (int k = 0; k < n_; ++k) {
     if (out.failures[size_t(k)]) continue;
     auto f = read_logs(k);

@@ -10,16 +10,6 @@
 namespace ak {
 namespace {
 
-struct Event {
-  const CudaDriver& d;
-  CUevent e = nullptr;
-  explicit Event(const CudaDriver& drv) : d(drv) { d.cuEventCreate(&e, CU_EVENT_DEFAULT); }
-  Event(Event&& o) noexcept : d(o.d), e(o.e) { o.e = nullptr; }
-  ~Event() {
-    if (e) d.cuEventDestroy(e);
-  }
-};
-
 /// One user timing in progress.
 class Session {
  public:
@@ -45,7 +35,7 @@ class Session {
   }
   /// Prepares, launches kernel k (between `timed`'s events when given) and waits for it. An Error
   /// with `cuda` set is the kernel's CUDA error; without, the reference process's or the harness's.
-  Result<std::optional<StageFailure>> launch(int pair, int k, bool judge, std::pair<Event*, Event*> timed, CUresult& cuda);
+  Result<std::optional<StageFailure>> launch(int pair, int k, bool judge, std::pair<CudaEvent*, CudaEvent*> timed, CUresult& cuda);
 
   GpuContext& gpu_;
   const CudaDriver& drv_;
@@ -63,7 +53,7 @@ class Session {
   bool kernelbench_pass_ = true;
 };
 
-Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge, std::pair<Event*, Event*> timed,
+Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge, std::pair<CudaEvent*, CudaEvent*> timed,
                                                     CUresult& cuda) {
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   auto run = ref_.prepare(shape_, d_);
@@ -113,16 +103,14 @@ Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
   UserTiming out;
   out.failures.resize(size_t(n_));
   // The first pair sizes the plan, as in judged_timing: a slow kernel gets fewer launches.
-  Event w0(drv_), w1(drv_);
+  CudaEvent w0(drv_), w1(drv_);
   double first_ms = 0;
   for (int i = 0; i < n_; ++i) {
     const int k = kernel_at(0, i);
     auto f = launch(0, k, false, {&w0, &w1}, cuda);
     if (!f) return fail(f.error());
     if (*f) out.failures[size_t(k)] = *f;
-    float ms = 0;
-    drv_.cuEventElapsedTime(&ms, w0.e, w1.e);
-    first_ms += double(ms) / n_;
+    first_ms += elapsed_us(w0, w1) / 1000.0 / n_;
   }
   if (out.failures[0]) return out;
   const BenchmarkPlan sized = fit_plan(plan_.launches, first_ms);
@@ -131,7 +119,7 @@ Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
   for (int k = 0; k < n_; ++k)
     checked.push_back(pick_checked_launches(warm_, plan_.checked_launches, reps_, mix_seed(plan_.choice_seed + uint64_t(k) + 1)));
 
-  std::vector<Event> starts, ends;
+  std::vector<CudaEvent> starts, ends;
   std::vector<int> timed_kernel;
   starts.reserve(size_t(reps_ * n_)), ends.reserve(size_t(reps_ * n_));
   std::vector<std::string> names;
@@ -152,7 +140,7 @@ Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
       if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
       const auto& mine = checked[size_t(k)];
       const bool judge = timed && !out.failures[size_t(k)] && std::binary_search(mine.begin(), mine.end(), pair);
-      auto f = launch(pair, k, judge, timed ? std::pair{&starts.back(), &ends.back()} : std::pair<Event*, Event*>{}, cuda);
+      auto f = launch(pair, k, judge, timed ? std::pair{&starts.back(), &ends.back()} : std::pair<CudaEvent*, CudaEvent*>{}, cuda);
       if (!f) {
         stop_cupti();
         return fail(f.error());
@@ -174,26 +162,11 @@ Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
       [&](const std::string& name) { return std::find(harness.begin(), harness.end(), name) == harness.end(); },
       timed_kernel.size());
   if (!cupti) return cupti.error();
-  std::vector<std::vector<double>> cupti_k(static_cast<size_t>(n_)), events_k(static_cast<size_t>(n_));
-  const bool all_records = cupti->size() == timed_kernel.size();
-  for (size_t i = 0; i < timed_kernel.size(); ++i) {
-    float ms = 0;
-    drv_.cuEventElapsedTime(&ms, starts[i].e, ends[i].e);
-    events_k[size_t(timed_kernel[i])].push_back(double(ms) * 1000.0);
-    if (all_records) cupti_k[size_t(timed_kernel[i])].push_back((*cupti)[i]);
-  }
-  for (int k = 0; k < n_; ++k) {
-    out.timings.push_back(summarize(all_records ? cupti_k[size_t(k)] : events_k[size_t(k)], events_k[size_t(k)]));
-    if (!all_records) {
-      out.timings.back().source = "CUDA events: CUPTI handed back " + std::to_string(cupti->size()) + " of " +
-                                  std::to_string(timed_kernel.size()) + " kernel records" + " (" + CuptiKernelTimer::last_shortfall() + ")";
-      spdlog::warn("timing {}: {}", names[0], out.timings.back().source);
-    }
-  }
-  if (n_ == 2) {
-    out.paired = all_records ? pair_up(cupti_k[0], cupti_k[1]) : pair_up(events_k[0], events_k[1]);
-    out.paired.best_spread = out.timings[1].spread();
-  }
+  std::vector<double> event_us;
+  for (size_t i = 0; i < timed_kernel.size(); ++i) event_us.push_back(elapsed_us(starts[i], ends[i]));
+  WindowTimings w = window_timings(n_, timed_kernel, event_us, *cupti, CuptiKernelTimer::last_shortfall(), names[0]);
+  out.timings = std::move(w.timings);
+  out.paired = w.paired;
   out.bytes = bytes_;
   out.kernelbench_pass = kernelbench_pass_;
   return out;

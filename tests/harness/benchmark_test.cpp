@@ -68,3 +68,27 @@ TEST_CASE("a paired ratio within the noise is not a gain, and no pairs never cle
   CHECK_FALSE(PairedTiming{}.clears(0.01));
   CHECK(pair_up({}, {}).pairs == 0);
 }
+
+TEST_CASE("a timed window uses CUPTI's durations when every launch has a record, else the events', saying why",
+          "[benchmark]") {
+  // Two kernels launched in turn: the candidate (0) at 10 us, the best (1) at 20 us by CUPTI.
+  const std::vector<int> kernel_of{0, 1, 0, 1, 0, 1};
+  const std::vector<double> events{12, 22, 12, 22, 12, 22}, cupti{10, 20, 10, 20, 10, 20};
+  WindowTimings all = window_timings(2, kernel_of, events, cupti, "", "k");
+  REQUIRE(all.timings.size() == 2);
+  CHECK(all.timings[0].median_us == Approx(10));
+  CHECK(all.timings[1].median_us == Approx(20));
+  CHECK(all.timings[0].event_median_us == Approx(12));
+  CHECK(all.timings[0].source == "CUPTI");
+  CHECK(all.paired.pairs == 3);
+  CHECK(all.paired.ratio == Approx(0.5));
+
+  WindowTimings short_of = window_timings(2, kernel_of, events, {10, 20, 10}, "3 records of other kernels", "k");
+  CHECK(short_of.timings[0].median_us == Approx(12));
+  CHECK(short_of.timings[1].source == "CUDA events: CUPTI handed back 3 of 6 kernel records (3 records of other kernels)");
+  CHECK(short_of.paired.ratio == Approx(12.0 / 22));
+
+  WindowTimings alone = window_timings(1, {0, 0}, {5, 7}, {4, 6}, "", "k");
+  CHECK(alone.timings.size() == 1);
+  CHECK(alone.paired.pairs == 0);
+}
