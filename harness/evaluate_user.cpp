@@ -85,19 +85,7 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const KernelSpec& spec, c
   v.kernelbench_pass = v.kernelbench_pass.value_or(true) && judged->kernelbench_pass;
   v.paired = judged->paired;
   v.peak_vram_mb = double(std::max(runner.peak_bytes(), judged->bytes)) / (1 << 20);
-  v.timing = timing;
-  if (timing.source != "CUPTI") v.notes.push_back("timed with " + timing.source);
-  Roofline roof = roofline(spec, shape, dtype, timing.median_us, peaks_);
-  v.throughput = roof.throughput;
-  v.throughput_unit = roof.unit;
-  v.pct_peak = roof.pct_peak;
-  v.peak_used = roof.peak;
-  if (roof.suspect) {
-    v.correctness = Correctness::Suspect;
-    v.message = "benchmark: " + std::to_string(roof.throughput) + " " + roof.unit + " is " +
-                std::to_string(int(roof.pct_peak * 100)) + "% of the measured peak (" + std::to_string(int(roof.peak)) +
-                " " + roof.unit + "): faster than the device can be; the timing is not trusted";
-    v.failed_stage = "benchmark";
+  if (!timing_on_roofline(v, spec, shape, dtype, timing, peaks_)) {
     v.stages.push_back({"benchmark", false, since(tb), v.message});
     return v;
   }

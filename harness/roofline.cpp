@@ -22,4 +22,22 @@ Roofline roofline(const KernelSpec& spec, const Shape& shape, DType d, double me
   return r;
 }
 
+bool timing_on_roofline(Verdict& v, const KernelSpec& spec, const Shape& shape, DType d, const Timing& timing,
+                        const DevicePeaks& peaks) {
+  v.timing = timing;
+  if (timing.source != "CUPTI") v.notes.push_back("timed with " + timing.source);
+  const Roofline roof = roofline(spec, shape, d, timing.median_us, peaks);
+  v.throughput = roof.throughput;
+  v.throughput_unit = roof.unit;
+  v.pct_peak = roof.pct_peak;
+  v.peak_used = roof.peak;
+  if (!roof.suspect) return true;
+  v.correctness = Correctness::Suspect;
+  v.message = "benchmark: " + std::to_string(roof.throughput) + " " + roof.unit + " is " + std::to_string(int(roof.pct_peak * 100)) +
+              "% of the measured peak (" + std::to_string(int(roof.peak)) + " " + roof.unit +
+              "): faster than the device can be; the timing is not trusted";
+  v.failed_stage = "benchmark";
+  return false;
+}
+
 }  // namespace ak

@@ -3,6 +3,7 @@
 /// the measured peak of the bounding resource, and whether it is too good to be true.
 #include <string>
 
+#include "harness/verdict.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -27,5 +28,11 @@ struct Roofline {
 };
 
 Roofline roofline(const KernelSpec& spec, const Shape& shape, DType d, double median_us, const DevicePeaks& peaks);
+
+/// Puts a candidate's timing into its verdict: the timing, a note when CUPTI did not give it, and
+/// where it stands on the roofline. False when it is past what the device can do: v is then the
+/// SUSPECT verdict of the benchmark stage (message and failed stage set).
+bool timing_on_roofline(Verdict& v, const KernelSpec& spec, const Shape& shape, DType d, const Timing& timing,
+                        const DevicePeaks& peaks);
 
 }  // namespace ak
