@@ -11,6 +11,8 @@
 
 #include "daemon/loop/clock.hpp"
 #include "daemon/loop/proposer.hpp"
+#include "daemon/loop/results_table.hpp"
+#include "daemon/loop/run_loop.hpp"
 #include "config/config.hpp"
 #include "harness/evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -183,6 +185,13 @@ inline Config loop_config(const TempDir& dir, const std::string& extra = "", con
   auto c = parse_config(text, (dir.path / "run.toml").string());
   REQUIRE(c.ok());
   return *c;
+}
+
+/// The rows the run has recorded, read back from its results table.
+inline std::vector<ResultRow> rows_of(const RunLoop& loop) {
+  auto r = open_results(loop.directory().results());
+  REQUIRE(r.ok());
+  return *r;
 }
 
 }  // namespace ak::test

@@ -19,12 +19,6 @@ namespace {
 
 struct CrashHere {};
 
-std::vector<ResultRow> rows_in(const RunLoop& loop) {
-  auto r = open_results(loop.directory().results());
-  REQUIRE(r.ok());
-  return *r;
-}
-
 std::vector<GpuWorker> gpus(Evaluator& ev, int n) {
   std::vector<GpuWorker> out;
   for (int d = 0; d < n; ++d) out.push_back({d, "NVIDIA H200", &ev});
@@ -80,7 +74,7 @@ TEST_CASE("with two GPUs two experiments run at once and rows are written in ord
   };
   auto out = loop.run();
   REQUIRE(out.ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 3);
   CHECK(ev.most_at_once == 2);
   CHECK(rows[1].description == "B");           // experiment 3 finished first and was recorded first
@@ -132,7 +126,7 @@ TEST_CASE("a candidate paired with a best that was replaced meanwhile is judged 
   pr.queue.push_back({"// us=97 after=B\nC\n", "C", 10, 0});
   RunLoop loop(loop_config(dir), gpus(ev, 3), pr, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 4);
   check_numbers_once(rows);
   CHECK(row_of(rows, "B").kept);
@@ -156,7 +150,7 @@ TEST_CASE("killed with two experiments in flight, a restart runs both again unde
   pr.queue.push_back({"// us=80\nD\n", "D", 10, 0});
   RunLoop loop(cfg, gpus(ev, 2), pr, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 4);
   check_numbers_once(rows);
   CHECK(row_of(rows, "A").experiment == 2);
@@ -176,7 +170,7 @@ TEST_CASE("killed after one of two in flight was recorded, the other is run agai
   ScriptedProposer pr;
   RunLoop loop(cfg, gpus(ev, 2), pr, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 3);
   check_numbers_once(rows);
   CHECK(rows[1].description == "B");
@@ -194,7 +188,7 @@ TEST_CASE("the builtin tuner gives each GPU a different knob move", "[loop][para
   ManualClock clock;
   RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 6\n"), gpus(ev, 3), tuner, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() >= 7);
   std::set<std::string> keys;
   for (auto& r : rows) {
@@ -217,7 +211,7 @@ TEST_CASE("a slow proposer is asked from the experiments threads and at most as 
   pr.queue.push_back({"// us=97\nC\n", "C", 30, 0.03});
   RunLoop loop(loop_config(dir), gpus(ev, 3), pr, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 4);
   check_numbers_once(rows);
   CHECK(pr.most_at_once == 2);   // three GPUs free, two questions at once
@@ -242,7 +236,7 @@ TEST_CASE("a stop request with experiments in flight lets them finish and record
   auto out = loop.run();
   REQUIRE(out.ok());
   CHECK(out->kind == RunOutcome::Stopped);
-  CHECK(rows_in(loop).size() == 3);
+  CHECK(rows_of(loop).size() == 3);
   CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
 }
 
@@ -259,7 +253,7 @@ TEST_CASE("an experiment in flight on a kernel the config no longer lists is dro
   pr.add(90, "faster");
   RunLoop loop(cfg, gpus(ev, 2), pr, clock);
   REQUIRE(loop.run().ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].experiment == 6);   // after the dropped number
   CHECK(rows[0].tag == "rmsnorm");
@@ -282,7 +276,7 @@ TEST_CASE("with eight GPUs finishing in reverse order every verdict is recorded 
   RunLoop loop(loop_config(dir), gpus(ev, 8), pr, clock);
   auto out = loop.run();
   REQUIRE(out.ok());
-  auto rows = rows_in(loop);
+  auto rows = rows_of(loop);
   REQUIRE(rows.size() == 9);   // the starter, then the eight
   CHECK(ev.most_at_once == 8);
   check_numbers_once(rows);

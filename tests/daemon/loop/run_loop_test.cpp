@@ -19,12 +19,6 @@ namespace {
 
 struct CrashHere {};
 
-std::vector<ResultRow> rows_of(const RunLoop& loop) {
-  auto r = open_results(loop.directory().results());
-  REQUIRE(r.ok());
-  return *r;
-}
-
 }  // namespace
 
 TEST_CASE("the starter is measured first, a faster candidate is kept and committed, a slower one reverted", "[loop]") {

@@ -29,12 +29,6 @@ std::string gelu_kernel(const TempDir& dir, const std::string& name, const std::
   return "[[kernel]]\nspec = \"" + name + ".toml\"\nshape = [64, 4096]\n";
 }
 
-std::vector<ResultRow> rows_of(const RunLoop& loop) {
-  auto r = open_results(loop.directory().results());
-  REQUIRE(r.ok());
-  return *r;
-}
-
 }  // namespace
 
 TEST_CASE("without a starter the LLM writes the first file, asked again while it fails", "[loop][user_type]") {
