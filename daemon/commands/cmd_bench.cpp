@@ -73,10 +73,9 @@ int bench_command(const Args& args) {
       .flag("json", "print the verdict as JSON", &json);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (auto s = use_user_spec(user_spec, type); !s) return std::fprintf(stderr, "autokernel bench: %s\n", s.error().message.c_str()), kExitUsage;
-  if (const UserTypeSpec* user = user_spec.empty() ? nullptr : find_user_type(type); user && dtype.empty() && !user->dtypes.empty())
-    dtype = dtype_name(user->dtypes.front());
-  if (dtype.empty()) dtype = "fp16";
   if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE or --spec TYPE.toml is required\n"), kExitUsage;
+  const UserTypeSpec* user = find_user_type(type);
+  if (dtype.empty()) dtype = user && !user->dtypes.empty() ? dtype_name(user->dtypes.front()) : "fp16";
   auto spec = spec_for(type);
   if (!spec) return std::fprintf(stderr, "%s\n", spec.error().message.c_str()), kExitUsage;
   std::vector<std::string> sources;
@@ -93,7 +92,7 @@ int bench_command(const Args& args) {
 
   EvalRequest req;
   req.kernel_type = type;
-  if (const UserTypeSpec* user = find_user_type(type)) req.user_type = user->to_json();
+  if (user) req.user_type = user->to_json();
   if (!beside.empty()) {
     auto best = read_kernel_file(beside, **spec);
     if (!best) return std::fprintf(stderr, "%s\n", best.error().message.c_str()), kExitUsage;
