@@ -257,6 +257,62 @@ class CheckedOnFirstCall(Base):
         self.assertEqual(self.op_calls()[-1], ("layernorm", (x, ln.weight, ln.bias, 1e-5)))
 
 
+class CheckedCalls(Base):
+    """What a checked replacement reads and passes on."""
+
+    def test_a_modules_weight_is_read_from_its_parameters_without_the_modules_getattr(self):
+        class ModuleNorm:   # nn.Module keeps parameters in _parameters and finds them in __getattr__
+            lookups = 0
+
+            def __init__(self):
+                self._parameters = {"weight": torch.Tensor([1.0, 1.0])}
+                self.variance_epsilon = 1e-6
+
+            def __getattr__(self, name):
+                ModuleNorm.lookups += 1
+                if name in self.__dict__.get("_parameters", {}):
+                    return self.__dict__["_parameters"][name]
+                raise AttributeError(name)
+        forward = R.make_replacement(target("class", "rmsnorm"), Calls(torch.Tensor([1.0, 2.0])), self.ops)
+        norm, x = ModuleNorm(), torch.Tensor([3.0, 4.0])
+        forward(norm, x)
+        ModuleNorm.lookups = 0
+        forward(norm, x)
+        self.assertEqual(ModuleNorm.lookups, 0)
+        self.assertEqual(self.op_calls()[-1], ("rmsnorm", (x, norm._parameters["weight"], 1e-6)))
+
+    def test_under_compilation_the_weight_is_read_the_way_the_class_reads_it(self):
+        class ModuleNorm:
+            def __init__(self):
+                self._parameters = {"weight": torch.Tensor([1.0, 1.0])}
+                self.variance_epsilon, self.read = 1e-6, []
+
+            def __getattr__(self, name):
+                if name == "weight":
+                    self.read.append(name)
+                    return self._parameters[name]
+                raise AttributeError(name)
+        forward = R.make_replacement(target("class", "rmsnorm"), Calls(torch.Tensor([1.0, 2.0])), self.ops)
+        norm, x = ModuleNorm(), torch.Tensor([3.0, 4.0])
+        forward(norm, x)
+        R.set_compile_ops({"rmsnorm"})
+        State.compiling = True
+        forward(norm, x)
+        self.assertEqual(norm.read, ["weight"])
+
+    def test_a_rotary_call_with_a_fifth_positional_or_another_unsqueeze_dim_runs_the_original(self):
+        original = Calls((torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0])))
+        self.ops.results["rotary_embedding"] = lambda *a: (torch.Tensor([1.0, 2.0]), torch.Tensor([1.0, 2.0]))
+        rope = R.make_replacement(target("function", "rotary_embedding"), original, self.ops)
+        q, k, cos = torch.Tensor([1.0, 2.0]), torch.Tensor([3.0, 4.0]), types.SimpleNamespace(ndim=3)
+        rope(q, k, cos, cos)                       # checked
+        rope(q, k, cos, cos, None, 1)              # a helper's fifth positional: unknown meaning
+        rope(q, k, cos, cos, unsqueeze_dim=2)
+        self.assertEqual((original.calls, len(self.op_calls())), (3, 1))
+        rope(q, k, cos, cos, position_ids=None, unsqueeze_dim=1)
+        self.assertEqual((original.calls, len(self.op_calls())), (3, 2))
+
+
 class CompileDecision(unittest.TestCase):
     def scripted(self, times):
         """measure() from a table of times by enabled set; records what was measured."""

@@ -53,25 +53,30 @@ def _same(a, b):
 _UNCHECKED, _CHECKED, _WITHDRAWN = 0, 1, 2
 
 
-def _checked_on_first_call(target, original, fast):
+def _uncovered(*args, **kwargs):
+    """The original a probe is made with: None says the op did not run."""
+    return None
+
+
+def _checked_on_first_call(target, original, make):
     """For code the package has not seen (a model's own class or helper): the first eager call
     outside a CUDA graph capture runs both and compares (a host sync); a disagreement withdraws the
     replacement for good, logged. Until checked, a call being compiled or captured runs the
-    original. Once checked, a call costs one state test, one compilation test and `fast`, which
-    takes that test's answer first (fast(compiling, *args, **kwargs)) rather than asking again."""
-    type_, state = target.type, [_UNCHECKED]
+    original.
 
-    def call(*args, **kwargs):
-        if state[0] == _CHECKED:
-            compiling = _compiling()
-            if not compiling or type_ in COMPILE_OPS:
-                mine = fast(compiling, *args, **kwargs)
-                if mine is not None:
-                    return mine
-            return original(*args, **kwargs)
+    make(original, state, first_call) builds the replacement, which begins with
+    `if state[0] != _CHECKED: return first_call(...)` and otherwise runs the op or `original`
+    itself: once checked, a call is that one Python frame and the op (the model calls its norms and
+    rotary helper dozens of times a step, and every frame is CPU time the GPU may wait for). The
+    comparison runs a probe, the same replacement made with an original that returns None, so that
+    a call the op does not cover is told apart and left unchecked."""
+    state = [_UNCHECKED]
+    probe = make(_uncovered, [_CHECKED], None)
+
+    def first_call(*args, **kwargs):
         if state[0] == _WITHDRAWN or _compiling() or _capturing():
             return original(*args, **kwargs)
-        mine = fast(False, *args, **kwargs)
+        mine = probe(*args, **kwargs)
         if mine is None:
             return original(*args, **kwargs)
         theirs = original(*args, **kwargs)
@@ -82,7 +87,7 @@ def _checked_on_first_call(target, original, fast):
                   "left unpatched", file=sys.stderr)
         return theirs
 
-    return call
+    return make(original, state, first_call)
 
 
 def _compile_gated(type_, replacement, original):
@@ -162,28 +167,58 @@ def _cross_entropy(ops, original):
     return cross_entropy
 
 
+def _weight(module, name):
+    """module.<name>: from its _parameters dict where it is a parameter, which skips nn.Module's
+    __getattr__ (a failed lookup, then a Python call: about a microsecond a call, as much as the
+    rest of the replacement's Python); from getattr otherwise (a buffer, a plain attribute)."""
+    found = getattr(module, "_parameters", _NO_PARAMETERS).get(name)
+    return getattr(module, name, None) if found is None else found
+
+
+_NO_PARAMETERS = {}
+
+
 def _norm_forward(op, type_, direct=None):
+    """forward(self, hidden_states) of a model's norm class: the op on the class's weight (and bias)
+    and epsilon, read from the instance at each call (a model may load or convert them later)."""
     eager = direct or op
     eps_attribute = {}  # class -> the attribute that holds its epsilon ("" when none): found once
 
-    def fast(compiling, self, hidden_states, *args, **kwargs):
-        cls = type(self)
-        name = eps_attribute.get(cls)
-        if name is None:
-            name = eps_attribute[cls] = next((n for n in ("variance_epsilon", "eps") if hasattr(self, n)), "")
-        weight = getattr(self, "weight", None)
-        eps = getattr(self, name, None) if name else None
-        # The dtype stays a check here: the class's own forward may promote a mixed-dtype call,
-        # which the op's PyTorch fallback would not do the same way.
-        if args or kwargs or eps is None or not isinstance(weight, torch.Tensor) or weight.dtype != hidden_states.dtype \
-                or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
-            return None
-        call = op if compiling or type(hidden_states) is not _Tensor else eager  # _traced, compiling known
-        if type_ == "rmsnorm":
-            return call(hidden_states, weight, float(eps))
-        bias = getattr(self, "bias", None)
-        return call(hidden_states, weight, bias, float(eps)) if isinstance(bias, torch.Tensor) else None
-    return fast
+    def make(original, state, first_call):
+        def forward(self, hidden_states, *args, **kwargs):
+            if state[0] != _CHECKED:
+                return first_call(self, hidden_states, *args, **kwargs)
+            compiling = _compiling()
+            if args or kwargs or (compiling and type_ not in COMPILE_OPS):
+                return original(self, hidden_states, *args, **kwargs)
+            cls = type(self)
+            name = eps_attribute.get(cls)
+            if name is None:
+                name = eps_attribute[cls] = next((n for n in ("variance_epsilon", "eps") if hasattr(self, n)), "")
+            # Under compilation the attributes are read as the class's own code reads them.
+            weight = getattr(self, "weight", None) if compiling else _weight(self, "weight")
+            eps = getattr(self, name, None) if name else None
+            # The dtype stays a check here: the class's own forward may promote a mixed-dtype call,
+            # which the op's PyTorch fallback would not do the same way.
+            if eps is None or not isinstance(weight, _Tensor) or weight.dtype != hidden_states.dtype \
+                    or (_grad_enabled() and (hidden_states.requires_grad or weight.requires_grad)):
+                return original(self, hidden_states)
+            call = op if compiling or type(hidden_states) is not _Tensor else eager  # _traced, compiling known
+            if type_ == "rmsnorm":
+                return call(hidden_states, weight, float(eps))
+            bias = getattr(self, "bias", None) if compiling else _weight(self, "bias")
+            if not isinstance(bias, _Tensor):
+                return original(self, hidden_states)
+            return call(hidden_states, weight, bias, float(eps))
+        return forward
+    return make
+
+
+def _plain_rotary_call(args, kwargs):
+    """Whether apply_rotary_pos_emb's arguments after q, k, cos and sin are its defaults: helpers
+    differ in what a fifth positional means (position_ids in some, unsqueeze_dim in others), so any
+    positional, and any keyword but position_ids and unsqueeze_dim=1, is left to the original."""
+    return not args and all(k == "position_ids" or (k == "unsqueeze_dim" and v == 1) for k, v in kwargs.items())
 
 
 def _rotary(op, direct=None):
@@ -195,11 +230,18 @@ def _rotary(op, direct=None):
     withdraws the replacement.)"""
     eager = direct or op
 
-    def fast(compiling, q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
-        if unsqueeze_dim != 1 or not 2 <= cos.ndim <= 3 or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
-            return None
-        return (op if compiling or type(q) is not _Tensor else eager)(q, k, cos, sin)
-    return fast
+    def make(original, state, first_call):
+        def rotary(q, k, cos, sin, *args, **kwargs):
+            if state[0] != _CHECKED:
+                return first_call(q, k, cos, sin, *args, **kwargs)
+            compiling = _compiling()
+            if (args or kwargs) and not _plain_rotary_call(args, kwargs) or not 2 <= cos.ndim <= 3 \
+                    or (compiling and "rotary_embedding" not in COMPILE_OPS) \
+                    or (_grad_enabled() and (q.requires_grad or k.requires_grad)):
+                return original(q, k, cos, sin, *args, **kwargs)
+            return (op if compiling or type(q) is not _Tensor else eager)(q, k, cos, sin)
+        return rotary
+    return make
 
 
 def _half_table(t, seq, dim):
@@ -213,16 +255,22 @@ def _half_table(t, seq, dim):
 
 def _rotary_v1(ops):
     """For a file of version 1 of the rotary contract (an older run's): q alone, contiguous."""
-    def fast(compiling, q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
-        if unsqueeze_dim != 1 or q.dim() != 4 or k.dim() != 4 or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3] \
-                or cos.dtype != q.dtype or k.dtype != q.dtype or _needs_grad(q, k, cos, sin):
-            return None
-        c, s = _half_table(cos, q.shape[2], q.shape[3]), _half_table(sin, q.shape[2], q.shape[3])
-        if c is None or s is None:
-            return None
-        # The kernel reads q contiguous; the usual q is a transposed view: one copy, then RoPE.
-        return ops.rotary_embedding(q.contiguous(), c, s), ops.rotary_embedding(k.contiguous(), c, s)
-    return fast
+    def make(original, state, first_call):
+        def rotary(q, k, cos, sin, *args, **kwargs):
+            if state[0] != _CHECKED:
+                return first_call(q, k, cos, sin, *args, **kwargs)
+            if (args or kwargs) and not _plain_rotary_call(args, kwargs) or q.dim() != 4 or k.dim() != 4 \
+                    or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3] or cos.dtype != q.dtype \
+                    or k.dtype != q.dtype or _needs_grad(q, k, cos, sin) \
+                    or (_compiling() and "rotary_embedding" not in COMPILE_OPS):
+                return original(q, k, cos, sin, *args, **kwargs)
+            c, s = _half_table(cos, q.shape[2], q.shape[3]), _half_table(sin, q.shape[2], q.shape[3])
+            if c is None or s is None:
+                return original(q, k, cos, sin, *args, **kwargs)
+            # The kernel reads q contiguous; the usual q is a transposed view: one copy, then RoPE.
+            return ops.rotary_embedding(q.contiguous(), c, s), ops.rotary_embedding(k.contiguous(), c, s)
+        return rotary
+    return make
 
 
 def make_replacement(target, original, ops=None, versions=None, direct=None):
@@ -238,9 +286,9 @@ def make_replacement(target, original, ops=None, versions=None, direct=None):
         make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.kind == "class":
-        fast = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
+        make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
     elif (versions or {}).get("rotary_embedding", 2) == 1:
-        fast = _rotary_v1(ops)
+        make = _rotary_v1(ops)
     else:
-        fast = _rotary(ops.rotary_embedding.default, direct.get("rotary_embedding"))
-    return _checked_on_first_call(target, original, fast)
+        make = _rotary(ops.rotary_embedding.default, direct.get("rotary_embedding"))
+    return _checked_on_first_call(target, original, make)
