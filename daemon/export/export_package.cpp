@@ -196,6 +196,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   f["README.md"] = readme(kernels, format);
   if (!hf) {
     for (const char* p : {"__init__.py", "_load.py", "verify.py"}) f[py + p] = packaged(std::string(kPackage) + "/" + p);
+    f[csrc + "direct_call.h"] = packaged("ops/direct_call.h");  // the extension's Python module
     f["pyproject.toml"] = packaged("pyproject.toml");
     return files;
   }

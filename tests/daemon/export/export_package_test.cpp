@@ -43,7 +43,7 @@ TEST_CASE("a package holds the compiled modules beside a launcher in its spec's 
                         "autokernel_ops/_modules.py", "autokernel_ops/_compile_decision.py", "autokernel_ops/_timing.py",
                         "autokernel_ops/verify.py", "autokernel_ops/manifest.json", "autokernel_ops/csrc/common.h",
                         "autokernel_ops/csrc/launch.h", "autokernel_ops/csrc/grid_rules.h", "autokernel_ops/csrc/loaded_module.h",
-                        "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
+                        "autokernel_ops/csrc/direct_call.h", "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
                         "autokernel_ops/csrc/rmsnorm_module.h", "autokernel_ops/csrc/cross_entropy.cpp",
                         "autokernel_ops/csrc/cross_entropy_launch.cpp", "autokernel_ops/csrc/cross_entropy_module.h"})
     CHECK(files->count(f) == 1);

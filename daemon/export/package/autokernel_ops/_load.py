@@ -55,14 +55,14 @@ def _sources(type_):
 def _digest(type_):
     h = hashlib.sha256(torch.__version__.encode())
     for path in _sources(type_) + [os.path.join(HERE, "csrc", f) for f in (
-            f"{type_}_module.h", "common.h", "launch.h", "grid_rules.h", "loaded_module.h")]:
+            f"{type_}_module.h", "common.h", "direct_call.h", "launch.h", "grid_rules.h", "loaded_module.h")]:
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
 
 
 # {type: the op's function in its extension's Python module}: the eager path's call, without the
-# dispatcher (ops/common.h, AK_DIRECT_CALL); filled by load().
+# dispatcher (ops/direct_call.h); filled by load().
 DIRECT = {}
 
 

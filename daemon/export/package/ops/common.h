@@ -21,13 +21,12 @@
 #define AK_DIRECT_CALL(type, fn)
 #else
 #define AK_OPS_NAMESPACE autokernel
-// The eager path's call: the op's function as a plain function of the extension's Python module
-// (pybind11), which skips the dispatcher's boxing and unboxing of every argument, microseconds a
-// call; torch.compile and CUDA-graph capture see the same C++ through the registered op. (The
+// The eager path's call: the op's function as a plain function of the extension's Python module,
+// which skips the dispatcher's boxing and unboxing of every argument, microseconds a call;
+// torch.compile and CUDA-graph capture see the same C++ through the registered op. (The
 // hf-kernels layout has a Python module of kernel-builder's: there the registered op serves both.)
-#include <torch/extension.h>
-#define AK_DIRECT_CALL(type, fn) \
-  PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(#type, fn, "autokernel::" #type " without the dispatcher"); }
+#include "direct_call.h"
+#define AK_DIRECT_CALL(type, fn) AK_DIRECT_MODULE(type, fn)
 #endif
 #define AK_LIBRARY_FRAGMENT_EXPAND(ns, m) TORCH_LIBRARY_FRAGMENT(ns, m)
 #define AK_LIBRARY_IMPL_EXPAND(ns, m) TORCH_LIBRARY_IMPL(ns, CUDA, m)
