@@ -1,5 +1,6 @@
 #include "daemon/verify/verify_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/format.hpp"
@@ -39,6 +40,12 @@ std::string host_side_text(const nlohmann::json& idle) {
     const auto syncs = p.value("syncs", nlohmann::json::array());
     if (!syncs.empty()) out += format_numbers("; %.0f waits for the GPU in a step, the first: ", double(syncs.size())) + syncs[0].get<std::string>();
     out += "\n";
+    if (p.contains("first_op_ms") && p.contains("idle_us"))
+      out += format_numbers("    the first call of what the ops replace comes %.2f ms into the step (%.2f ms of the CPU's): "
+                            "until then the model's own Python runs and the GPU has next to nothing queued; "
+                            "at most %.1f µs of the idle time falls after it\n",
+                            num(p, "first_op_ms"), num(p, "first_op_cpu_ms"),
+                            std::max(num(p, "idle_us") - num(p, "first_op_ms") * 1000, 0.0));
   }
   return out;
 }

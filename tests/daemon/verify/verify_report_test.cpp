@@ -26,8 +26,8 @@ nlohmann::json full_report() {
                  "max_us_per_call": 6.25, "goal_us": 10.0},
     "gpu_idle": {"eager": {"busy_us": 12000.0, "idle_us": 900.0, "host_us": 8000.0, "syncs": [],
                            "kernels": [{"name": "nvjet_sm90_hsh_128x256", "us": 5000.0, "calls": 56}]},
-                 "autokernel": {"busy_us": 9000.0, "idle_us": 950.5, "host_us": 9400.0,
-                                "syncs": ["called a synchronizing CUDA operation"]}, "added_us": 50.5}})");
+                 "autokernel": {"busy_us": 9000.0, "idle_us": 950.5, "host_us": 9400.0, "first_op_ms": 0.7,
+                                "first_op_cpu_ms": 0.68, "syncs": ["called a synchronizing CUDA operation"]}, "added_us": 50.5}})");
 }
 }  // namespace
 
@@ -55,6 +55,9 @@ TEST_CASE("the op layer's cost is said per replacement beside the original, with
   CHECK_THAT(t, Catch::Contains("the CPU issues a step, eager, in 8000.0 µs against 12000.0 µs of kernels: the CPU keeps ahead\n"));
   CHECK_THAT(t, Catch::Contains("the CPU issues a step, with the ops, in 9400.0 µs against 9000.0 µs of kernels: the GPU waits for "
                                 "the CPU; 1 waits for the GPU in a step, the first: called a synchronizing CUDA operation\n"));
+  // The idle time before the model's first op call is the model's own; what falls after it is at most the rest.
+  CHECK_THAT(t, Catch::Contains("the first call of what the ops replace comes 0.70 ms into the step (0.68 ms of the CPU's)"));
+  CHECK_THAT(t, Catch::Contains("at most 250.5 µs of the idle time falls after it"));
   CHECK(op_cost_text(nlohmann::json::object()).empty());
 }
 
