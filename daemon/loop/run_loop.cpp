@@ -360,8 +360,9 @@ Result<RunOutcome> RunLoop::run() {
   }
   push_history();  // what a failed push at a keep left behind
   if (decisions_.count())
-    spdlog::info("the loop thread decided {} verdicts: {:.1f} ms each (median), {:.1f} ms at most", decisions_.count(),
-                 decisions_.median_ms(), decisions_.max_ms());
+    spdlog::info("the loop thread decided {} verdicts: {:.1f} ms each (median), {:.1f} ms at most; {} paired with a best "
+                 "replaced while they ran ({} of them judged again)", decisions_.count(), decisions_.median_ms(),
+                 decisions_.max_ms(), stale_.count, stale_.judged_again);
   out.summary = summary();
   write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
   if (notifier_) notifier_->stopping();
@@ -379,6 +380,7 @@ void RunLoop::write_state(const std::string& status) const {
   j["seconds"] = seconds;
   j["wall_seconds"] = wall_seconds();
   j["decisions"] = decisions_.to_json();
+  j["stale_verdicts"] = stale_.to_json();
   j["gpus"] = nlohmann::json::array();
   for (size_t w = 0; w < gpus_.size(); ++w) {
     auto d = doing_.find(w);

@@ -27,6 +27,7 @@
 #include "daemon/loop/proposer.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/service_notify.hpp"
+#include "daemon/loop/stale_verdicts.hpp"
 #include "harness/evaluator.hpp"
 
 namespace ak {
@@ -130,6 +131,7 @@ class RunLoop {
   double wall_before_ = 0, session_start_ = 0;   ///< for [run] max_hours across restarts
   double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
   DecisionTimes decisions_;             ///< the loop thread's time per verdict, this process
+  StaleVerdicts stale_;                 ///< verdicts on candidates whose best was replaced meanwhile
   std::string gpu_, arch_, unit_;       ///< what the last verdict said of the device
   double peak_ = 0;
 };

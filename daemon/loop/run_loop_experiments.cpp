@@ -279,9 +279,10 @@ Status RunLoop::finish(FinishedJob f) {
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
   // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.
+  if (!baseline && job.best_version != k.best_version) stale_.count++;
   if (!baseline && v.passed() && v.paired.pairs > 0 && job.best_version != k.best_version &&
       faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
-    return judge_again(std::move(job));
+    return stale_.judged_again++, judge_again(std::move(job));
   cost_usd_ += proposal.cost_usd;
   const double latency = v.timing ? v.timing->median_us : 0;
   // Only a pairing with the current best says anything of it: one with a best replaced since

@@ -137,6 +137,10 @@ TEST_CASE("a candidate paired with a best that was replaced meanwhile is judged 
   CHECK(row_of(rows, "C").paired_best_us < 100);
   // A and C were each judged twice: beside the starter, then beside the newer best.
   CHECK(ev.judge.calls == 6);
+  // Both first verdicts were stale, and state.json counts them for the scaling measurement.
+  auto state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  CHECK(state["stale_verdicts"]["judged_again"] == 2);
+  CHECK(state["stale_verdicts"]["count"].get<int>() >= 2);
 }
 
 TEST_CASE("killed with two experiments in flight, a restart runs both again under their numbers", "[loop][parallel][resume]") {
@@ -293,6 +297,10 @@ TEST_CASE("with eight GPUs finishing in reverse order every verdict is recorded 
   CHECK(state["decisions"]["count"] == 9);
   CHECK(state["decisions"]["median_ms"].get<double>() > 0);
   CHECK(state["decisions"]["max_ms"].get<double>() >= state["decisions"]["median_ms"].get<double>());
+  // C7 to C1 were proposed beside the starter and judged after C8 replaced it: seven stale
+  // verdicts, none faster than C8, so none judged again.
+  CHECK(state["stale_verdicts"]["count"] == 7);
+  CHECK(state["stale_verdicts"]["judged_again"] == 0);
   std::printf("loop thread per decision, 8 workers: median %.2f ms, max %.2f ms over %d decisions\n",
               state["decisions"]["median_ms"].get<double>(), state["decisions"]["max_ms"].get<double>(),
               state["decisions"]["count"].get<int>());
