@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# How the loop scales over the GPUs of one box, every leg on the same machine in one call:
+# config/scaling.toml (24 memory-bound kernels, the builtin tuner, the default convergence rules)
+# run to convergence with 1, 2, 4 and 8 GPUs (those the machine has), one leg after the other; each
+# leg's bests benched again on GPU 0 (chips differ by a few percent); then, on every GPU, a kill -9
+# with an experiment in flight on each and the resume, checked for numbers lost or recorded twice.
+# On the GPU machine, from the repository root, after scripts/gpu-round.sh bundle. Writes
+# scaling.tar.gz and scaling-summary.md (scripts/summarize-scaling.py) to $OUT.
+#   AK_SCALING_LEGS="1 2 4 8"   the GPU counts to run (default: 1, 2, 4, 8 up to the machine's count)
+#   AK_SCALING_KILL=0           leave out the kill -9 leg
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-round-out}
+w=$out/scaling
+mkdir -p "$w"
+export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+ak=$PWD/.gpu-bundle/autokernel
+t0=$(date +%s)
+say() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$w/progress.txt"; }
+
+nvidia-smi -L > "$w/gpus.txt" 2>&1
+gpus=$(grep -c '^GPU ' "$w/gpus.txt")
+legs=${AK_SCALING_LEGS:-$(for n in 1 2 4 8; do [ "$n" -le "$gpus" ] && printf '%s ' "$n"; done)}
+say "$gpus GPUs; legs: $legs"
+
+# config/scaling.toml as leg NAME on the first N GPUs.
+leg_config() {
+  local n=$1 name=$2 devices
+  devices=$(seq -s ', ' 0 $(( n - 1 )))
+  sed -e "s/^name = \"scaling\"/name = \"$name\"/" -e "s/^devices = \"all\"/devices = [$devices]/" config/scaling.toml \
+    > "config/$name.generated.toml"
+  echo "config/$name.generated.toml"
+}
+
+for n in $legs; do
+  cfg=$(leg_config "$n" "scaling-$n")
+  rm -rf "runs/scaling-$n"
+  say "leg $n: run"
+  start=$(date +%s%N)
+  "$ak" run --config "$cfg" > "$w/leg-$n.log" 2>&1
+  echo "exit $?" >> "$w/leg-$n.log"
+  echo "$n $(( ($(date +%s%N) - start) / 1000000 ))" >> "$w/wall.txt"
+  cp "runs/scaling-$n/results.tsv" "$w/leg-$n-results.tsv"
+  cp "runs/scaling-$n/state.json" "$w/leg-$n-state.json"
+  cp "runs/scaling-$n/autokernel.log" "$w/leg-$n-daemon.log"
+  "$ak" status --run "runs/scaling-$n" > "$w/leg-$n-status.txt" 2>&1
+  say "leg $n: $(tail -n +2 "runs/scaling-$n/results.tsv" | wc -l) experiments"
+done
+
+# Every leg's best of each kernel, benched again side by side on GPU 0.
+say "bests benched again on GPU 0"
+python3 - "$legs" > "$w/rebench-plan.txt" <<'EOF'
+import json, sys
+plan = {}
+for n in sys.argv[1].split():
+    for k in json.load(open(f"runs/scaling-{n}/state.json"))["kernels"]:
+        plan.setdefault((k["tag"], k["type"], k["shape"]), []).append(f"runs/scaling-{n}/kernels/{k['tag']}.cu")
+for (tag, type_, shape), files in sorted(plan.items()):
+    print(type_, shape, *files)
+EOF
+while read -r type shape files; do
+  # shellcheck disable=SC2086  # the files are one argument each
+  "$ak" bench $files --kernel "$type" --shape "$shape" --device 0 --json >> "$w/rebench.jsonl" 2>> "$w/rebench.log"
+done < "$w/rebench-plan.txt"
+
+if [ "${AK_SCALING_KILL:-1}" = 1 ]; then
+  # kill -9 once every GPU has an experiment in flight (and some rows are written), then the resume.
+  cfg=$(leg_config "$gpus" scaling-kill9)
+  rm -rf runs/scaling-kill9
+  say "kill -9 with $gpus experiments in flight"
+  "$ak" run --config "$cfg" > "$w/kill9-first.log" 2>&1 &
+  pid=$! in_flight=0
+  for _ in $(seq 1 1200); do
+    sleep 0.1
+    [ -f runs/scaling-kill9/in_flight.json ] && in_flight=$(grep -c '"experiment"' runs/scaling-kill9/in_flight.json)
+    [ -f runs/scaling-kill9/results.tsv ] && [ "$(wc -l < runs/scaling-kill9/results.tsv)" -gt $(( 2 * gpus )) ] &&
+      [ "$in_flight" -ge "$gpus" ] && break
+  done
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null
+  cp runs/scaling-kill9/in_flight.json "$w/kill9-in-flight-at-kill.json"
+  cp runs/scaling-kill9/results.tsv "$w/kill9-results-at-kill.tsv"
+  say "resume"
+  "$ak" run --config "$cfg" > "$w/kill9-resume.log" 2>&1
+  echo "exit $?" >> "$w/kill9-resume.log"
+  cp runs/scaling-kill9/results.tsv "$w/kill9-results.tsv"
+  cut -f1 runs/scaling-kill9/results.tsv | tail -n +2 | sort -n | uniq -d > "$w/kill9-duplicates.txt"
+  cut -f1 runs/scaling-kill9/results.tsv | tail -n +2 | sort -n |
+    awk 'NR > 1 && $1 != last + 1 { print "gap after " last } { last = $1 }' > "$w/kill9-gaps.txt"
+  say "kill -9: $(grep -c '"experiment"' "$w/kill9-in-flight-at-kill.json") in flight at the kill; duplicates: $(wc -l < "$w/kill9-duplicates.txt"), gaps: $(wc -l < "$w/kill9-gaps.txt")"
+fi
+
+python3 scripts/summarize-scaling.py "$w" > "$out/scaling-summary.md"
+cat "$out/scaling-summary.md"
+tar -czf "$out/scaling.tar.gz" -C "$out" scaling
+say done

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The scaling measurement's numbers, from the folder scripts/gpu-scaling.sh fills: for each leg
+(1, 2, 4, 8 GPUs) the experiments per hour over the whole run and over the window when every GPU
+was busy, the verdicts paired with a best replaced while they ran, reverts per kept best and after
+the last one, the loop thread's time per decision; then each kernel's best per leg, as the leg
+measured it and benched again on one GPU. Prints markdown (docs/results.md takes it as it is).
+
+    python3 scripts/summarize-scaling.py DIR
+
+DIR holds, per leg N: leg-N-results.tsv, leg-N-state.json, leg-N-daemon.log, and wall.txt
+("N wall_ms" lines); rebench.jsonl (bench --json lines, each with the file it timed) when the
+bests were benched again."""
+import csv
+import json
+import os
+import re
+import statistics
+import sys
+from datetime import datetime
+
+# "2026-11-24 02:38:15.215 info  [23940] experiment 12 rmsnorm-2 [GPU 3]: ..."
+_ROW_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \w+ +\[\d+\] experiment (\d+) (\S+?)( \[GPU (\d+)\])?: ")
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def finish_times(log_path):
+    """{experiment: (seconds since the log's first line, GPU)} for every recorded experiment: the
+    log line the loop writes when it records a row (PASS or a failure), not the judge-again notes."""
+    times, first = {}, None
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            stamp = line[:23]
+            try:
+                t = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            except ValueError:
+                continue
+            first = t if first is None else first
+            m = _ROW_LINE.match(line)
+            if m and ("-> kept" in line or "-> reverted" in line):
+                times[int(m.group(2))] = (t - first, int(m.group(5) or 0))
+    return times
+
+
+def busy_window(rows, times):
+    """(start, end, experiments finished in it) of the window when every GPU that worked had work:
+    from the latest first start (a GPU's first finish less its experiment's seconds) to the
+    earliest last finish; None when the window is empty."""
+    seconds = {int(r["experiment"]): float(r["seconds"] or 0) for r in rows}
+    per_gpu = {}
+    for n, (t, gpu) in times.items():
+        per_gpu.setdefault(gpu, []).append((t, n))
+    if not per_gpu:
+        return None
+    start = max(min(per_gpu[g])[0] - seconds.get(min(per_gpu[g])[1], 0) for g in per_gpu)
+    end = min(max(per_gpu[g])[0] for g in per_gpu)
+    if end <= start:
+        return None
+    inside = sum(1 for t, _ in times.values() if start < t <= end)
+    return start, end, inside
+
+
+def reverts_per_best(rows):
+    """Per kernel, the reverts between kept bests (in the order rows were recorded): ([counts before
+    each keep after the first], [reverts after the last keep]), over all kernels."""
+    by_tag = {}
+    for r in rows:
+        by_tag.setdefault(r["tag"], []).append(r)
+    between, tails = [], []
+    for tag_rows in by_tag.values():
+        count, keeps = 0, 0
+        for r in tag_rows:
+            if r["kept"] == "yes":
+                if keeps:
+                    between.append(count)
+                keeps, count = keeps + 1, 0
+            elif r["correctness"] not in ("HARNESS_ERROR", "BEST_PASS", "BEST_REPLACED") \
+                    and not r["description"].startswith("the best judged again"):
+                count += 1
+        tails.append(count)
+    return between, tails
+
+
+def bests(rows):
+    """{tag: the latency of its last kept row (µs)}."""
+    out = {}
+    for r in rows:
+        if r["kept"] == "yes":
+            out[r["tag"]] = float(r["latency_us"])
+    return out
+
+
+def leg_numbers(folder, n, wall_ms):
+    rows = read_rows(os.path.join(folder, f"leg-{n}-results.tsv"))
+    with open(os.path.join(folder, f"leg-{n}-state.json")) as f:
+        state = json.load(f)
+    times = finish_times(os.path.join(folder, f"leg-{n}-daemon.log"))
+    window = busy_window(rows, times)
+    between, tails = reverts_per_best(rows)
+    span = (max(t for t, _ in times.values()) - min(t for t, _ in times.values())) if len(times) > 1 else 0
+    return {
+        "gpus": n, "experiments": len(rows), "wall_s": wall_ms / 1000 if wall_ms else None,
+        "per_hour_whole": len(rows) / (wall_ms / 1000) * 3600 if wall_ms else None,
+        "per_hour_rows": (len(times) - 1) / span * 3600 if span else None,
+        "per_hour_busy": window[2] / (window[1] - window[0]) * 3600 if window else None,
+        "busy_s": window[1] - window[0] if window else 0.0,
+        "stale": state.get("stale_verdicts", {}).get("count"),
+        "judged_again": state.get("stale_verdicts", {}).get("judged_again"),
+        "decision_median_ms": state.get("decisions", {}).get("median_ms"),
+        "decision_max_ms": state.get("decisions", {}).get("max_ms"),
+        "kept": sum(1 for r in rows if r["kept"] == "yes" and not r["description"].startswith("baseline")),
+        "reverts_per_best": statistics.mean(between) if between else 0.0,
+        "tail_reverts_mean": statistics.mean(tails) if tails else 0.0, "tail_reverts_max": max(tails, default=0),
+        "bests": bests(rows), "status": state.get("status"),
+    }
+
+
+def rebench(folder):
+    """{(leg, tag): median µs} from rebench.jsonl, whose lines name the file runs/scaling-N/kernels/TAG.cu."""
+    out, path = {}, os.path.join(folder, "rebench.jsonl")
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                v = json.loads(line)
+            except ValueError:
+                continue
+            m = re.search(r"scaling-(\d+)/kernels/([^/]+)\.cu$", v.get("file", ""))
+            timing = v.get("timing") or {}
+            if m and "median_us" in timing:
+                out[(int(m.group(1)), m.group(2))] = timing["median_us"]
+    return out
+
+
+def fmt(x, spec="{:.0f}"):
+    return "-" if x is None else spec.format(x)
+
+
+def markdown(legs, again):
+    one = next((l for l in legs if l["gpus"] == 1), None)
+    lines = ["| GPUs | experiments | wall s | per hour, whole run | per hour, first to last row | per hour, all GPUs busy (s) "
+             "| × one GPU (busy) | stale verdicts (judged again) | kept | reverts per best | reverts after the last best "
+             "(mean, max) | decision ms (median, max) | ended |", "|" + "---|" * 13]
+    for l in legs:
+        ratio = l["per_hour_busy"] / one["per_hour_busy"] if one and one["per_hour_busy"] and l["per_hour_busy"] else None
+        lines.append(f"| {l['gpus']} | {l['experiments']} | {fmt(l['wall_s'], '{:.1f}')} | {fmt(l['per_hour_whole'])} "
+                     f"| {fmt(l['per_hour_rows'])} | {fmt(l['per_hour_busy'])} ({l['busy_s']:.1f}) | {fmt(ratio, '{:.2f}×')} "
+                     f"| {fmt(l['stale'])} ({fmt(l['judged_again'])}) | {l['kept']} | {l['reverts_per_best']:.2f} "
+                     f"| {l['tail_reverts_mean']:.2f}, {l['tail_reverts_max']} "
+                     f"| {fmt(l['decision_median_ms'], '{:.1f}')}, {fmt(l['decision_max_ms'], '{:.1f}')} | {l['status']} |")
+    tags = sorted({t for l in legs for t in l["bests"]})
+    lines += ["", "| kernel | " + " | ".join(f"{l['gpus']} GPU(s): run / again on GPU 0" for l in legs) +
+              " | spread of the benched again |", "|---|" + "---|" * (len(legs) + 1)]
+    for tag in tags:
+        cells, benched = [], []
+        for l in legs:
+            b = again.get((l["gpus"], tag))
+            if b is not None:
+                benched.append(b)
+            cells.append(f"{fmt(l['bests'].get(tag), '{:.2f}')} / {fmt(b, '{:.2f}')}")
+        spread = (max(benched) - min(benched)) / min(benched) if len(benched) > 1 else None
+        lines.append(f"| {tag} | " + " | ".join(cells) + f" | {fmt(spread and spread * 100, '{:.1f}%')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(folder):
+    walls = {}
+    wall_path = os.path.join(folder, "wall.txt")
+    if os.path.exists(wall_path):
+        for line in open(wall_path):
+            parts = line.split()
+            if len(parts) == 2:
+                walls[int(parts[0])] = float(parts[1])
+    ns = sorted(int(m.group(1)) for m in (re.match(r"leg-(\d+)-results\.tsv$", f) for f in os.listdir(folder)) if m)
+    legs = [leg_numbers(folder, n, walls.get(n)) for n in ns]
+    sys.stdout.write(markdown(legs, rebench(folder)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

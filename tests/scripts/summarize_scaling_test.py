@@ -1,0 +1,90 @@
+"""scripts/summarize-scaling.py on a made-up folder of two legs: the busy window, experiments per
+hour, reverts per best and after the last one, stale verdicts and the bests benched again.
+Run by ctest: python3 -m unittest summarize_scaling_test.py"""
+import importlib.util
+import io
+import json
+import os
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("summarize_scaling", os.path.join(HERE, "../../scripts/summarize-scaling.py"))
+S = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(S)
+
+HEADER = ("experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\tpeak_vram_mb\tkept\t"
+          "commit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure\n")
+
+
+def row(n, tag, kept, us, seconds=1.0, correctness="PASS", description="a move"):
+    return f"{n}\t{tag}\trmsnorm\t1\t{us}\t0.5\t1\t{correctness}\t1\t{'yes' if kept else 'no'}\tabc\t0\t{seconds}\t{description}\t0\t0\t0\tknob\t\n"
+
+
+def log_line(t, n, tag, gpu, kept):
+    stamp = f"2026-11-24 08:00:{t:06.3f}"
+    where = f" [GPU {gpu}]" if gpu is not None else ""
+    return f"{stamp} info  [1] experiment {n} {tag}{where}: a move: PASS 10.00 us -> {'kept' if kept else 'reverted'}\n"
+
+
+class Summary(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def one_gpu_leg(self):
+        # a: the starter, one revert, a keep, two reverts; b: the starter, then five reverts.
+        plan = [(1, "a", True, 100), (2, "b", True, 50), (3, "a", False, 101), (4, "a", True, 90), (5, "a", False, 95),
+                (6, "a", False, 96)] + [(7 + i, "b", False, 60) for i in range(5)]
+        self.write("leg-1-results.tsv", HEADER + "".join(
+            row(n, tag, kept, us, description="baseline: the starter" if n <= 2 else "a move") for n, tag, kept, us in plan))
+        self.write("leg-1-daemon.log", "2026-11-24 08:00:00.000 info  [1] run scaling-1\n" +
+                   "".join(log_line(float(n), n, tag, None, kept) for n, tag, kept, _ in plan) +
+                   "2026-11-24 08:00:20.000 info  [1] experiment 9 b: faster than the best it was paired with, but a newer "
+                   "best was kept meanwhile: judging it again beside that one\n")
+        self.write("leg-1-state.json", json.dumps({"status": "converged", "stale_verdicts": {"count": 0, "judged_again": 0},
+                                                   "decisions": {"median_ms": 3.0, "max_ms": 6.0}}))
+
+    def test_reverts_are_counted_between_bests_and_after_the_last(self):
+        self.one_gpu_leg()
+        leg = S.leg_numbers(self.dir, 1, 12000)
+        self.assertEqual(leg["experiments"], 11)
+        self.assertEqual(leg["kept"], 1)                      # the starters are not kept steps
+        self.assertEqual(leg["reverts_per_best"], 1.0)        # a: one revert before its second best
+        self.assertEqual((leg["tail_reverts_mean"], leg["tail_reverts_max"]), (3.5, 5))
+        self.assertEqual(leg["bests"], {"a": 90.0, "b": 50.0})
+        self.assertAlmostEqual(leg["per_hour_whole"], 11 / 12 * 3600)
+        self.assertAlmostEqual(leg["per_hour_rows"], 10 / 10 * 3600)   # rows at 1 s to 11 s
+
+    def test_the_busy_window_ends_when_the_first_gpu_runs_out_of_work(self):
+        # GPU 0 finishes at 2, 4, 6; GPU 1 at 3, 5, 7, 9, 11: both busy from 1 (GPU 1's first start) to 6.
+        plan = [(1, 0, 2.0), (2, 1, 3.0), (3, 0, 4.0), (4, 1, 5.0), (5, 0, 6.0), (6, 1, 7.0), (7, 1, 9.0), (8, 1, 11.0)]
+        self.write("leg-2-results.tsv", HEADER + "".join(row(n, "a", n == 1, 100, seconds=2.0) for n, _, _ in plan))
+        self.write("leg-2-daemon.log", "2026-11-24 08:00:00.000 info  [1] run scaling-2\n" +
+                   "".join(log_line(t, n, "a", gpu, n == 1) for n, gpu, t in plan))
+        self.write("leg-2-state.json", json.dumps({"status": "converged", "stale_verdicts": {"count": 3, "judged_again": 1}}))
+        leg = S.leg_numbers(self.dir, 2, 12000)
+        self.assertAlmostEqual(leg["busy_s"], 5.0)
+        self.assertAlmostEqual(leg["per_hour_busy"], 5 / 5 * 3600)   # rows finished at 2, 3, 4, 5, 6
+        self.assertEqual((leg["stale"], leg["judged_again"]), (3, 1))
+
+    def test_the_table_has_a_row_per_leg_and_the_bests_benched_again_beside_the_runs(self):
+        self.one_gpu_leg()
+        self.write("wall.txt", "1 12000\n")
+        self.write("rebench.jsonl", json.dumps({"file": "runs/scaling-1/kernels/a.cu", "timing": {"median_us": 91.0}}) + "\n"
+                   "not json\n")
+        out = io.StringIO()
+        with redirect_stdout(out):
+            S.main(self.dir)
+        text = out.getvalue()
+        self.assertIn("| 1 | 11 | 12.0 | 3300 |", text)
+        self.assertIn("| a | 90.00 / 91.00 |", text)
+        self.assertIn("| b | 50.00 / - |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
