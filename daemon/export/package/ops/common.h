@@ -62,15 +62,12 @@ inline std::string unlike(const at::Tensor& t, const at::Tensor& x, const char* 
   return "";
 }
 
-/// An uninitialised tensor of `sizes` (and `strides`) with `like`'s dtype, on `like`'s CUDA device,
-/// from the caching allocator without the dispatcher: at::empty's boxing and key lookup cost a
-/// microsecond or two of CPU a call, of an op whose whole budget is ten. The tensor is the one
-/// at::empty makes (TensorImpl takes inference mode from the thread, as there).
+/// An uninitialised tensor of `sizes` with `like`'s dtype, on `like`'s CUDA device, from the
+/// caching allocator without the dispatcher: at::empty's boxing and key lookup cost a microsecond
+/// or two of CPU a call, of an op whose whole budget is ten. The tensor is the one at::empty makes
+/// (TensorImpl takes inference mode from the thread, as there).
 inline at::Tensor empty(at::IntArrayRef sizes, const at::Tensor& like) {
   return at::Tensor(at::detail::empty_cuda(sizes, like.scalar_type(), like.device(), std::nullopt));
-}
-inline at::Tensor empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, const at::Tensor& like) {
-  return at::Tensor(at::detail::empty_strided_cuda(sizes, strides, like.scalar_type(), like.device()));
 }
 
 /// Says once per op and reason that PyTorch's op runs instead: a slower result, never a wrong one.
