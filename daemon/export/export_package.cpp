@@ -191,6 +191,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   if (!files) return files.error();
   PackageFiles& f = *files;
   f[ops_dir + "common.h"] = packaged("ops/common.h");
+  f[ops_dir + "rotary_tables.h"] = packaged("ops/rotary_tables.h");  // the rotary op's file of each version holds it
   for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = op_source(k);
   f[py + "manifest.json"] = manifest(kernels, modules, left_out).dump(2) + "\n";
   f["README.md"] = readme(kernels, format);

@@ -43,7 +43,7 @@ TEST_CASE("a package holds the compiled modules beside a launcher in its spec's 
                         "autokernel_ops/_modules.py", "autokernel_ops/_compile_decision.py", "autokernel_ops/_timing.py",
                         "autokernel_ops/verify.py", "autokernel_ops/manifest.json", "autokernel_ops/csrc/common.h",
                         "autokernel_ops/csrc/launch.h", "autokernel_ops/csrc/grid_rules.h", "autokernel_ops/csrc/loaded_module.h",
-                        "autokernel_ops/csrc/direct_call.h", "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
+                        "autokernel_ops/csrc/direct_call.h", "autokernel_ops/csrc/rotary_tables.h", "autokernel_ops/csrc/rmsnorm.cpp", "autokernel_ops/csrc/rmsnorm_launch.cpp",
                         "autokernel_ops/csrc/rmsnorm_module.h", "autokernel_ops/csrc/cross_entropy.cpp",
                         "autokernel_ops/csrc/cross_entropy_launch.cpp", "autokernel_ops/csrc/cross_entropy_module.h"})
     CHECK(files->count(f) == 1);
@@ -130,6 +130,10 @@ TEST_CASE("a rotary file of contract version 1, from an older run, exports with 
   CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding.cpp"),
              Catch::Contains("rotary_embedding(Tensor q, Tensor cos, Tensor sin) -> Tensor"));
   CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding_launch.cpp"), Catch::Contains("ak_rowwise_blocks(s, 4, m->rows_per_block)"));
+  // The rotary class's tables are served whatever the version of the kept file.
+  CHECK_THAT(files->at("autokernel_ops/csrc/rotary_embedding.cpp"), Catch::Contains("#include \"rotary_tables.h\""));
+  CHECK_THAT(files->at("autokernel_ops/csrc/rotary_tables.h"),
+             Catch::Contains("rotary_tables(Tensor inv_freq, Tensor position_ids, Tensor like, float scaling) -> (Tensor, Tensor)"));
 }
 
 /// `op` as the host compiler sees it under `version`: the blocks `#if AK_CONTRACT_VERSION_<type> < 2`
@@ -282,7 +286,7 @@ TEST_CASE("the hf-kernels layout has a build.toml naming every source it holds",
                         "torch-ext/autokernel_ops/__init__.py", "torch-ext/autokernel_ops/_patch.py",
                         "torch-ext/autokernel_ops/manifest.json", "torch-ext/ops/ops_namespace.h",
                         "autokernel_ops_cuda/loaded_module.h", "autokernel_ops_cuda/rmsnorm_module.h",
-                        "autokernel_ops_cuda/rmsnorm_launch.cpp"})
+                        "autokernel_ops_cuda/rmsnorm_launch.cpp", "torch-ext/ops/rotary_tables.h"})
     CHECK(files->count(f) == 1);
   for (auto& [path, text] : *files) CHECK_THAT(text, !Catch::Contains("__global__"));
   auto toml = toml::parse(files->at("build.toml"));

@@ -1,5 +1,5 @@
 """A stand-in for the parts of torch the exported package's Python uses, for tests on a machine
-without PyTorch: tensors that carry values, a dtype and requires_grad; the switches the
+without PyTorch: tensors that carry values, a dtype, requires_grad and a device; the switches the
 replacements read (compiling, capturing, grad mode); an op namespace that records its calls; and a
 count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
 import importlib
@@ -19,10 +19,11 @@ class DType:
 
 
 class Tensor:
-    def __init__(self, values, dtype=None, requires_grad=False, ndim=1):
+    def __init__(self, values, dtype=None, requires_grad=False, ndim=1, device="cuda:0"):
         self.values, self._ndim = list(values), ndim
         self.dtype = dtype or float16
         self.requires_grad = requires_grad
+        self.device, self.is_cuda = device, device.startswith("cuda")
 
     @property
     def shape(self):

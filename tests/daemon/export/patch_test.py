@@ -40,11 +40,16 @@ def fresh_modules():
     def apply_rotary_pos_emb(q, k, cos, sin):
         return "rope"
 
+    class LlamaRotaryEmbedding:  # the step's cos and sin tables
+        def forward(self, x, position_ids):
+            return "tables"
+
     F = module("torch.nn.functional", rms_norm=lambda *a: "F.rms_norm", softmax=lambda *a: "F.softmax",
                layer_norm=lambda *a: "F.layer_norm", cross_entropy=lambda *a: "F.cross_entropy")
     torch = module("torch", softmax=lambda *a: "torch.softmax")
     llama = module("transformers.models.llama.modeling_llama", LlamaRMSNorm=LlamaRMSNorm, GPT2Block=GPT2Block,
-                   DerivedRMSNorm=DerivedRMSNorm, apply_rotary_pos_emb=apply_rotary_pos_emb)
+                   DerivedRMSNorm=DerivedRMSNorm, apply_rotary_pos_emb=apply_rotary_pos_emb,
+                   LlamaRotaryEmbedding=LlamaRotaryEmbedding)
     # A module that imports LlamaRMSNorm: the class is patched once, where it is defined.
     mistral = module("transformers.models.mistral.modeling_mistral")
     mistral.LlamaRMSNorm = LlamaRMSNorm
@@ -72,8 +77,16 @@ class FindTargets(unittest.TestCase):
     def test_the_rotary_helper_is_found_in_model_modules_only(self):
         mods = fresh_modules()
         mods["mylib.rope"] = module("mylib.rope", apply_rotary_pos_emb=lambda *a: None)
-        names = [t.name for t in _patch.find_targets(mods, {"rotary_embedding"})]
-        self.assertEqual(names, ["transformers.models.llama.modeling_llama.apply_rotary_pos_emb"])
+        targets = _patch.find_targets(mods, {"rotary_embedding"})
+        self.assertEqual([t.name for t in targets if t.kind == "function"],
+                         ["transformers.models.llama.modeling_llama.apply_rotary_pos_emb"])
+
+    def test_a_rotary_embedding_class_is_a_target_of_the_rotary_type_for_its_tables(self):
+        targets = _patch.find_targets(fresh_modules(), {"rotary_embedding"})
+        self.assertEqual([(t.name, t.kind) for t in targets if t.kind == "class"],
+                         [("transformers.models.llama.modeling_llama.LlamaRotaryEmbedding.forward", "class")])
+        self.assertEqual([t.op for t in targets], ["rotary_tables", "rotary_embedding"])
+        self.assertEqual([t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}) if "Rotary" in t.name], [])
 
     def test_a_module_named_in_also_is_searched_like_a_model_module(self):
         names = [t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}, also=("mylib.layers",))]
@@ -93,8 +106,9 @@ class ApplyAndRestore(unittest.TestCase):
             self.assertEqual(llama.LlamaRMSNorm().forward(None), "autokernel:rmsnorm")
             self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "autokernel:rotary_embedding")
             self.assertEqual(llama.GPT2Block().forward(None), "block")
+            self.assertEqual(llama.LlamaRotaryEmbedding().forward(None, None), "autokernel:rotary_embedding")
             self.assertIn("torch.nn.functional.rms_norm -> autokernel::rmsnorm", p.names)
-            self.assertEqual(len(p.names), 3)
+            self.assertEqual(len(p.names), 4)
         self.assertIs(F.rms_norm, original_rms)
         self.assertIs(llama.LlamaRMSNorm.forward, original_forward)
         self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "rope")

@@ -313,6 +313,54 @@ class CheckedCalls(Base):
         self.assertEqual((original.calls, len(self.op_calls())), (3, 2))
 
 
+class RotaryTables(Base):
+    """A model's rotary-embedding class: its cos and sin tables in one call of autokernel::rotary_tables."""
+
+    class Rotary:
+        def __init__(self, rope_type="default", scaling=1.0):
+            self._buffers = {"inv_freq": torch.Tensor([1.0, 0.5], torch.float32)}
+            self.rope_type, self.attention_scaling = rope_type, scaling
+
+    def tables(self):
+        original = Calls((torch.Tensor([1.0, 2.0]), torch.Tensor([3.0, 4.0])))
+        self.ops.results["rotary_tables"] = lambda *a: (torch.Tensor([1.0, 2.0]), torch.Tensor([3.0, 4.0]))
+        return original, R.make_replacement(target("class", "rotary_embedding", "m.LlamaRotaryEmbedding.forward"),
+                                            original, self.ops)
+
+    def test_a_checked_class_makes_its_tables_in_one_op_call_from_its_inv_freq_and_scaling(self):
+        original, forward = self.tables()
+        rotary, x, positions = self.Rotary(scaling=0.5), torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2)
+        forward(rotary, x, positions)   # the first call, compared with the class's own
+        forward(rotary, x, positions)
+        self.assertEqual((original.calls, State.allclose_calls), (1, 2))   # cos and sin each compared once
+        self.assertEqual(self.op_calls()[-1], ("rotary_tables", (rotary._buffers["inv_freq"], positions, x, 0.5)))
+        self.assertEqual(len(self.op_calls()), 2)
+
+    def test_a_rope_that_changes_with_the_sequence_runs_the_class_own_forward(self):
+        for rope_type in ("dynamic", "longrope"):
+            original, forward = self.tables()
+            for _ in range(2):
+                forward(self.Rotary(rope_type), torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2))
+            self.assertEqual((original.calls, self.op_calls("rotary_tables")), (2, []))
+
+    def test_tables_off_the_gpu_or_across_devices_run_the_class_own_forward(self):
+        original, forward = self.tables()
+        rotary = self.Rotary()
+        forward(rotary, torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2))   # checked on the GPU
+        forward(rotary, torch.Tensor([0.0], device="cpu"), torch.Tensor([0.0, 1.0], ndim=2, device="cpu"))
+        forward(rotary, torch.Tensor([0.0], device="cuda:1"), torch.Tensor([0.0, 1.0], ndim=2, device="cuda:1"))
+        self.assertEqual((original.calls, len(self.op_calls("rotary_tables"))), (3, 1))
+
+    def test_under_compilation_the_class_own_forward_runs_even_when_rotary_is_decided(self):
+        original, forward = self.tables()
+        rotary, x, positions = self.Rotary(), torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2)
+        forward(rotary, x, positions)
+        R.set_compile_ops({"rotary_embedding"})
+        State.compiling = True
+        forward(rotary, x, positions)
+        self.assertEqual((original.calls, len(self.op_calls("rotary_tables"))), (2, 1))
+
+
 class CompileDecision(unittest.TestCase):
     def scripted(self, times):
         """measure() from a table of times by enabled set; records what was measured."""

@@ -3,7 +3,7 @@ anything, which is what torch.compile traces through."""
 import torch
 
 def _dense_like(x):
-    """What the op allocates (ops/rotary_embedding.cpp's dense_like): dense, in x's order of
+    """What the op allocates (ops/rotary_embedding.cpp's dense_strides): dense, in x's order of
     dimensions, largest stride outermost, dimensions of size 1 left in place; the fake must give
     the very strides the op returns."""
     places = [d for d in range(x.dim()) if x.shape[d] != 1]

@@ -3,8 +3,9 @@ given (no torch import here), so that the logic is tested without a GPU: tests/e
 
 Three kinds of target:
   functional  torch.nn.functional.rms_norm / layer_norm / softmax / cross_entropy, torch.softmax
-  class       forward of a model's own norm classes (LlamaRMSNorm and its kin, *LayerNorm) defined
-              in transformers' model modules or the program's __main__
+  class       forward of a model's own norm classes (LlamaRMSNorm and its kin, *LayerNorm) and
+              rotary-embedding classes (*RotaryEmbedding: the cos and sin tables) defined in
+              transformers' model modules or the program's __main__
   function    apply_rotary_pos_emb in those same modules
 A class or function target replaces code the package has not seen: its replacement is checked
 against the original on its first eager call and withdrawn if they disagree (_replacements.py)."""
@@ -17,7 +18,9 @@ FUNCTIONAL = (
     ("torch", "softmax", "softmax"),
     ("torch.nn.functional", "cross_entropy", "cross_entropy"),
 )
-CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"))
+# A rotary-embedding class's forward makes the step's cos and sin tables: the rotary op's extension
+# serves it (ops/rotary_tables.h) beside apply_rotary_pos_emb.
+CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"), ("RotaryEmbedding", "rotary_embedding"))
 FUNCTIONS = (("apply_rotary_pos_emb", "rotary_embedding"),)
 
 
@@ -38,6 +41,11 @@ class Target:
     @property
     def name(self):
         return f"{self.owner_name}.{self.attr}"
+
+    @property
+    def op(self):
+        """The op that stands in: the type's own, but for a rotary-embedding class's tables."""
+        return "rotary_tables" if self.kind == "class" and self.type == "rotary_embedding" else self.type
 
 
 def find_targets(modules, available, also=()):
@@ -88,7 +96,7 @@ class Patches:
     @property
     def names(self):
         """What is patched, one line each: 'torch.nn.functional.rms_norm -> autokernel::rmsnorm'."""
-        return [f"{t.name} -> autokernel::{t.type}" for t, _ in self.applied]
+        return [f"{t.name} -> autokernel::{t.op}" for t, _ in self.applied]
 
     def __enter__(self):
         return self

@@ -6,6 +6,7 @@
 // that unsqueezed at dim 1). The results have the strides PyTorch's elementwise code gives them:
 // dense, in q's (k's) order of dimensions. Version 2 of the rotary_embedding contract.
 #include "common.h"
+#include "rotary_tables.h"
 
 #include <algorithm>
 #include <array>

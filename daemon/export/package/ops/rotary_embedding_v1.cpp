@@ -4,6 +4,7 @@
 // RoPE in the rotate-half convention: q * cat(cos, cos) + rotate_half(q) * cat(sin, sin), with
 // q [batch, heads, seq, head_dim] and cos, sin [seq, head_dim / 2].
 #include "common.h"
+#include "rotary_tables.h"
 
 namespace autokernel_ops {
 
