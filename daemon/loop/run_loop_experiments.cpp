@@ -278,17 +278,15 @@ Status RunLoop::finish(FinishedJob f) {
   const Proposal& proposal = job.proposal;
   if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
   if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
-  // Paired with a best that was replaced while it ran: its ratio says nothing about the new one.
-  if (!baseline && job.best_version != k.best_version) stale_.count++;
-  if (!baseline && v.passed() && v.paired.pairs > 0 && job.best_version != k.best_version &&
-      faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
+  // Paired with a best that was replaced while it ran: its ratio says nothing about the new one,
+  // which is measured against another file's time.
+  const bool stale = job.best_version != k.best_version;
+  if (!baseline && stale) stale_.count++;
+  if (!baseline && stale && v.passed() && v.paired.pairs > 0 && faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
     return stale_.judged_again++, judge_again(std::move(job));
   cost_usd_ += proposal.cost_usd;
   const double latency = v.timing ? v.timing->median_us : 0;
-  // Only a pairing with the current best says anything of it: one with a best replaced since
-  // is measured against another file's time.
-  const bool with_current_best = job.best_version == k.best_version;
-  const std::string doubt = baseline || !v.passed() || !with_current_best ? "" : best_out_of_line(v, k.best_us);
+  const std::string doubt = baseline || !v.passed() || stale ? "" : best_out_of_line(v, k.best_us);
   const bool keep = v.passed() && doubt.empty() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
 
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),

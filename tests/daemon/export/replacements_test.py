@@ -13,11 +13,13 @@ import fake_torch
 torch = fake_torch.install()
 R = fake_torch.package_module("_replacements")
 D = fake_torch.package_module("_compile_decision")
+P = fake_torch.package_module("_patch")
 State = torch.State
 
 
 def target(kind, type_, name="m.X.forward"):
-    return types.SimpleNamespace(kind=kind, type=type_, name=name)
+    owner_name, attr = name.rsplit(".", 1)
+    return P.Target(None, owner_name, attr, type_, kind)
 
 
 class Calls:

@@ -83,9 +83,8 @@ def _checked_on_first_call(target, original, make):
         state[0] = _CHECKED
         if not _same(mine, theirs):
             state[0] = _WITHDRAWN
-            op = getattr(target, "op", target.type)
-            print(f"autokernel_ops: {target.name} disagrees with autokernel::{op} on its first call: left unpatched",
-                  file=sys.stderr)
+            print(f"autokernel_ops: {target.name} disagrees with autokernel::{target.op} on its first call: "
+                  "left unpatched", file=sys.stderr)
         return theirs
 
     return make(original, state, first_call)
@@ -168,11 +167,11 @@ def _cross_entropy(ops, original):
     return cross_entropy
 
 
-def _weight(module, name):
-    """module.<name>: from its _parameters dict where it is a parameter, which skips nn.Module's
-    __getattr__ (a failed lookup, then a Python call: about a microsecond a call, as much as the
-    rest of the replacement's Python); from getattr otherwise (a buffer, a plain attribute)."""
-    found = getattr(module, "_parameters", _EMPTY).get(name)
+def _held(module, name, where="_parameters"):
+    """module.<name>: from the module's own dict of parameters (or of buffers) where it is one,
+    which skips nn.Module's __getattr__ (a failed lookup, then a Python call: about a microsecond a
+    call, as much as the rest of the replacement's Python); from getattr otherwise."""
+    found = getattr(module, where, _EMPTY).get(name)
     return getattr(module, name, None) if found is None else found
 
 
@@ -197,7 +196,7 @@ def _norm_forward(op, type_, direct=None):
             if name is None:
                 name = eps_attribute[cls] = next((n for n in ("variance_epsilon", "eps") if hasattr(self, n)), "")
             # Under compilation the attributes are read as the class's own code reads them.
-            weight = getattr(self, "weight", None) if compiling else _weight(self, "weight")
+            weight = getattr(self, "weight", None) if compiling else _held(self, "weight")
             eps = getattr(self, name, None) if name else None
             # The dtype stays a check here: the class's own forward may promote a mixed-dtype call,
             # which the op's PyTorch fallback would not do the same way.
@@ -207,7 +206,7 @@ def _norm_forward(op, type_, direct=None):
             call = op if compiling or type(hidden_states) is not _Tensor else eager  # _traced, compiling known
             if type_ == "rmsnorm":
                 return call(hidden_states, weight, float(eps))
-            bias = getattr(self, "bias", None) if compiling else _weight(self, "bias")
+            bias = getattr(self, "bias", None) if compiling else _held(self, "bias")
             if not isinstance(bias, _Tensor):
                 return original(self, hidden_states)
             return call(hidden_states, weight, bias, float(eps))
@@ -230,7 +229,7 @@ def _rotary_tables(op):
             if args or kwargs or _compiling() or type(rope_type) is not str or "dynamic" in rope_type \
                     or rope_type == "longrope" or type(scaling) not in (float, int):
                 return original(self, x, position_ids, *args, **kwargs)
-            inv_freq = getattr(self, "_buffers", _EMPTY).get("inv_freq")
+            inv_freq = _held(self, "inv_freq", "_buffers")
             # The op is the CUDA one: every operand on the one GPU.
             if not isinstance(inv_freq, _Tensor) or not isinstance(x, _Tensor) or inv_freq.dim() != 1 \
                     or position_ids.dim() != 2 or not x.is_cuda or x.device != position_ids.device \
@@ -312,7 +311,7 @@ def make_replacement(target, original, ops=None, versions=None, direct=None):
             return _compile_gated("cross_entropy", _cross_entropy(ops, original), original)
         make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
-    if target.kind == "class" and target.type == "rotary_embedding":
+    if target.op == "rotary_tables":
         make = _rotary_tables(ops.rotary_tables.default)
     elif target.kind == "class":
         make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))

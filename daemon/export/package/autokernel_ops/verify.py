@@ -21,10 +21,11 @@ replayed as a CUDA graph. --compile times torch.compile in each mode, takes the 
 there which op types run under compilation (autokernel_ops.decide_for_compile).
 """
 import argparse
+import contextlib
 import importlib.util
 import json
-import statistics
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -103,23 +104,24 @@ def graph_row(model, inputs, ref, steps, warmup):
     return row
 
 
-class unpatched:
+@contextlib.contextmanager
+def wrapping(patches, wrap):
+    """Within the block, each patched attribute holds wrap(target, what is installed there, the
+    original); after it, what was installed before, whatever the block did."""
+    installed = [(t, getattr(t.owner, t.attr), original) for t, original in patches.applied]
+    for t, current, original in installed:
+        setattr(t.owner, t.attr, wrap(t, current, original))
+    try:
+        yield
+    finally:
+        for t, current, _ in installed:
+            setattr(t.owner, t.attr, current)
+
+
+def unpatched(patches):
     """Within a patched() block: the originals back in place for a while, the same replacements
     (already checked) after it."""
-
-    def __init__(self, patches):
-        self.patches = patches
-
-    def __enter__(self):
-        self.replacements = [(t, getattr(t.owner, t.attr)) for t, _ in self.patches.applied]
-        for t, original in self.patches.applied:
-            setattr(t.owner, t.attr, original)
-        return self
-
-    def __exit__(self, *exc):
-        for t, replacement in self.replacements:
-            setattr(t.owner, t.attr, replacement)
-        return False
+    return wrapping(patches, lambda target, current, original: original)
 
 
 def timed_both(model, inputs, ref, patches, steps, warmup, rounds=3):
@@ -140,20 +142,15 @@ def timed_both(model, inputs, ref, patches, steps, warmup, rounds=3):
 def capture_calls(patches, model, inputs):
     """Runs one eager step with a recorder in front of each installed replacement: for each one
     the model calls, the arguments of its first call. Returns [(target, replacement, args, kwargs)]."""
-    seen, installed = {}, []
-    for target, _ in patches.applied:
-        replacement = getattr(target.owner, target.attr)
-        installed.append((target, replacement))
+    seen = {}
 
-        def recorder(*args, _target=target, _replacement=replacement, **kwargs):
-            seen.setdefault(_target.name, (_target, _replacement, args, kwargs))
-            return _replacement(*args, **kwargs)
-        setattr(target.owner, target.attr, recorder)
-    try:
+    def recorder(target, replacement, original):
+        def record(*args, **kwargs):
+            seen.setdefault(target.name, (target, replacement, args, kwargs))
+            return replacement(*args, **kwargs)
+        return record
+    with wrapping(patches, recorder):
         run(model, inputs)
-    finally:
-        for target, replacement in installed:
-            setattr(target.owner, target.attr, replacement)
     return list(seen.values())
 
 
@@ -212,28 +209,22 @@ def in_model_cpu_us(patches, model, inputs, steps, originals=False):
     leaves, which a loop of the same call does not see; and where the CPU runs a step ahead of the
     GPU, a launch may wait for room in the launch queue, which this counts too (the GPU is
     synchronised after each step, so never more than a step's launches are queued)."""
-    totals, installed = {}, []
-    for target, _ in patches.applied:
-        replacement = getattr(target.owner, target.attr)
-        fn = getattr(replacement, autokernel_ops.Patches.MARK) if originals else replacement
-        acc = totals.setdefault(target.name, [0.0, 0])
-        installed.append((target, replacement))
+    totals = {}
 
-        def timed_call(*args, _fn=fn, _acc=acc, **kwargs):
+    def timer(target, replacement, original):
+        fn, acc = original if originals else replacement, totals.setdefault(target.name, [0.0, 0])
+
+        def timed_call(*args, **kwargs):
             start = time.perf_counter()
-            out = _fn(*args, **kwargs)
-            _acc[0] += time.perf_counter() - start
-            _acc[1] += 1
+            out = fn(*args, **kwargs)
+            acc[0] += time.perf_counter() - start
+            acc[1] += 1
             return out
-        setattr(target.owner, target.attr, timed_call)
-    try:
-        with torch.inference_mode():
-            for _ in range(steps):
-                model(*inputs)
-                torch.cuda.synchronize()
-    finally:
-        for target, replacement in installed:
-            setattr(target.owner, target.attr, replacement)
+        return timed_call
+    with wrapping(patches, timer), torch.inference_mode():
+        for _ in range(steps):
+            model(*inputs)
+            torch.cuda.synchronize()
     return {name: total / count * 1e6 for name, (total, count) in totals.items() if count}
 
 
@@ -244,36 +235,29 @@ def first_op(patches, model, inputs, steps):
     masks, position tables, embedding) and issues little, so the GPU has almost nothing to do: that
     span is idle time no op can take away, and the rest of the step's idle time, at most idle_us
     less this span's, is the part the ops' side could still owe."""
-    mark, installed = {}, []
-    for target, _ in patches.applied:
-        replacement = getattr(target.owner, target.attr)
-        installed.append((target, replacement))
+    mark, gpu_ms, cpu_ms = {}, [], []
 
-        def first(*args, _fn=replacement, **kwargs):
+    def marker(target, replacement, original):
+        def first(*args, **kwargs):
             if "event" not in mark:
                 mark["cpu"] = time.perf_counter()
                 mark["event"] = torch.cuda.Event(enable_timing=True)
                 mark["event"].record()
-            return _fn(*args, **kwargs)
-        setattr(target.owner, target.attr, first)
-    gpu_ms, cpu_ms = [], []
-    try:
-        with torch.inference_mode():
+            return replacement(*args, **kwargs)
+        return first
+    with wrapping(patches, marker), torch.inference_mode():
+        model(*inputs)
+        for _ in range(steps):
+            torch.cuda.synchronize()
+            mark.clear()
+            start = torch.cuda.Event(enable_timing=True)
+            began = time.perf_counter()
+            start.record()
             model(*inputs)
-            for _ in range(steps):
-                torch.cuda.synchronize()
-                mark.clear()
-                start = torch.cuda.Event(enable_timing=True)
-                began = time.perf_counter()
-                start.record()
-                model(*inputs)
-                torch.cuda.synchronize()
-                if "event" in mark:
-                    gpu_ms.append(start.elapsed_time(mark["event"]))
-                    cpu_ms.append((mark["cpu"] - began) * 1000)
-    finally:
-        for target, replacement in installed:
-            setattr(target.owner, target.attr, replacement)
+            torch.cuda.synchronize()
+            if "event" in mark:
+                gpu_ms.append(start.elapsed_time(mark["event"]))
+                cpu_ms.append((mark["cpu"] - began) * 1000)
     if not gpu_ms:
         return {}
     return {"first_op_ms": statistics.median(gpu_ms), "first_op_cpu_ms": statistics.median(cpu_ms)}
