@@ -12,7 +12,8 @@ const std::map<std::string, std::string>& embedded_starters();
 
 const std::vector<const KernelSpec*>& all_specs() {
   static const std::vector<const KernelSpec*> specs{&rmsnorm_spec(), &softmax_spec(), &layernorm_spec(), &reduce_spec(),
-                                                    &rotary_embedding_spec(), &cross_entropy_spec(), &matmul_spec(), &flash_attention_spec(), &fused_mlp_spec()};
+                                                    &rotary_embedding_spec(), &cross_entropy_spec(), &matmul_spec(), &flash_attention_spec(), &fused_mlp_spec(),
+                                                    &swiglu_spec()};
   return specs;
 }
 

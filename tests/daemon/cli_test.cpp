@@ -81,15 +81,16 @@ TEST_CASE("run without a GPU exits 2 and says what works without one", "[cli]") 
   CHECK_THAT(r.out, Catch::Contains("a GPU is needed") && Catch::Contains("config check"));
 }
 
-TEST_CASE("kernels lists all nine types with their ABI, metric, baseline, validation and structures", "[cli]") {
+TEST_CASE("kernels lists every built-in type with its ABI, metric, baseline, validation and structures", "[cli]") {
   auto r = run_autokernel("kernels");
   CHECK(r.exit_code == 0);
   for (const char* t : {"rmsnorm", "softmax", "layernorm", "reduce", "rotary_embedding", "cross_entropy", "matmul",
-                        "flash_attention", "fused_mlp"}) {
+                        "flash_attention", "fused_mlp", "swiglu"}) {
     INFO(t);
     CHECK_THAT(r.out, Catch::Contains(std::string("\n") + t + "\n") || Catch::StartsWith(std::string(t) + "\n"));
   }
   CHECK_THAT(r.out, Catch::Contains("const long long* __restrict__ target"));
+  CHECK_THAT(r.out, Catch::Contains("swiglu_kernel(const T* __restrict__ gate, const T* __restrict__ up"));
   CHECK_THAT(r.out, Catch::Contains("cuBLAS (cublasGemmEx"));
   CHECK_THAT(r.out, Catch::Contains("256 sampled output rows per run"));
   CHECK_THAT(r.out, Catch::Contains("TFLOPS (compute-bound)"));
