@@ -31,7 +31,7 @@ memory_bound_entries() {
 import re, sys
 for block in sys.stdin.read().split("\n\n"):
     m = re.search(r"^type = \"(\w+)\"", block, re.M)
-    if m and m.group(1) in ("rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce"):
+    if m and m.group(1) in ("rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce", "swiglu"):
         print(block.strip() + "\n")
 '
 }

@@ -17,14 +17,16 @@ std::string lower(std::string s) {
 }
 
 // First match wins: attention before GEMM (flash kernels use wgmma too), losses before softmax
-// (cross entropy runs a log_softmax), fused MLP before the plain elementwise kernels.
+// (cross entropy runs a log_softmax), autokernel's own elementwise swiglu_kernel before a fused
+// SwiGLU MLP, and that before the plain elementwise kernels.
 const std::vector<std::pair<const char*, const char*>>& rules() {
   static const std::vector<std::pair<const char*, const char*>> r{
       {"flash", "flash_attention"},        {"fmha", "flash_attention"},      {"sdpa", "flash_attention"},
       {"attention", "flash_attention"},    {"cross_entropy", "cross_entropy"}, {"nll_loss", "cross_entropy"},
       {"log_softmax", "cross_entropy"},    {"logsoftmax", "cross_entropy"},  {"softmax", "softmax"},           {"rms_norm", "rmsnorm"},
       {"rmsnorm", "rmsnorm"},              {"layer_norm", "layernorm"},      {"layernorm", "layernorm"},
-      {"rotary", "rotary_embedding"},      {"rope", "rotary_embedding"},     {"swiglu", "fused_mlp"},
+      {"rotary", "rotary_embedding"},      {"rope", "rotary_embedding"},     {"swiglu_kernel", "swiglu"},
+      {"swiglu", "fused_mlp"},
       {"gemm", "matmul"},                  {"nvjet", "matmul"},              {"xmma", "matmul"},
       {"cutlass", "matmul"},               {"cublas", "matmul"},             {"matmul", "matmul"},
       {"reduce_kernel", "reduce"},         {"reduction", "reduce"},

@@ -63,8 +63,10 @@ std::string classify_module(const ModuleRange& m) {
   if (ends_with(m.name, "RMSNorm")) return "rmsnorm";
   if (ends_with(m.name, "LayerNorm")) return "layernorm";
   if (ends_with(m.name, "Softmax")) return "softmax";
+  // A gated MLP's own work, beside its three GEMMs, is the gate product: its row is a swiglu, and
+  // its projections stay matmul rows (profile_data.cpp), since cuBLAS is what they should run.
   if (ends_with(m.name, "MLP") && linear_named(m, "gate") && linear_named(m, "up") && linear_named(m, "down"))
-    return "fused_mlp";
+    return "swiglu";
   return "";
 }
 
@@ -80,6 +82,12 @@ std::vector<long long> module_shape(const std::string& type, const ModuleRange& 
     if (m.sizes.size() > 1 && m.sizes[1].size() == 4 && m.sizes[1][0] == x[0] && m.sizes[1][2] == x[2] && m.sizes[1][3] == x[3])
       k_heads = m.sizes[1][1];
     return {x[0], x[1], k_heads, x[2], x[3], m.layout >= 0 ? m.layout : 1};
+  }
+  if (type == "swiglu") {
+    // [rows, cols]: tokens, hidden width (the gate projection's features).
+    const LinearChild* gate = linear_named(m, "gate");
+    if (!gate || gate->in != x.back()) return {};
+    return {leading_product(x), gate->out};
   }
   if (type == "fused_mlp") {
     // [M, K, I]: tokens, model width, hidden width, as the fused_mlp spec names them.

@@ -110,6 +110,13 @@ std::set<std::string> leaves_holding_a_type(const std::vector<Enclosing>& enclos
   return out;
 }
 
+/// A gated MLP (a swiglu row) holds its projections' GEMMs too: they keep rows of their own, as an
+/// attention module's projections do, so the row is the gate product the swiglu op replaces and
+/// the GEMMs stay with the matmul type (cuBLAS).
+bool outside_its_module(const std::string& module_type, const std::string& kernel) {
+  return module_type == "swiglu" && classify_kernel(kernel).bound == "compute";
+}
+
 }  // namespace
 
 Result<std::vector<nlohmann::json>> read_records(const std::string& path) {
@@ -172,7 +179,10 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
     const Enclosing& e = enclosing[i];
     const std::string& name = names[i];
     const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
-    const Range* module = e.module ? e.module : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
+    const bool own_row = e.module && outside_its_module(e.module_type, name);
+    const Range* module = own_row ? nullptr
+                          : e.module ? e.module
+                          : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
     const std::string module_type = e.module ? e.module_type : "other";
     const std::string key = module ? "module\n" + module_type + "\n" + module->name : "kernel\n" + name;
     Group& g = groups[key];

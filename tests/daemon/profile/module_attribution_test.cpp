@@ -40,11 +40,15 @@ std::vector<json> llama_layers(int layers) {
     r.pop(rot, t += 1);
     r.kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", t += 1, 200);
     r.pop(attn, t += 1);
+    // As LlamaMLP.forward runs: down_proj(act_fn(gate_proj(x)) * up_proj(x)), act_fn an nn.SiLU.
     long long mlp = r.push(kMlp, t += 1);
-    for (const char* k : {"nvjet_gate", "nvjet_up", "silu_kernel", "mul_kernel", "nvjet_down"}) {
-      long long l2 = r.push("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16", t += 1);
+    for (const char* k : {"nvjet_gate", "silu_kernel", "nvjet_up", "mul_kernel", "nvjet_down"}) {
+      const bool product = std::string(k) == "mul_kernel";
+      long long leaf = product ? -1
+                       : r.push(std::string(k) == "silu_kernel" ? "ak.module:SiLU sizes=[[2, 2048, 5632]] dtype=fp16 leaf=1"
+                                                                : "ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 leaf=1", t += 1);
       r.kernel(k, t += 1, 50);
-      r.pop(l2, t += 1);
+      if (!product) r.pop(leaf, t += 1);
     }
     r.pop(mlp, t += 1);
     r.pop(layer, t += 1);
@@ -75,12 +79,12 @@ TEST_CASE("the module hook's ranges are read back with their class, shapes, dtyp
   CHECK_FALSE(parse_module_range("ak.mod:Foo"));
 }
 
-TEST_CASE("a module is classified by its class name, and a SwiGLU MLP by its gate, up and down projections", "[profile][modules]") {
+TEST_CASE("a module is classified by its class name, and a gated MLP by its gate, up and down projections", "[profile][modules]") {
   CHECK(classify_module(*parse_module_range(kNorm)) == "rmsnorm");
   CHECK(classify_module(*parse_module_range("ak.module:T5LayerNorm sizes=[[8, 512]] dtype=bf16")) == "layernorm");
   CHECK(classify_module(*parse_module_range("ak.module:Softmax sizes=[[8, 512]] dtype=fp16")) == "softmax");
   CHECK(classify_module(*parse_module_range(kRotary)) == "rotary_embedding");
-  CHECK(classify_module(*parse_module_range(kMlp)) == "fused_mlp");
+  CHECK(classify_module(*parse_module_range(kMlp)) == "swiglu");
   // GPT-2's MLP has no gate: two GEMMs and a GELU are not a SwiGLU.
   CHECK(classify_module(*parse_module_range("ak.module:GPT2MLP sizes=[[8, 1024, 768]] dtype=fp16 linear=c_fc:768x3072,c_proj:3072x768")) == "");
   CHECK(classify_module(*parse_module_range("ak.module:LlamaAttention sizes=[[2, 2048, 2048]] dtype=fp16")) == "");
@@ -97,6 +101,11 @@ TEST_CASE("a module's shape is read in its type's terms from its inputs", "[prof
   REQUIRE(gqa);
   CHECK(module_shape("rotary_embedding", *gqa) == std::vector<long long>{2, 32, 8, 2048, 128, 2});
   CHECK(module_shape("fused_mlp", *parse_module_range(kMlp)) == std::vector<long long>{4096, 2048, 5632});
+  // The gate product: tokens by the gate projection's features.
+  CHECK(module_shape("swiglu", *parse_module_range(kMlp)) == std::vector<long long>{4096, 5632});
+  // A gate whose input is not the module's width is not read as one.
+  CHECK(module_shape("swiglu", *parse_module_range("ak.module:LlamaMLP sizes=[[2, 8, 16]] dtype=fp16 "
+                                                   "linear=gate_proj:32x64,up_proj:16x64,down_proj:64x16")).empty());
   CHECK(module_shape("rmsnorm", *parse_module_range("ak.module:LlamaRMSNorm sizes=[] dtype=")).empty());
 }
 
@@ -118,8 +127,20 @@ TEST_CASE("the kernels inside a classified module add up to one candidate with i
   CHECK(rotary->total_us == Approx(3 * 4 * 6));
   const ProfiledKernel* mlp = row_named(*p, "module LlamaMLP");
   REQUIRE(mlp);
-  CHECK(mlp->type == "fused_mlp");
-  CHECK(mlp->total_us == Approx(3 * 5 * 50));
+  CHECK(mlp->type == "swiglu");
+  CHECK(mlp->shape == std::vector<long long>{4096, 5632});
+  // The row is the gate product alone (the SiLU and the product, 50 us each a call) ...
+  CHECK(mlp->total_us == Approx(3 * 2 * 50));
+  CHECK(mlp->mean_us == Approx(100));
+  CHECK(mlp->parts == std::vector<std::string>{"mul_kernel", "silu_kernel"});
+  // ... and its projections are matmul rows of their own, not an "other" Linear module.
+  for (const char* gemm : {"nvjet_gate", "nvjet_up", "nvjet_down"}) {
+    const ProfiledKernel* k = row_named(*p, gemm);
+    REQUIRE(k);
+    CHECK(k->type == "matmul");
+    CHECK(k->calls == 3);
+  }
+  CHECK_FALSE(row_named(*p, "module Linear"));
   // Kernels in no classified module keep their own rows: the attention's projection stays a
   // matmul with its operator's range, flash attention stays flash attention.
   const ProfiledKernel* qkv = row_named(*p, "nvjet_sm90_hsh_qkv");
@@ -163,6 +184,9 @@ TEST_CASE("a profile with module candidates survives its JSON and the plan count
   CHECK_THAT(toml, Catch::Contains("type = \"rmsnorm\"\nshape = [4096, 2048]"));
   CHECK_THAT(toml, Catch::Contains("baseline_us = 50.00"));
   CHECK_THAT(toml, Catch::Contains("# module: LlamaRMSNorm, 5 distinct kernels"));
+  // The gated MLP is planned as its gate product, with the product's own time as the baseline.
+  CHECK_THAT(toml, Catch::Contains("type = \"swiglu\"\nshape = [4096, 5632]"));
+  CHECK_THAT(toml, Catch::Contains("baseline_us = 100.00"));
 }
 
 TEST_CASE("ten thousand module ranges are attributed in one sweep", "[profile][modules]") {

@@ -106,7 +106,7 @@ TEST_CASE("the hook's class fields are read back, and a range without them still
   CHECK(mlp->linears.size() == 3);
   CHECK(mlp->class_qualname == "Outer.LlamaMLP");
   CHECK(mlp->leaf == 0);
-  CHECK(classify_module(*mlp) == "fused_mlp");
+  CHECK(classify_module(*mlp) == "swiglu");
   auto old = parse_module_range(kOldGelu);
   REQUIRE(old);
   CHECK(old->class_module.empty());
