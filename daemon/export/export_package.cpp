@@ -181,7 +181,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
       kernels.push_back(k);
   }
   if (kernels.empty()) return error("nothing to export: none of the kernels is of a row-wise type (rmsnorm, layernorm, softmax, "
-                                    "rotary_embedding, cross_entropy, reduce)");
+                                    "rotary_embedding, cross_entropy, reduce, swiglu)");
   const bool hf = format == PackageFormat::HfKernels;
   const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
   const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";

@@ -1,8 +1,9 @@
 """A stand-in for the parts of torch the exported package's Python uses, for tests on a machine
 without PyTorch: tensors that carry values, a dtype, requires_grad and a device; the switches the
-replacements read (compiling, capturing, grad mode); an op namespace that records its calls; and a
-count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
+replacements read (compiling, capturing, grad mode); an op namespace that records its calls; nn.SiLU;
+and a count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
 import importlib
+import math
 import os
 import sys
 import types
@@ -39,6 +40,10 @@ class Tensor:
     def float(self):
         return Tensor(self.values, float32)
 
+    def __mul__(self, other):
+        return Tensor([a * b for a, b in zip(self.values, other.values)], self.dtype,
+                      self.requires_grad or other.requires_grad, self._ndim, self.device)
+
 
 float16, bfloat16 = DType("float16", 2 ** -10), DType("bfloat16", 2 ** -7)
 float32, float64 = DType("float32", 2 ** -23), DType("float64", 2 ** -52)
@@ -72,6 +77,11 @@ class OpNamespace:
         return Op(self, name)
 
 
+class SiLU:
+    def __call__(self, x):
+        return Tensor([v / (1 + math.exp(-v)) for v in x.values], x.dtype, x.requires_grad, x.ndim, x.device)
+
+
 def allclose(a, b, rtol, atol):
     State.allclose_calls += 1
     return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.values, b.values))
@@ -89,6 +99,7 @@ def install():
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: State.compiling)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: State.capturing, current_device=lambda: 0)
     torch.ops = types.SimpleNamespace(autokernel=OpNamespace())
+    torch.nn = types.SimpleNamespace(SiLU=SiLU)
     torch.library = types.SimpleNamespace(register_fake=lambda name: (lambda fn: fn))
     sys.modules["torch"] = torch
     package = types.ModuleType("autokernel_ops")

@@ -44,18 +44,31 @@ def fresh_modules():
         def forward(self, x, position_ids):
             return "tables"
 
+    class LlamaMLP:  # gated: its replacement tells on the first call
+        def forward(self, x):
+            return "mlp"
+
+    class LlamaMLPBlock:  # the suffix must end the name
+        def forward(self, x):
+            return "block"
+
     F = module("torch.nn.functional", rms_norm=lambda *a: "F.rms_norm", softmax=lambda *a: "F.softmax",
                layer_norm=lambda *a: "F.layer_norm", cross_entropy=lambda *a: "F.cross_entropy")
     torch = module("torch", softmax=lambda *a: "torch.softmax")
     llama = module("transformers.models.llama.modeling_llama", LlamaRMSNorm=LlamaRMSNorm, GPT2Block=GPT2Block,
                    DerivedRMSNorm=DerivedRMSNorm, apply_rotary_pos_emb=apply_rotary_pos_emb,
-                   LlamaRotaryEmbedding=LlamaRotaryEmbedding)
+                   LlamaRotaryEmbedding=LlamaRotaryEmbedding, LlamaMLP=LlamaMLP, LlamaMLPBlock=LlamaMLPBlock)
     # A module that imports LlamaRMSNorm: the class is patched once, where it is defined.
     mistral = module("transformers.models.mistral.modeling_mistral")
     mistral.LlamaRMSNorm = LlamaRMSNorm
-    other = module("mylib.layers", MyRMSNorm=type("MyRMSNorm", (), {"forward": lambda self, x: "mine"}))
+    other = module("mylib.layers", MyRMSNorm=type("MyRMSNorm", (), {"forward": lambda self, x: "mine"}),
+                   MyMLP=type("MyMLP", (), {"forward": lambda self, x: "mine"}))
+    # The program's own model, and transformers' GPT-2, whose MLP is not gated (c_fc, c_proj): a
+    # target all the same, the instance decides.
+    main = module("__main__", TinyMLP=type("TinyMLP", (), {"forward": lambda self, x: "tiny"}))
+    gpt2 = module("transformers.models.gpt2.modeling_gpt2", GPT2MLP=type("GPT2MLP", (), {"forward": lambda self, x: "gpt2"}))
     return {"torch": torch, "torch.nn.functional": F, llama.__name__: llama, mistral.__name__: mistral,
-            other.__name__: other}
+            other.__name__: other, main.__name__: main, gpt2.__name__: gpt2}
 
 
 def tagged(target, original):
@@ -88,6 +101,15 @@ class FindTargets(unittest.TestCase):
         self.assertEqual([t.op for t in targets], ["rotary_tables", "rotary_embedding"])
         self.assertEqual([t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}) if "Rotary" in t.name], [])
 
+    def test_an_mlp_class_of_a_model_module_or_the_program_is_a_swiglu_target(self):
+        targets = _patch.find_targets(fresh_modules(), {"swiglu"})
+        self.assertEqual([(t.name, t.kind, t.op) for t in targets],
+                         [("__main__.TinyMLP.forward", "class", "swiglu"),
+                          ("transformers.models.gpt2.modeling_gpt2.GPT2MLP.forward", "class", "swiglu"),
+                          ("transformers.models.llama.modeling_llama.LlamaMLP.forward", "class", "swiglu")])
+        self.assertEqual([t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm", "rotary_embedding"})
+                          if "MLP" in t.name], [])
+
     def test_a_module_named_in_also_is_searched_like_a_model_module(self):
         names = [t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}, also=("mylib.layers",))]
         self.assertIn("mylib.layers.MyRMSNorm.forward", names)
@@ -107,8 +129,14 @@ class ApplyAndRestore(unittest.TestCase):
             self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "autokernel:rotary_embedding")
             self.assertEqual(llama.GPT2Block().forward(None), "block")
             self.assertEqual(llama.LlamaRotaryEmbedding().forward(None, None), "autokernel:rotary_embedding")
+            self.assertEqual(llama.LlamaMLP().forward(None), "mlp")  # no swiglu op exported
             self.assertIn("torch.nn.functional.rms_norm -> autokernel::rmsnorm", p.names)
             self.assertEqual(len(p.names), 4)
+        with _patch.Patches().apply(_patch.find_targets(mods, {"swiglu"}), tagged) as p:
+            self.assertEqual(llama.LlamaMLP().forward(None), "autokernel:swiglu")
+            self.assertEqual(llama.LlamaMLPBlock().forward(None), "block")
+            self.assertIn("transformers.models.llama.modeling_llama.LlamaMLP.forward -> autokernel::swiglu", p.names)
+        self.assertEqual(llama.LlamaMLP().forward(None), "mlp")
         self.assertIs(F.rms_norm, original_rms)
         self.assertIs(llama.LlamaRMSNorm.forward, original_forward)
         self.assertEqual(llama.apply_rotary_pos_emb(1, 2, 3, 4), "rope")

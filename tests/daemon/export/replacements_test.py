@@ -5,6 +5,8 @@ that a checked replacement makes one op call, that a disagreeing first call with
 decision over scripted timings. Run by ctest: python3 -m unittest replacements_test.py"""
 import contextlib
 import io
+import math
+import sys
 import types
 import unittest
 
@@ -361,6 +363,185 @@ class RotaryTables(Base):
         State.compiling = True
         forward(rotary, x, positions)
         self.assertEqual((original.calls, len(self.op_calls("rotary_tables"))), (2, 1))
+
+
+class Projection:
+    """A Linear stand-in: records its inputs and returns `values`, which need gradients where grad
+    mode is on and its weight trains or its input needs them."""
+
+    def __init__(self, values, trains=False):
+        self.values, self.trains, self.inputs = values, trains, []
+
+    def __call__(self, x):
+        self.inputs.append(x)
+        return torch.Tensor(self.values, x.dtype, State.grad and (self.trains or x.requires_grad))
+
+
+class Counting(dict):
+    """nn.Module's _modules, counting the lookups a replacement makes in it."""
+    gets = 0
+
+    def get(self, *args):
+        Counting.gets += 1
+        return super().get(*args)
+
+
+class GatedMLP:
+    """transformers' LlamaMLP as a stand-in: its submodules where nn.Module keeps them."""
+
+    def __init__(self, act=None, gate_trains=False):
+        self._modules = Counting(gate_proj=Projection([0.5, -1.0], gate_trains), up_proj=Projection([2.0, 3.0]),
+                                 down_proj=Projection([7.0, 7.0]), act_fn=torch.nn.SiLU() if act is None else act)
+        self.__dict__.update(self._modules)   # read by attribute too, as under compilation
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GatedMLPs(Base):
+    """A model's *MLP class: one op call for the gate product where it is gated with SiLU."""
+
+    def setUp(self):
+        super().setUp()
+        self.ops.results["swiglu"] = lambda g, u: torch.nn.SiLU()(g) * u
+        self.original_calls = 0
+
+    def replacement(self, direct=None):
+        def original(mlp, x, *args, **kwargs):
+            self.original_calls += 1
+            return type(mlp).forward(mlp, x)
+        return R.make_replacement(target("class", "swiglu", "m.LlamaMLP.forward"), original, self.ops, direct=direct)
+
+    def checked(self, mlp, direct=None):
+        forward = self.replacement(direct)
+        forward(mlp, torch.Tensor([1.0, 1.0]))   # the first call: compared with the class's own
+        self.assertEqual((State.allclose_calls, self.original_calls), (1, 1))
+        for p in ("gate_proj", "up_proj", "down_proj"):
+            mlp._modules[p].inputs.clear()
+        self.ops.calls.clear()
+        return forward
+
+    def test_a_checked_gated_mlp_makes_one_op_call_on_the_projections_and_feeds_down_proj_with_it(self):
+        mlp = GatedMLP()
+        forward = self.checked(mlp)
+        x = torch.Tensor([1.0, 1.0])
+        out = forward(mlp, x)
+        gate, up, down = (mlp._modules[p] for p in ("gate_proj", "up_proj", "down_proj"))
+        self.assertEqual(len(self.op_calls()), 1)
+        name, (g, u) = self.op_calls()[0]
+        self.assertEqual(name, "swiglu")
+        self.assertEqual((gate.inputs, up.inputs, g.values, u.values), ([x], [x], [0.5, -1.0], [2.0, 3.0]))
+        self.assertEqual(len(down.inputs), 1)
+        self.assertAlmostEqual(down.inputs[0].values[0], 0.5 / (1 + math.exp(-0.5)) * 2.0)
+        self.assertEqual((out.values, self.original_calls, State.allclose_calls), ([7.0, 7.0], 1, 1))
+
+    def test_an_eager_call_takes_the_direct_function(self):
+        calls = []
+        mlp = GatedMLP()
+        forward = self.checked(mlp, direct={"swiglu": lambda g, u: (calls.append((g, u)), g * u)[1]})
+        forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((len(calls), self.op_calls()), (2, []))   # the first call's probe took it too
+
+    def test_an_activation_other_than_silu_runs_the_class_own_forward_unchecked(self):
+        class GELU:
+            def __call__(self, x):
+                return x
+
+        class NotQuiteSiLU(torch.nn.SiLU):   # a subclass may compute something else
+            pass
+        for act in (GELU(), NotQuiteSiLU()):
+            with self.subTest(act=type(act).__name__):
+                self.original_calls = 0
+                forward, mlp = self.replacement(), GatedMLP(act)
+                for _ in range(3):
+                    forward(mlp, torch.Tensor([1.0, 1.0]))
+                self.assertEqual((self.original_calls, self.op_calls(), State.allclose_calls), (3, [], 0))
+
+    def test_transformers_own_silu_module_is_a_silu_where_transformers_is_loaded(self):
+        class SiLUActivation:   # ACT2FN["silu"] in transformers 5, not an nn.SiLU
+            def __call__(self, x):
+                return torch.nn.SiLU()(x)
+        mlp = GatedMLP(SiLUActivation())
+        forward = self.replacement()   # made before transformers is loaded: its class is unknown
+        for _ in range(2):
+            forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+        sys.modules["transformers.activations"] = types.SimpleNamespace(SiLUActivation=SiLUActivation)
+        self.addCleanup(sys.modules.pop, "transformers.activations")
+        forward = self.replacement()
+        for _ in range(2):
+            forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, len(self.op_calls("swiglu")), State.allclose_calls), (3, 2, 1))
+
+    def test_a_checked_class_whose_instance_has_another_activation_runs_its_forward(self):
+        forward = self.checked(GatedMLP())
+        forward(GatedMLP(act=lambda x: x), torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+
+    def test_extra_arguments_run_the_original(self):
+        mlp = GatedMLP()
+        forward = self.checked(mlp)
+        forward(mlp, torch.Tensor([1.0, 1.0]), None)
+        forward(mlp, torch.Tensor([1.0, 1.0]), scale=2.0)
+        self.assertEqual((self.original_calls, self.op_calls()), (3, []))
+
+    def test_an_input_that_needs_gradients_runs_the_original(self):
+        mlp = GatedMLP()
+        forward = self.checked(mlp)
+        State.grad = True
+        forward(mlp, torch.Tensor([1.0, 1.0], requires_grad=True))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+        State.grad = False   # the same tensor under no_grad: the op
+        forward(mlp, torch.Tensor([1.0, 1.0], requires_grad=True))
+        self.assertEqual((self.original_calls, len(self.op_calls())), (2, 1))
+
+    def test_projections_that_train_get_pytorchs_product_without_projecting_twice(self):
+        mlp = GatedMLP(gate_trains=True)
+        forward = self.checked(mlp)
+        State.grad = True
+        out = forward(mlp, torch.Tensor([1.0, 1.0]))
+        gate, down = mlp._modules["gate_proj"], mlp._modules["down_proj"]
+        self.assertEqual((self.original_calls, self.op_calls(), len(gate.inputs)), (1, [], 1))
+        self.assertTrue(down.inputs[0].requires_grad)
+        self.assertAlmostEqual(down.inputs[0].values[1], -1.0 / (1 + math.exp(1.0)) * 3.0)
+        self.assertEqual(out.values, [7.0, 7.0])
+
+    def test_a_first_call_whose_projections_train_leaves_the_class_unchecked(self):
+        forward, mlp = self.replacement(), GatedMLP(gate_trains=True)
+        State.grad = True
+        forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, State.allclose_calls), (1, 0))
+        State.grad = False   # inference: this call is the check
+        forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, State.allclose_calls, len(self.op_calls())), (2, 1, 1))
+
+    def test_under_compilation_the_original_runs_until_swiglu_is_decided_then_the_registered_op(self):
+        calls = []
+        mlp = GatedMLP()
+        forward = self.checked(mlp, direct={"swiglu": lambda g, u: (calls.append(1), g * u)[1]})
+        State.compiling = True
+        forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+        R.set_compile_ops({"swiglu"})
+        forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, len(self.op_calls("swiglu")), len(calls)), (2, 1, 1))  # calls: the probe's
+
+    def test_an_mlp_that_is_not_gated_runs_its_own_forward_and_is_probed_once_per_class(self):
+        class GPT2MLP:   # c_fc, act, c_proj: no gate
+            def __init__(self):
+                self._modules = Counting(c_fc=Projection([1.0, 1.0]), c_proj=Projection([1.0, 1.0]),
+                                         act=torch.nn.SiLU())
+
+            def forward(self, x):
+                return self._modules["c_proj"](self._modules["act"](self._modules["c_fc"](x)))
+        forward = self.replacement()
+        Counting.gets = 0
+        for _ in range(3):
+            forward(GPT2MLP(), torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls(), State.allclose_calls), (3, [], 0))
+        self.assertEqual(Counting.gets, 4)   # the first call's probe alone looked for the parts
+        forward(GatedMLP(), torch.Tensor([1.0, 1.0]))   # another class: probed and checked on its own
+        self.assertEqual((State.allclose_calls, len(self.op_calls("swiglu"))), (1, 1))
 
 
 class CompileDecision(unittest.TestCase):

@@ -19,6 +19,7 @@ FAKES = {
     "layernorm": lambda x, weight, bias, eps: torch.empty_like(x),
     "softmax": lambda x: torch.empty_like(x),
     "reduce": lambda x: x.new_empty(x.shape[:-1]),
+    "swiglu": lambda gate, up: torch.empty_like(gate),
     "rotary_embedding": lambda q, k, cos, sin: (_dense_like(q), _dense_like(k)),
     "cross_entropy": lambda logits, target: (logits.new_empty(logits.shape[:1]), logits.new_empty(())),
 }

@@ -3,8 +3,9 @@ given (no torch import here), so that the logic is tested without a GPU: tests/e
 
 Three kinds of target:
   functional  torch.nn.functional.rms_norm / layer_norm / softmax / cross_entropy, torch.softmax
-  class       forward of a model's own norm classes (LlamaRMSNorm and its kin, *LayerNorm) and
-              rotary-embedding classes (*RotaryEmbedding: the cos and sin tables) defined in
+  class       forward of a model's own norm classes (LlamaRMSNorm and its kin, *LayerNorm),
+              rotary-embedding classes (*RotaryEmbedding: the cos and sin tables) and MLP classes
+              (*MLP: the gate product of a gated one, LlamaMLP and its kin) defined in
               transformers' model modules or the program's __main__
   function    apply_rotary_pos_emb in those same modules
 A class or function target replaces code the package has not seen: its replacement is checked
@@ -19,8 +20,10 @@ FUNCTIONAL = (
     ("torch.nn.functional", "cross_entropy", "cross_entropy"),
 )
 # A rotary-embedding class's forward makes the step's cos and sin tables: the rotary op's extension
-# serves it (ops/rotary_tables.h) beside apply_rotary_pos_emb.
-CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"), ("RotaryEmbedding", "rotary_embedding"))
+# serves it (ops/rotary_tables.h) beside apply_rotary_pos_emb. The name of an MLP class does not say
+# whether it is gated (GPT2MLP is not): its replacement finds out from the instance.
+CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"), ("RotaryEmbedding", "rotary_embedding"),
+                  ("MLP", "swiglu"))
 FUNCTIONS = (("apply_rotary_pos_emb", "rotary_embedding"),)
 
 

@@ -240,6 +240,66 @@ def _rotary_tables(op):
     return make
 
 
+def _silu_classes():
+    """The activation modules that compute F.silu: torch's nn.SiLU, and transformers' own where it
+    is loaded (its ACT2FN["silu"] is transformers.activations.SiLUActivation, not nn.SiLU, in
+    transformers 5). Looked up when the patch is made, after the model's modules are imported."""
+    found = {torch.nn.SiLU}
+    own = getattr(sys.modules.get("transformers.activations"), "SiLUActivation", None)
+    if isinstance(own, type):
+        found.add(own)
+    return frozenset(found)
+
+
+def _gated_mlp(op, direct=None):
+    """forward(self, x) of a model's MLP class where it is gated as transformers' LlamaMLP and its
+    kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module: the gate
+    product in one op call, where eager PyTorch launches two kernels and writes the activation to
+    memory between them. Any other MLP runs its own forward: GPT2MLP's c_fc and c_proj, Phi3MLP's
+    fused gate_up_proj, a GELU-gated one (GemmaMLP). The projections are the model's own modules,
+    called as its forward calls them; the op stands for the activation and the product only."""
+    eager, silu = direct or op, _silu_classes()
+    # The classes whose instance lacked the parts on the first call's probe: a model builds every
+    # instance of its MLP class alike from one config, so such a class runs its own forward from
+    # then on without first_call's probe at every call (a capture query, lookups, frames).
+    other = set()
+
+    def make(original, state, first_call):
+        probing = original is _uncovered  # the first call's probe (_checked_on_first_call)
+
+        def forward(self, x, *args, **kwargs):
+            if state[0] != _CHECKED:
+                if type(self) in other:
+                    return original(self, x, *args, **kwargs)
+                return first_call(self, x, *args, **kwargs)
+            compiling = _compiling()
+            if args or kwargs or (compiling and "swiglu" not in COMPILE_OPS):
+                return original(self, x, *args, **kwargs)
+            if compiling:  # read as the class's own code reads them
+                gate, up = getattr(self, "gate_proj", None), getattr(self, "up_proj", None)
+                down, act = getattr(self, "down_proj", None), getattr(self, "act_fn", None)
+            else:  # from nn.Module's dict of submodules, without its __getattr__
+                held = getattr(self, "_modules", _EMPTY)
+                gate, up = held.get("gate_proj"), held.get("up_proj")
+                down, act = held.get("down_proj"), held.get("act_fn")
+            # Exactly one of those classes: a subclass, or another activation (GELU-gated MLPs exist), is not.
+            if gate is None or up is None or down is None or type(act) not in silu:
+                if probing:
+                    other.add(type(self))
+                return original(self, x)
+            grad = _grad_enabled()
+            if grad and x.requires_grad:
+                return original(self, x)
+            g, u = gate(x), up(x)
+            if grad and (g.requires_grad or u.requires_grad):
+                # The op has no backward: the projections' own weights train. PyTorch's product on
+                # the projections already made (the probe leaves such a call unchecked).
+                return None if probing else down(act(g) * u)
+            return down((op if compiling or type(g) is not _Tensor else eager)(g, u))
+        return forward
+    return make
+
+
 def _plain_rotary_call(args, kwargs):
     """Whether apply_rotary_pos_emb's arguments after q, k, cos and sin are its defaults: helpers
     differ in what a fifth positional means (position_ids in some, unsqueeze_dim in others), so any
@@ -313,6 +373,8 @@ def make_replacement(target, original, ops=None, versions=None, direct=None):
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.op == "rotary_tables":
         make = _rotary_tables(ops.rotary_tables.default)
+    elif target.type == "swiglu":
+        make = _gated_mlp(ops.swiglu.default, direct.get("swiglu"))
     elif target.kind == "class":
         make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
     elif (versions or {}).get("rotary_embedding", 2) == 1:
