@@ -35,22 +35,27 @@ std::array<int64_t, 4> dense_strides(const at::Tensor& x) {
   return strides;
 }
 
-/// q's and k's results, each dense in its input's order, from one call of the caching allocator
-/// rather than two (a microsecond of CPU in a call that costs ten): k's part starts on the next
-/// 256-byte boundary after q's, where an allocation of its own would, and the two share one
-/// storage, as the results of torch.split do.
-std::pair<at::Tensor, at::Tensor> dense_outputs(const at::Tensor& q, const at::Tensor& k) {
+/// `x`'s result, dense in its order, at `offset` elements into `buffer`.
+at::Tensor dense_part(const at::Tensor& buffer, const at::Tensor& x, int64_t offset) {
+  const std::array<int64_t, 4> strides = dense_strides(x);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(buffer.storage()),
+                                                   c10::DispatchKeySet(c10::DispatchKey::CUDA), buffer.dtype());
+  impl->set_sizes_and_strides(x.sizes(), strides, offset);
+  return at::Tensor(std::move(impl));
+}
+
+/// q's and k's results, each dense in its input's order. In eager calls from one call of the
+/// caching allocator rather than two (a microsecond of CPU in a call that costs ten): k's part
+/// starts on the next 256-byte boundary after q's, where an allocation of its own would, and the
+/// two share one storage, as the results of torch.split do. Through the dispatcher (torch.compile's
+/// graphs) each has a storage of its own: a registered op's results may not alias one another
+/// (PyTorch 2.11 warns, and 2.12 refuses).
+std::pair<at::Tensor, at::Tensor> dense_outputs(const at::Tensor& q, const at::Tensor& k, bool one_storage) {
+  if (!one_storage) return {dense_part(empty({q.numel()}, q), q, 0), dense_part(empty({k.numel()}, k), k, 0)};
   const int64_t item = q.element_size();
   const int64_t k_offset = (q.numel() * item + 255) / 256 * 256 / item;
   const at::Tensor buffer = empty({k_offset + k.numel()}, q);
-  auto part = [&](const at::Tensor& x, int64_t offset) {
-    const std::array<int64_t, 4> strides = dense_strides(x);
-    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(buffer.storage()),
-                                                     c10::DispatchKeySet(c10::DispatchKey::CUDA), buffer.dtype());
-    impl->set_sizes_and_strides(x.sizes(), strides, offset);
-    return at::Tensor(std::move(impl));
-  };
-  return {part(q, 0), part(k, k_offset)};
+  return {dense_part(buffer, q, 0), dense_part(buffer, k, k_offset)};
 }
 
 /// cos or sin as [batch or 1, seq, head_dim], or an undefined tensor when it is not one of the
@@ -101,17 +106,15 @@ std::tuple<at::Tensor, at::Tensor> composite(const at::Tensor& q, const at::Tens
   return {q * c + rotate(q) * s, k * c + rotate(k) * s};
 }
 
-}  // namespace
-
-std::tuple<at::Tensor, at::Tensor> rotary_embedding(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
-                                                    const at::Tensor& sin) {
+std::tuple<at::Tensor, at::Tensor> rotary_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                               const at::Tensor& sin, bool one_storage) {
   const at::Tensor c = table_view(cos, q), s = table_view(sin, q);
   if (std::string why = why_not(q, k, c, s); !why.empty()) {
     log_fallback("rotary_embedding", why);
     return composite(q, k, cos, sin);
   }
   const c10::cuda::CUDAGuard guard(q.device());
-  auto [q_out, k_out] = dense_outputs(q, k);
+  auto [q_out, k_out] = dense_outputs(q, k, one_storage);
   const int64_t table_batch = c.size(0) == 1 ? 0 : c.stride(0);
   // The shape's dimensions (the layout code is the harness's; the launcher reads the strides),
   // then the strides in the order of the contract's arguments.
@@ -124,11 +127,25 @@ std::tuple<at::Tensor, at::Tensor> rotary_embedding(const at::Tensor& q, const a
   return {q_out, k_out};
 }
 
+}  // namespace
+
+/// The eager entry (the direct call): both results in one storage.
+std::tuple<at::Tensor, at::Tensor> rotary_embedding(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                                    const at::Tensor& sin) {
+  return rotary_call(q, k, cos, sin, true);
+}
+
+/// The registered op, which torch.compile's graphs call: results that alias nothing.
+std::tuple<at::Tensor, at::Tensor> rotary_embedding_registered(const at::Tensor& q, const at::Tensor& k,
+                                                               const at::Tensor& cos, const at::Tensor& sin) {
+  return rotary_call(q, k, cos, sin, false);
+}
+
 }  // namespace autokernel_ops
 
 AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {
   m.def("rotary_embedding(Tensor q, Tensor k, Tensor cos, Tensor sin) -> (Tensor, Tensor)");
 }
-AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rotary_embedding", &autokernel_ops::rotary_embedding); }
+AK_LIBRARY_IMPL_EXPAND(AK_OPS_NAMESPACE, m) { m.impl("rotary_embedding", &autokernel_ops::rotary_embedding_registered); }
 AK_LOAD_OP(rotary_embedding)
 AK_DIRECT_CALL(rotary_embedding, &autokernel_ops::rotary_embedding)
