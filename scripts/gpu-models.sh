@@ -9,9 +9,11 @@
 #                                        output MODEL-L-verify.*
 #   scripts/gpu-models.sh restore ARCHIVE  the run folders of an earlier tune round (a tar.gz of
 #                                        /tmp/ak-models without pkg/), each exported again
+#   scripts/gpu-models.sh round MODEL...  tune, then verify --compile in fp16 and in bf16, each model
+#                                        (VERIFY_ARGS: more of verify's); MODEL-runs.tar.gz for restore
 #   scripts/gpu-models.sh patched-profile  the transformers LLaMA profiled with its export patched in
 #                                        (after tune hf_llama): where the step's time goes now
-#   scripts/gpu-models.sh starters       the six row-wise starters exported as one package (from a
+#   scripts/gpu-models.sh starters       the seven row-wise starters exported as one package (from a
 #                                        folder laid out as a run's) and checked the same way
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
@@ -89,11 +91,56 @@ restore() {
   done
 }
 
+# The row-wise starters exported as one package, laid out as a run's kernels, and checked.
+starters() {
+  local work=/tmp/ak-models/starters types="rmsnorm layernorm softmax rotary_embedding cross_entropy reduce swiglu" t
+  rm -rf "$work" && mkdir -p "$work/run/kernels"
+  local entries=""
+  for t in $types; do
+    cp "kernels_cuda/$t/$t.cu" "$work/run/kernels/$t.cu"
+    entries+="${entries:+,}{\"tag\": \"$t\", \"type\": \"$t\"}"
+  done
+  echo "{\"kernels\": [$entries]}" > "$work/run/state.json"
+  "$ak" export --run "$work/run" --out "$work/pkg" > "$out/starters-export.log" 2>&1
+  local t0=$(date +%s)
+  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/starters-ops.json" \
+      > "$out/starters-ops.log" 2>&1
+  echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/starters-ops.log"
+}
+
+# The transformers LLaMA profiled by module with its export (tune hf_llama) patched in.
+patched_profile() {
+  local work=/tmp/ak-models/hf_llama
+  PYTHONPATH=$work/pkg:examples/models "$ak" profile --modules --warmup-s 1 --top 25 --out "$out/hf_llama-patched-profile.json" -- \
+      python3 -c '
+import runpy, sys
+import transformers.models.llama.modeling_llama  # the classes the patch looks for
+import autokernel_ops
+print("patched:", autokernel_ops.patch().names, file=sys.stderr)
+sys.argv = ["hf_llama.py", "--steps", "100"]
+runpy.run_path("examples/models/hf_llama.py", run_name="__main__")
+' > "$out/hf_llama-patched-profile.log" 2>&1
+  echo "profile exit $?" >> "$out/hf_llama-patched-profile.log"
+}
+
+# Each model tuned, its run folders archived for a later restore, then verified in fp16 and bf16
+# against every torch.compile mode it is given (VERIFY_ARGS, e.g. --compile-mode reduce-overhead).
+round() {
+  local model
+  for model in "$@"; do
+    tune "$model"
+    tar -czf "$out/$model-runs.tar.gz" -C /tmp/ak-models --exclude=pkg --exclude=hf "$model"
+    VERIFY_LABEL=fp16 verify "$model" --compile ${VERIFY_ARGS:-}
+    VERIFY_LABEL=bf16 verify "$model" --compile --dtype bf16 ${VERIFY_ARGS:-}
+  done
+}
+
 case ${1:-} in
   starters) starters ;;
   patched-profile) patched_profile ;;
   tune) tune "${2:?model}" ;;
   verify) verify "${2:?model}" "${@:3}" ;;
   restore) restore "${2:?archive of /tmp/ak-models}" ;;
-  *) sed -n '2,10p' "$0"; exit 2 ;;
+  round) round "${@:2}" ;;
+  *) sed -n '2,19p' "$0"; exit 2 ;;
 esac

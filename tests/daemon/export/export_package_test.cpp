@@ -444,7 +444,7 @@ TEST_CASE("autokernel export writes a package from a starter and refuses what it
   CHECK(both.exit_code == 2);
 }
 
-TEST_CASE("the six row-wise starters, exported, build and match PyTorch on the five stages' shapes", "[gpu][export][torch]") {
+TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the five stages' shapes", "[gpu][export][torch]") {
   if (!test::gpu_or_skip()) return;
   if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
     std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
@@ -452,7 +452,7 @@ TEST_CASE("the six row-wise starters, exported, build and match PyTorch on the f
   }
   test::TempDir dir;
   std::vector<ExportedKernel> kernels;
-  for (const char* t : {"rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce"}) kernels.push_back(starter(t));
+  for (const char* t : {"rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce", "swiglu"}) kernels.push_back(starter(t));
   std::vector<std::string> left_out;
   auto files = package_files(kernels, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
