@@ -1,7 +1,7 @@
 """A stand-in for the parts of torch the exported package's Python uses, for tests on a machine
 without PyTorch: tensors that carry values, a dtype, requires_grad and a device; the switches the
-replacements read (compiling, capturing, grad mode); an op namespace that records its calls; nn.SiLU;
-and a count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
+replacements read (compiling, capturing, grad mode); an op namespace that records its calls; nn.SiLU,
+nn.Linear and F.linear, nn.Module's global hooks; and a count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
 import importlib
 import math
 import os
@@ -52,7 +52,7 @@ float32, float64 = DType("float32", 2 ** -23), DType("float64", 2 ** -52)
 class State:
     """What the replacements read at each call, set by a test."""
     compiling = capturing = grad = False
-    allclose_calls = 0
+    allclose_calls = linear_calls = 0
 
 
 class Op:
@@ -82,6 +82,26 @@ class SiLU:
         return Tensor([v / (1 + math.exp(-v)) for v in x.values], x.dtype, x.requires_grad, x.ndim, x.device)
 
 
+class Linear:
+    """nn.Linear: y = x * weight + bias, elementwise on these one-row tensors. A call through the
+    module (nn.Module.__call__) is counted apart from F.linear on its parameters."""
+    module_calls = 0
+
+    def __init__(self, weight, bias=0.0):
+        self._parameters = {"weight": Tensor([weight]), "bias": Tensor([bias])}
+        self._forward_hooks, self._forward_pre_hooks, self._compiled_call_impl = {}, {}, None
+
+    def __call__(self, x):
+        Linear.module_calls += 1
+        return linear(x, self._parameters["weight"], self._parameters["bias"])
+
+
+def linear(x, weight, bias=None):
+    State.linear_calls += 1
+    b = bias.values[0] if bias is not None else 0.0
+    return Tensor([v * weight.values[0] + b for v in x.values], x.dtype, x.requires_grad, x.ndim, x.device)
+
+
 def allclose(a, b, rtol, atol):
     State.allclose_calls += 1
     return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.values, b.values))
@@ -99,7 +119,10 @@ def install():
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: State.compiling)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: State.capturing, current_device=lambda: 0)
     torch.ops = types.SimpleNamespace(autokernel=OpNamespace())
-    torch.nn = types.SimpleNamespace(SiLU=SiLU)
+    # nn.Module's global hooks live in torch.nn.modules.module: dicts a test may fill.
+    hooks = types.SimpleNamespace(_global_forward_hooks={}, _global_forward_pre_hooks={})
+    torch.nn = types.SimpleNamespace(SiLU=SiLU, Linear=Linear, functional=types.SimpleNamespace(linear=linear),
+                                     modules=types.SimpleNamespace(module=hooks))
     torch.library = types.SimpleNamespace(register_fake=lambda name: (lambda fn: fn))
     sys.modules["torch"] = torch
     package = types.ModuleType("autokernel_ops")

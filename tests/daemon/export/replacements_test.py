@@ -544,6 +544,72 @@ class GatedMLPs(Base):
         self.assertEqual((State.allclose_calls, len(self.op_calls("swiglu"))), (1, 1))
 
 
+class PlainLinearMLP:
+    """A gated MLP whose projections are nn.Linear modules, as transformers builds them."""
+
+    def __init__(self):
+        self._modules = {"gate_proj": torch.nn.Linear(0.5), "up_proj": torch.nn.Linear(2.0),
+                         "down_proj": torch.nn.Linear(1.0, 1.0), "act_fn": torch.nn.SiLU()}
+        self.__dict__.update(self._modules)
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class PlainProjections(Base):
+    """A checked gated MLP computes plain nn.Linear projections as their forward does, F.linear on
+    their own parameters, without the module calls; anything that would see a module call gets it."""
+
+    def setUp(self):
+        super().setUp()
+        self.ops.results["swiglu"] = lambda g, u: torch.nn.SiLU()(g) * u
+        hooks = torch.nn.modules.module
+        self.addCleanup(hooks._global_forward_hooks.clear)
+        self.addCleanup(hooks._global_forward_pre_hooks.clear)
+
+    def checked(self):
+        mlp = PlainLinearMLP()
+        forward = R.make_replacement(target("class", "swiglu", "m.LlamaMLP.forward"),
+                                     lambda m, x: type(m).forward(m, x), self.ops)
+        forward(mlp, torch.Tensor([1.0, 2.0]))   # the first call: compared with the class's own
+        self.ops.calls.clear()
+        torch.nn.Linear.module_calls = State.linear_calls = 0
+        return forward, mlp
+
+    def test_plain_projections_are_three_linear_calls_and_no_module_call_with_the_class_own_result(self):
+        forward, mlp = self.checked()
+        x = torch.Tensor([1.0, 2.0])
+        out = forward(mlp, x)
+        self.assertEqual((torch.nn.Linear.module_calls, State.linear_calls, len(self.op_calls("swiglu"))), (0, 3, 1))
+        want = type(mlp).forward(mlp, x)
+        for got, expected in zip(out.values, want.values):
+            self.assertAlmostEqual(got, expected)
+
+    def test_a_hook_grad_mode_a_subclass_or_compilation_gets_the_module_calls(self):
+        class LoRALinear(torch.nn.Linear):
+            pass
+        hooks = torch.nn.modules.module
+        cases = {
+            "a forward hook on up_proj": lambda mlp: mlp._modules["up_proj"]._forward_hooks.update(h=print),
+            "a pre-hook on down_proj": lambda mlp: mlp._modules["down_proj"]._forward_pre_hooks.update(h=print),
+            "a global forward hook": lambda mlp: hooks._global_forward_hooks.update(h=print),
+            "a global pre-hook": lambda mlp: hooks._global_forward_pre_hooks.update(h=print),
+            "a compiled gate_proj": lambda mlp: setattr(mlp._modules["gate_proj"], "_compiled_call_impl", print),
+            "a subclass": lambda mlp: mlp._modules.update(gate_proj=LoRALinear(0.5)),
+            "grad mode": lambda mlp: setattr(State, "grad", True),
+        }
+        for name, change in cases.items():
+            with self.subTest(name):
+                forward, mlp = self.checked()
+                change(mlp)
+                forward(mlp, torch.Tensor([1.0, 2.0]))
+                self.assertEqual(torch.nn.Linear.module_calls, 3)
+                self.assertEqual(len(self.op_calls("swiglu")), 1)
+                State.grad = False
+                hooks._global_forward_hooks.clear()
+                hooks._global_forward_pre_hooks.clear()
+
+
 class CompileDecision(unittest.TestCase):
     def scripted(self, times):
         """measure() from a table of times by enabled set; records what was measured."""

@@ -251,6 +251,34 @@ def _silu_classes():
     return frozenset(found)
 
 
+_Linear = torch.nn.Linear
+_linear = torch.nn.functional.linear
+# nn.Module's global hooks (profile --modules, for one, registers them): dicts changed in place.
+_hook_tables = getattr(torch.nn.modules, "module", None)
+
+
+def _plain_linears(*modules):
+    """Whether each module is exactly an nn.Linear that nothing hooks: its forward is then
+    F.linear(x, weight, bias), and calling that directly skips nn.Module.__call__ (a frame and its
+    hook checks) and two __getattr__ lookups, a few microseconds a projection in a step the CPU may
+    be issuing no faster than the GPU runs it. A subclass (LoRA, a quantized Linear), a module with
+    a hook, or any global hook gets its own call."""
+    g = _hook_tables
+    if g is None or g._global_forward_hooks or g._global_forward_pre_hooks:
+        return False
+    for m in modules:
+        if type(m) is not _Linear or m._forward_hooks or m._forward_pre_hooks \
+                or getattr(m, "_compiled_call_impl", None) is not None:
+            return False
+    return True
+
+
+def _project(m, x):
+    """A plain nn.Linear's forward on x, its parameters read from its own dict."""
+    p = m._parameters
+    return _linear(x, p["weight"], p["bias"])
+
+
 def _gated_mlp(op, direct=None):
     """forward(self, x) of a model's MLP class where it is gated as transformers' LlamaMLP and its
     kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module: the gate
@@ -290,11 +318,16 @@ def _gated_mlp(op, direct=None):
             grad = _grad_enabled()
             if grad and x.requires_grad:
                 return original(self, x)
-            g, u = gate(x), up(x)
+            # Without gradients (inference) and when nothing would see the module calls, the
+            # projections as their forward computes them; otherwise the model's own calls.
+            plain = not grad and not compiling and type(x) is _Tensor and _plain_linears(gate, up, down)
+            g, u = (_project(gate, x), _project(up, x)) if plain else (gate(x), up(x))
             if grad and (g.requires_grad or u.requires_grad):
                 # The op has no backward: the projections' own weights train. PyTorch's product on
                 # the projections already made (the probe leaves such a call unchecked).
                 return None if probing else down(act(g) * u)
+            if plain:
+                return _project(down, eager(g, u))
             return down((op if compiling or type(g) is not _Tensor else eager)(g, u))
         return forward
     return make
