@@ -630,11 +630,20 @@ class CompileDecision(unittest.TestCase):
         # compile alone was measured before: one compile per type and one for the set, no more
         self.assertEqual(measured, [("rmsnorm",), ("rotary_embedding",), ("softmax",), ("rmsnorm", "rotary_embedding")])
 
-    def test_a_set_slower_together_than_compile_alone_is_dropped_whole(self):
+    def test_types_slower_together_than_one_of_them_alone_leave_that_one(self):
+        # Qwen2 in bf16 on an H100: rotary alone 8.089 ms, the three together 8.428, compile 8.667.
+        measure, measured = self.scripted({("rmsnorm",): 8.416, ("rotary_embedding",): 8.089, ("swiglu",): 8.526,
+                                           ("rmsnorm", "rotary_embedding", "swiglu"): 8.428})
+        enabled, record = D.choose(["rmsnorm", "rotary_embedding", "swiglu"], measure, baseline_ms=8.667)
+        self.assertEqual(enabled, {"rotary_embedding"})
+        self.assertEqual((record["enabled"], record["together_ms"]), (["rotary_embedding"], 8.428))
+        self.assertEqual(len(measured), 4)   # nothing measured again to decide
+
+    def test_a_set_slower_together_than_compile_alone_leaves_the_best_alone(self):
         measure, _ = self.scripted({("a",): 9.0, ("b",): 9.5, ("a", "b"): 10.2})
         enabled, record = D.choose(["a", "b"], measure, baseline_ms=10.0)
-        self.assertEqual(enabled, frozenset())
-        self.assertEqual(record["enabled"], [])
+        self.assertEqual(enabled, {"a"})
+        self.assertEqual(record["enabled"], ["a"])
 
     def test_one_type_that_helped_is_not_measured_again(self):
         measure, measured = self.scripted({(): 10.0, ("a",): 9.0, ("b",): 11.0})

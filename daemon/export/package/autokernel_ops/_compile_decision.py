@@ -2,7 +2,7 @@
 norm or a softmax into its neighbours; an op it cannot see into ends that fusion, so a kernel
 faster alone can make the compiled step slower. So the choice is made on the whole compiled step:
 compile alone, then each op type alone enabled, then the types that each helped, together; the
-set is kept only when the step with it is faster than compile alone (by min_gain), else none.
+fastest of those sets is kept when its step is faster than compile alone (by min_gain), else none.
 
     enabled, record = autokernel_ops.decide_for_compile(model, inputs, mode="default")
     autokernel_ops.set_compile_ops(saved)          # a decision made earlier
@@ -22,12 +22,16 @@ def choose(types, measure, baseline_ms=None, min_gain=MIN_GAIN):
     bar = base * (1 - min_gain)
     single = {t: measure(frozenset([t])) for t in sorted(types)}
     helped = sorted(t for t, ms in single.items() if ms < bar)
+    # Every set measured that beat the bar: each type that helped alone, and those together (one
+    # op can undo another's fusion, so together may lose to one of them alone). The fastest wins.
+    steps = {(t,): single[t] for t in helped}
     together = None
     if len(helped) == 1:
         together = single[helped[0]]  # the same compiled step: not measured twice
     elif helped:
-        together = measure(frozenset(helped))
-    enabled = helped if together is not None and together < bar else []
+        together = steps[tuple(helped)] = measure(frozenset(helped))
+    fastest = min(steps, key=steps.get) if steps else ()
+    enabled = list(fastest) if fastest and steps[fastest] < bar else []
     return frozenset(enabled), {"baseline_ms": base, "single_ms": single, "helped": helped,
                                 "together_ms": together, "enabled": enabled, "min_gain": min_gain}
 
