@@ -89,12 +89,6 @@ std::vector<long long> module_shape(const std::string& type, const ModuleRange& 
     if (!gate || gate->in != x.back()) return {};
     return {leading_product(x), gate->out};
   }
-  if (type == "fused_mlp") {
-    // [M, K, I]: tokens, model width, hidden width, as the fused_mlp spec names them.
-    const LinearChild* gate = linear_named(m, "gate");
-    if (!gate || gate->in != x.back()) return {};
-    return {leading_product(x), gate->in, gate->out};
-  }
   return {};
 }
 

@@ -37,8 +37,9 @@ std::optional<ModuleRange> parse_module_range(const std::string& range);
 
 /// The kernel type a module or function stands for, "" for none. By name: *RMSNorm -> rmsnorm,
 /// *LayerNorm -> layernorm, *Softmax -> softmax, apply_rotary_pos_emb -> rotary_embedding, and
-/// *MLP with gate, up and down Linear children -> fused_mlp. Attention modules are left to the
-/// kernels inside them: they also hold the q/k/v/o projections, which are matmuls of their own.
+/// *MLP with gate, up and down Linear children -> swiglu (its gate product; its projections stay
+/// matmul rows). Attention modules are left to the kernels inside them: they also hold the q/k/v/o
+/// projections, which are matmuls of their own.
 std::string classify_module(const ModuleRange& m);
 
 /// The shape in the type's terms (its spec's shape names), from the module's inputs; empty when
