@@ -41,6 +41,13 @@ TEST_CASE("kernel names are classified as autokernel's types, and memory- or com
   CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)").type == "cross_entropy");
   CHECK(classify_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>>>>").type == "reduce");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>").type == "cross_entropy");
+  // autokernel's own gate product, once exported, is the memory-bound swiglu; a kernel that only
+  // says swiglu is taken for a fused SwiGLU MLP, GEMMs and all.
+  auto gate_product = classify_kernel("void swiglu_kernel<__half>(__half const*, __half const*, __half*, int, int)");
+  CHECK(gate_product.type == "swiglu");
+  CHECK(gate_product.bound == "memory");
+  CHECK(classify_kernel("sm90_fused_swiglu_mlp_bf16_tma").type == "fused_mlp");
+  CHECK(classify_kernel("sm90_fused_swiglu_mlp_bf16_tma").bound == "compute");
   auto gelu = classify_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(...)");
   CHECK(gelu.type == "other");
   CHECK(gelu.bound == "memory");
