@@ -42,9 +42,10 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
   r.kind = m[1];
   r.name = m[2];
   r.sizes = nvtx_shapes(range);
-  static const std::regex dtype(R"( dtype=(fp16|bf16|fp32))"), linear(R"( linear=(\S+))");
+  static const std::regex dtype(R"( dtype=(fp16|bf16|fp32))"), linear(R"( linear=(\S+))"), act(R"( act=(\S+))");
   if (std::regex_search(range, m, dtype)) r.dtype = m[1];
   if (std::regex_search(range, m, linear)) r.linears = parse_linears(m[1]);
+  if (std::regex_search(range, m, act)) r.activation = m[1];
   static const std::regex layout(R"( layout=([0-2])\b)");
   if (std::regex_search(range, m, layout)) r.layout = std::stoi(m[1]);
   static const std::regex cls(R"( class=([^\s:]+):(\S+))"), init(R"( init=(yes|no|differs|untried)\b)");
@@ -64,8 +65,12 @@ std::string classify_module(const ModuleRange& m) {
   if (ends_with(m.name, "LayerNorm")) return "layernorm";
   if (ends_with(m.name, "Softmax")) return "softmax";
   // A gated MLP's own work, beside its three GEMMs, is the gate product: its row is a swiglu, and
-  // its projections stay matmul rows (profile_data.cpp), since cuBLAS is what they should run.
-  if (ends_with(m.name, "MLP") && linear_named(m, "gate") && linear_named(m, "up") && linear_named(m, "down"))
+  // its projections stay matmul rows (profile_data.cpp), since cuBLAS is what they should run. Only
+  // when it gates with a SiLU module (torch's, or transformers' own class): the exported op stands
+  // in for nothing else, so a plan counting another MLP's activation would promise a gain no patch
+  // delivers.
+  if (ends_with(m.name, "MLP") && linear_named(m, "gate") && linear_named(m, "up") && linear_named(m, "down") &&
+      (m.activation == "SiLU" || m.activation == "SiLUActivation"))
     return "swiglu";
   return "";
 }

@@ -22,6 +22,7 @@ struct ModuleRange {
   std::vector<std::vector<long long>> sizes; ///< the tensor arguments' shapes, in order
   std::string dtype;                         ///< of the first tensor argument: fp16, bf16, fp32 or ""
   std::vector<LinearChild> linears;
+  std::string activation;                    ///< the class of its act_fn child ("SiLUActivation"); "" unsaid
   int layout = -1;                           ///< a rotary helper's q: the rotary contract's layout code; -1 unsaid
   /// What a reference of the module needs (" class=mod:Qual params=N buffers=N leaf=1 init=yes args=N");
   /// empty or -1 where the range does not say (profiles made before the hook recorded them).
@@ -37,8 +38,9 @@ std::optional<ModuleRange> parse_module_range(const std::string& range);
 
 /// The kernel type a module or function stands for, "" for none. By name: *RMSNorm -> rmsnorm,
 /// *LayerNorm -> layernorm, *Softmax -> softmax, apply_rotary_pos_emb -> rotary_embedding, and
-/// *MLP with gate, up and down Linear children -> swiglu (its gate product; its projections stay
-/// matmul rows). Attention modules are left to the kernels inside them: they also hold the q/k/v/o
+/// *MLP with gate, up and down Linear children and a SiLU act_fn -> swiglu (its gate product; its
+/// projections stay matmul rows; a GELU-gated MLP, or one whose activation the range does not name,
+/// is none: the exported op serves only an act_fn that is a SiLU module). Attention modules are left to the kernels inside them: they also hold the q/k/v/o
 /// projections, which are matmuls of their own.
 std::string classify_module(const ModuleRange& m);
 

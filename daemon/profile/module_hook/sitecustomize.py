@@ -41,12 +41,16 @@ def _rotary_layout(torch, args):
 
 
 def _linear_children(torch, module):
-    """' linear=gate_proj:2048x5632,...' for the direct nn.Linear children: a SwiGLU MLP's shape."""
+    """' linear=gate_proj:2048x5632,...' for the direct nn.Linear children: a SwiGLU MLP's shape; and,
+    beside them, ' act=SiLUActivation', the class of an act_fn child: what a gated MLP gates with."""
     cached = module.__dict__.get("_ak_linear")
     if cached is None:
-        parts = [f"{n}:{c.in_features}x{c.out_features}" for n, c in module.named_children()
-                 if isinstance(c, torch.nn.Linear)]
+        children = list(module.named_children())
+        parts = [f"{n}:{c.in_features}x{c.out_features}" for n, c in children if isinstance(c, torch.nn.Linear)]
         cached = f" linear={','.join(parts)}" if parts else ""
+        act = dict(children).get("act_fn")
+        if parts and act is not None:
+            cached += f" act={_word(type(act).__name__)}"
         module.__dict__["_ak_linear"] = cached
     return cached
 

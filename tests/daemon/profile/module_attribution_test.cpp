@@ -15,7 +15,8 @@ namespace {
 using test::Recorder;
 
 const char* kNorm = "ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16";
-const char* kMlp = "ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048";
+const char* kMlp = "ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 linear=gate_proj:2048x5632,up_proj:2048x5632,"
+                   "down_proj:5632x2048 act=SiLUActivation";
 const char* kRotary = "ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], [1, 2048, 128], [1, 2048, 128]] dtype=fp16";
 
 /// One decoder layer, `layers` times: norm (5 kernels), attention (a GEMM, the rotary helper's
@@ -84,7 +85,14 @@ TEST_CASE("a module is classified by its class name, and a gated MLP by its gate
   CHECK(classify_module(*parse_module_range("ak.module:T5LayerNorm sizes=[[8, 512]] dtype=bf16")) == "layernorm");
   CHECK(classify_module(*parse_module_range("ak.module:Softmax sizes=[[8, 512]] dtype=fp16")) == "softmax");
   CHECK(classify_module(*parse_module_range(kRotary)) == "rotary_embedding");
+  CHECK(parse_module_range(kMlp)->activation == "SiLUActivation");
   CHECK(classify_module(*parse_module_range(kMlp)) == "swiglu");
+  const std::string gated = "ak.module:GemmaMLP sizes=[[2, 8, 16]] dtype=bf16 linear=gate_proj:16x32,up_proj:16x32,down_proj:32x16";
+  CHECK(classify_module(*parse_module_range(gated + " act=SiLU")) == "swiglu");
+  // Gated with another activation, or with one the range does not name (an F.silu in forward, a
+  // profile of an older hook): the exported op would not run there, so no swiglu row promises it.
+  CHECK(classify_module(*parse_module_range(gated + " act=PytorchGELUTanh")) == "");
+  CHECK(classify_module(*parse_module_range(gated)) == "");
   // GPT-2's MLP has no gate: two GEMMs and a GELU are not a SwiGLU.
   CHECK(classify_module(*parse_module_range("ak.module:GPT2MLP sizes=[[8, 1024, 768]] dtype=fp16 linear=c_fc:768x3072,c_proj:3072x768")) == "");
   CHECK(classify_module(*parse_module_range("ak.module:LlamaAttention sizes=[[2, 2048, 2048]] dtype=fp16")) == "");

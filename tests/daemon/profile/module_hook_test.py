@@ -70,10 +70,14 @@ _PROGRAM = textwrap.dedent('''
     class LlamaRMSNorm(nn.Module):
         def forward(self, x): return x
 
+    class SiLUActivation(nn.Module):
+        def forward(self, x): return x
+
     class LlamaMLP(nn.Module):
         def __init__(self):
             self.gate_proj, self.up_proj, self.down_proj = nn.Linear(2048, 5632), nn.Linear(2048, 5632), nn.Linear(5632, 2048)
-        def forward(self, x): return self.down_proj(x)
+            self.act_fn = SiLUActivation()
+        def forward(self, x): return self.down_proj(self.act_fn(x))
 
     x = torch.Tensor(2, 2048, 2048)
     LlamaRMSNorm()(x)
@@ -163,7 +167,7 @@ class ModuleHook(unittest.TestCase):
         self.assertIn("ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16 "
                       "class=__main__:LlamaRMSNorm params=0 buffers=0 leaf=1 init=yes args=1", lines)
         self.assertIn("ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 "
-                      "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048 "
+                      "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048 act=SiLUActivation "
                       "class=__main__:LlamaMLP params=0 buffers=0 leaf=0 init=untried args=1", lines)
         self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 "
                       "class=torch.nn:Linear params=0 buffers=0 leaf=1 init=no args=1", lines)

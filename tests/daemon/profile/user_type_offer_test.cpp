@@ -101,7 +101,7 @@ TEST_CASE("the hook's class fields are read back, and a range without them still
   CHECK(fc->parameters == 2);
   CHECK(fc->init == "untried");
   auto mlp = parse_module_range("ak.module:LlamaMLP sizes=[[2, 8, 16]] dtype=bf16 linear=gate_proj:16x32,up_proj:16x32,down_proj:32x16 "
-                                "class=__main__:Outer.LlamaMLP params=3 buffers=0 leaf=0 init=untried args=1");
+                                "act=SiLU class=__main__:Outer.LlamaMLP params=3 buffers=0 leaf=0 init=untried args=1");
   REQUIRE(mlp);
   CHECK(mlp->linears.size() == 3);
   CHECK(mlp->class_qualname == "Outer.LlamaMLP");
