@@ -22,16 +22,16 @@ def choose(types, measure, baseline_ms=None, min_gain=MIN_GAIN):
     bar = base * (1 - min_gain)
     single = {t: measure(frozenset([t])) for t in sorted(types)}
     helped = sorted(t for t, ms in single.items() if ms < bar)
-    # Every set measured that beat the bar: each type that helped alone, and those together (one
-    # op can undo another's fusion, so together may lose to one of them alone). The fastest wins.
-    steps = {(t,): single[t] for t in helped}
+    # The sets to choose from: each type that helped alone (each beat the bar), and those together
+    # (one op can undo another's fusion, so together may lose to one of them alone). The fastest
+    # wins; it beats the bar, since every type in `helped` did alone.
+    candidates = {(t,): single[t] for t in helped}
     together = None
     if len(helped) == 1:
         together = single[helped[0]]  # the same compiled step: not measured twice
     elif helped:
-        together = steps[tuple(helped)] = measure(frozenset(helped))
-    fastest = min(steps, key=steps.get) if steps else ()
-    enabled = list(fastest) if fastest and steps[fastest] < bar else []
+        together = candidates[tuple(helped)] = measure(frozenset(helped))
+    enabled = list(min(candidates, key=candidates.get)) if candidates else []
     return frozenset(enabled), {"baseline_ms": base, "single_ms": single, "helped": helped,
                                 "together_ms": together, "enabled": enabled, "min_gain": min_gain}
 

@@ -279,6 +279,19 @@ def _project(m, x):
     return _linear(x, p["weight"], p["bias"])
 
 
+_MLP_PARTS = ("gate_proj", "up_proj", "down_proj", "act_fn")
+
+
+def _mlp_parts(mlp, compiling):
+    """A gated MLP's gate, up and down projections and its activation (None where absent): under
+    compilation read as the class's own code reads them, else from nn.Module's dict of submodules,
+    without its __getattr__."""
+    if compiling:
+        return tuple(getattr(mlp, name, None) for name in _MLP_PARTS)
+    held = getattr(mlp, "_modules", _EMPTY)
+    return held.get("gate_proj"), held.get("up_proj"), held.get("down_proj"), held.get("act_fn")
+
+
 def _gated_mlp(op, direct=None):
     """forward(self, x) of a model's MLP class where it is gated as transformers' LlamaMLP and its
     kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module: the gate
@@ -303,13 +316,7 @@ def _gated_mlp(op, direct=None):
             compiling = _compiling()
             if args or kwargs or (compiling and "swiglu" not in COMPILE_OPS):
                 return original(self, x, *args, **kwargs)
-            if compiling:  # read as the class's own code reads them
-                gate, up = getattr(self, "gate_proj", None), getattr(self, "up_proj", None)
-                down, act = getattr(self, "down_proj", None), getattr(self, "act_fn", None)
-            else:  # from nn.Module's dict of submodules, without its __getattr__
-                held = getattr(self, "_modules", _EMPTY)
-                gate, up = held.get("gate_proj"), held.get("up_proj")
-                down, act = held.get("down_proj"), held.get("act_fn")
+            gate, up, down, act = _mlp_parts(self, compiling)
             # Exactly one of those classes: a subclass, or another activation (GELU-gated MLPs exist), is not.
             if gate is None or up is None or down is None or type(act) not in silu:
                 if probing:
