@@ -11,9 +11,17 @@ namespace ak {
 /// A failure, worded for the person reading the log: "what failed: why (what to do)".
 struct Error {
   std::string message;
+  /// The harness's own failure (out of memory, a dead reference process), whatever it was judging:
+  /// never a candidate's verdict (HARNESS_ERROR, judged again on a fresh worker).
+  bool harness = false;
 };
 
 inline Error error(std::string message) { return Error{std::move(message)}; }
+/// `cause` with `prefix` before its message, still the harness's when it was.
+inline Error error(const std::string& prefix, Error cause) {
+  cause.message = prefix + cause.message;
+  return cause;
+}
 
 template <typename T>
 class [[nodiscard]] Result {

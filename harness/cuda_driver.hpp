@@ -23,7 +23,7 @@ namespace ak {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)            \
   X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)                                 \
   X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)  \
-  X(cuFuncGetParamInfo) X(cuTensorMapEncodeTiled) X(cuIpcGetMemHandle)
+  X(cuFuncGetParamInfo) X(cuTensorMapEncodeTiled) X(cuIpcGetMemHandle) X(cuMemGetAllocationGranularity)
 
 struct CudaDriver {
 #define AK_DECLARE(name) decltype(&::name) name = nullptr;

@@ -2,18 +2,29 @@
 
 #include "harness/nvrtc_compile.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace ak {
+
+DeviceBuffer::DeviceBuffer(const CudaDriver* d, CUdeviceptr p, size_t bytes, size_t span,
+                           std::shared_ptr<AllocationSlack> slack)
+    : d_(d), ptr_(p), bytes_(bytes), span_(std::max(span, bytes)), slack_(std::move(slack)) {
+  if (slack_ && ptr_) slack_->add(ptr_, bytes_, span_);
+}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   std::swap(d_, o.d_);
   std::swap(ptr_, o.ptr_);
   std::swap(bytes_, o.bytes_);
+  std::swap(span_, o.span_);
+  std::swap(slack_, o.slack_);
   return *this;
 }
 
 DeviceBuffer::~DeviceBuffer() {
+  if (slack_ && ptr_) slack_->remove(ptr_);
   if (d_ && ptr_) d_->cuMemFree(ptr_);
 }
 
@@ -101,9 +112,18 @@ Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
   d.cuDeviceGetAttribute(&i.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev_);
   d.cuDeviceGetAttribute(&i.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev_);
   d.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g->dev_);
+  d.cuDeviceGetAttribute(&i.shared_bytes_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev_);
   i.l2_bytes = size_t(l2);
   d.cuDeviceTotalMem(&i.total_bytes, g->dev_);
   i.arch = arch_for(i.cc_major, i.cc_minor);
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = index;
+  if (auto s = cu_check(d.cuMemGetAllocationGranularity(&i.allocation_granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                        "asking the driver for its allocation granularity (every harness buffer is made of whole pages of it)");
+      !s)
+    return s.error();
   return g;
 }
 
@@ -113,11 +133,15 @@ GpuContext::~GpuContext() {
 
 Result<DeviceBuffer> GpuContext::alloc(size_t bytes) {
   CUdeviceptr p = 0;
-  if (auto s = cu_check(d_->cuMemAlloc(&p, bytes ? bytes : 1),
-                        "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU");
-      !s)
-    return s.error();
-  return DeviceBuffer(d_, p, bytes);
+  const size_t span = whole_pages(bytes, info_.allocation_granularity);
+  if (auto s = cu_check(d_->cuMemAlloc(&p, span), "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU"); !s) {
+    Error e = s.error();
+    e.harness = true;  // the harness asked for it: whatever the candidate is, it did not cause this
+    e.message += " (the harness's own failure, not the candidate's: " + std::to_string(used_bytes() >> 20) +
+                 " MiB of the GPU are in use)";
+    return e;
+  }
+  return DeviceBuffer(d_, p, bytes, span, slack_);
 }
 
 Status GpuContext::upload(const DeviceBuffer& dst, const void* src, size_t bytes) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "harness/allocation_slack.hpp"
 #include "harness/cuda_driver.hpp"
 
 namespace ak {
@@ -19,23 +20,32 @@ struct GpuInfo {
   size_t total_bytes = 0;
   size_t l2_bytes = 0;
   std::string arch;   ///< what NVRTC compiles for, e.g. sm_90a
+  /// The driver's page for device memory (2 MiB on Hopper): every allocation is made of whole
+  /// pages of it, so that no two allocations share one (harness/allocation_slack.hpp).
+  size_t allocation_granularity = 0;
+  int shared_bytes_per_block = 0;   ///< the most shared memory one block may ask for (opt-in)
 };
 
-/// Device memory, freed on destruction.
+/// Device memory, freed on destruction: `bytes` asked for, in an allocation of `span` bytes whose
+/// slack (listed in `slack`, when given) the harness poisons before every launch.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(const CudaDriver* d, CUdeviceptr p, size_t bytes) : d_(d), ptr_(p), bytes_(bytes) {}
+  DeviceBuffer(const CudaDriver* d, CUdeviceptr p, size_t bytes, size_t span = 0,
+               std::shared_ptr<AllocationSlack> slack = nullptr);
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   ~DeviceBuffer();
   CUdeviceptr ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
+  /// The whole allocation: bytes() and the slack after it.
+  size_t span() const { return span_; }
 
  private:
   const CudaDriver* d_ = nullptr;
   CUdeviceptr ptr_ = 0;
-  size_t bytes_ = 0;
+  size_t bytes_ = 0, span_ = 0;
+  std::shared_ptr<AllocationSlack> slack_;
 };
 
 /// A cubin loaded into the context, with its functions looked up by lowered name.
@@ -68,7 +78,11 @@ class GpuContext {
   const GpuInfo& info() const { return info_; }
   const CudaDriver& driver() const { return *d_; }
 
+  /// `bytes` of device memory in whole pages of the allocation granularity, its slack listed in
+  /// slack(). An allocation failure is the harness's (Error::harness), never a candidate's.
   Result<DeviceBuffer> alloc(size_t bytes);
+  /// Every live allocation's slack, to poison before a launch.
+  const std::shared_ptr<AllocationSlack>& slack() const { return slack_; }
   Status upload(const DeviceBuffer& dst, const void* src, size_t bytes);
   Status download(void* dst, const DeviceBuffer& src, size_t bytes);
   Result<LoadedModule> load(const std::vector<char>& cubin);
@@ -81,6 +95,7 @@ class GpuContext {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   GpuInfo info_;
+  std::shared_ptr<AllocationSlack> slack_ = std::make_shared<AllocationSlack>();
 };
 
 }  // namespace ak

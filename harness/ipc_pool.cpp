@@ -1,6 +1,9 @@
 #include "harness/ipc_pool.hpp"
 
+#include <algorithm>
 #include <utility>
+
+#include "harness/allocation_slack.hpp"
 
 #include "harness/cuda_driver.hpp"
 
@@ -35,16 +38,20 @@ std::string handle_hex(const CUipcMemHandle& handle) {
   return hex;
 }
 
-Result<IpcPool> IpcPool::allocate(size_t bytes) {
+Result<IpcPool> IpcPool::allocate(size_t bytes, size_t granularity) {
   auto d = cuda_driver();
   if (!d) return d.error();
   IpcPool pool;
-  // cuMemAlloc of 0 bytes fails; an empty pool is still one the server can map.
-  pool.bytes_ = bytes ? bytes : kPoolAlignment;
+  // Whole pages (at least one, since cuMemAlloc of 0 bytes fails): the driver gives a smaller
+  // allocation slack that no one writes, where a kernel could keep a byte between launches.
+  pool.bytes_ = whole_pages(std::max(bytes, kPoolAlignment), granularity);
   if (auto s = cu_check((*d)->cuMemAlloc(&pool.base_, pool.bytes_),
                         "cuMemAlloc of the reference pool (" + std::to_string(pool.bytes_) + " bytes)");
-      !s)
-    return s.error();
+      !s) {
+    Error e = s.error();
+    e.harness = true;
+    return e;
+  }
   CUipcMemHandle handle{};
   if (auto s = cu_check((*d)->cuIpcGetMemHandle(&handle, pool.base_), "cuIpcGetMemHandle of the reference pool"); !s)
     return s.error();  // pool's destructor frees the allocation

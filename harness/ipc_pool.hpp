@@ -43,7 +43,10 @@ std::string handle_hex(const CUipcMemHandle& handle);
 /// worker's); stop the reference process, which has it mapped, before this is destroyed.
 class IpcPool {
  public:
-  static Result<IpcPool> allocate(size_t bytes);
+  /// At least `bytes`, in whole pages of `granularity`: the reference process writes every byte
+  /// of the pool before each launch, so no slack after the layout's last tensor outlives one.
+  /// A failure is the harness's (Error::harness).
+  static Result<IpcPool> allocate(size_t bytes, size_t granularity);
   IpcPool(IpcPool&& other) noexcept;
   IpcPool& operator=(IpcPool&& other) noexcept;
   IpcPool(const IpcPool&) = delete;

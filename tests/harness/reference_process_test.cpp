@@ -194,7 +194,7 @@ struct GeluBench {
     REQUIRE(g.ok());
     gpu = std::move(*g);
     layout = layout_pool({size_t(rows * cols * 4), size_t(rows * cols * 4)});
-    auto p = IpcPool::allocate(layout.total_bytes);
+    auto p = IpcPool::allocate(layout.total_bytes, 2 << 20);
     REQUIRE(p.ok());
     pool.emplace(std::move(*p));
     ReferenceProcessOptions o;
