@@ -81,6 +81,13 @@ __global__ void ak_fingerprint(const unsigned char* a, long long bytes, unsigned
 
 // A byte copy by a kernel: module memory between the driver's variables is mapped, but the copy
 // engine refuses ranges it does not know as one allocation.
+// Every word of the block's shared memory set to the poison; one block on each SM, with all the
+// shared memory an SM gives a block, overwrites what any earlier kernel left on the chip.
+__global__ void ak_poison_shared(int words) {
+  extern __shared__ unsigned ak_shared_words[];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) ak_shared_words[i] = 0xffffffffu;
+}
+
 __global__ void ak_copy(const unsigned char* from, unsigned char* to, long long bytes) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
     to[i] = from[i];
@@ -108,6 +115,7 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   names.push_back("ak_first_change");
   names.push_back("ak_copy");
   names.push_back("ak_fingerprint");
+  names.push_back("ak_poison_shared");
   auto h = load_harness_module(gpu, kSource, "ak_device_checks.cu", names);
   if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
@@ -118,6 +126,12 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   c->first_change_ = h->functions[dtypes.size() + 1];
   c->copy_ = h->functions[dtypes.size() + 2];
   c->fingerprint_ = h->functions[dtypes.size() + 3];
+  c->poison_shared_ = h->functions[dtypes.size() + 4];
+  if (auto s = cu_check(gpu.driver().cuFuncSetAttribute(c->poison_shared_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                        gpu.info().shared_bytes_per_block),
+                        "giving the shared-memory poison all of an SM's shared memory");
+      !s)
+    return s.error();
   auto counter = gpu.alloc(sizeof(uint64_t));
   if (!counter) return counter.error();
   c->counter_ = std::move(*counter);
@@ -161,6 +175,15 @@ Result<uint64_t> DeviceChecks::fingerprint(const DeviceBuffer& a, uint64_t key) 
   unsigned long long k = key;
   void* params[] = {&pa, &n, &k, &c};
   return count(fingerprint_, params, int64_t(a.bytes() / 4 + 1));
+}
+
+Status DeviceChecks::poison_shared_memory() const {
+  const GpuInfo& i = gpu_.info();
+  int words = i.shared_bytes_per_block / 4;
+  void* params[] = {&words};
+  return cu_check(gpu_.driver().cuLaunchKernel(poison_shared_, unsigned(i.sm_count), 1, 1, 1024, 1, 1,
+                                               unsigned(i.shared_bytes_per_block), nullptr, params, nullptr),
+                  "poisoning every SM's shared memory");
 }
 
 Status DeviceChecks::copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const {

@@ -127,7 +127,7 @@ Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<CudaEve
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   if (auto s = prepare(pair); !s) return s.error();
   if (CUresult r = kernel.restore_module_memory(); r != CUDA_SUCCESS) return r;
-  if (auto s = kernel.snapshot_module_memory(checks_); !s) return s.error();
+  if (auto s = kernel.before_launch(checks_); !s) return s.error();
   if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
   const CUresult r = kernel.launch(spec_, d_, shape_, set_->view(), nullptr, false);
   if (timed.second) drv_.cuEventRecord(timed.second->e, nullptr);
@@ -209,7 +209,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
   {
     auto log = filled(gpu_, sizeof(uint64_t) * size_t(n_), 0xff);
     auto counters = filled(gpu_, counter_bytes_ * size_t(n_), 0);
-    if (!log || !counters) return error(!log ? log.error().message : counters.error().message);
+    if (!log || !counters) return !log ? log.error() : counters.error();
     memory_log_ = std::move(*log);
     counter_log_ = std::move(*counters);
     CudaEvent w0(drv_), w1(drv_);
@@ -237,7 +237,7 @@ Result<JudgedTiming> Session::run(bool& sticky) {
   {
     auto log = filled(gpu_, sizeof(uint64_t) * size_t(pairs_ * n_), 0xff);
     auto counters = filled(gpu_, counter_bytes_ * size_t(pairs_ * n_), 0);
-    if (!log || !counters) return error(!log ? log.error().message : counters.error().message);
+    if (!log || !counters) return !log ? log.error() : counters.error();
     memory_log_ = std::move(*log);
     counter_log_ = std::move(*counters);
   }

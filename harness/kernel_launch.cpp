@@ -56,6 +56,7 @@ Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const Kern
                                                      const CompileOutput& compiled) {
   LaunchableKernel k;
   k.d_ = &gpu.driver();
+  k.slack_ = gpu.slack();
   auto expr = [&](DType d) { return entry_expression(spec, d); };
   if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
   auto threads = k.module_.read_int(kBlockThreadsSymbol);
@@ -185,9 +186,19 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
   if (restore_memory)
-    if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
+    if (CUresult e = restore_module_memory(s); e != CUDA_SUCCESS) return e;
   return launch_grid(*d_, functions_.at(d), grid_launch_, grid, geometry_.block_threads, is_reference_ ? 0 : smem_bytes_,
                      s, params.data());
+}
+
+Status LaunchableKernel::before_launch(const DeviceChecks& checks) const {
+  if (auto s = checks.poison_shared_memory(); !s) return s;
+  return memory_.snapshot(checks);
+}
+
+CUresult LaunchableKernel::restore_module_memory(CUstream s) const {
+  if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
+  return slack_ ? slack_->scrub(*d_, s) : CUDA_SUCCESS;
 }
 
 }  // namespace ak

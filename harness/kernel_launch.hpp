@@ -37,10 +37,13 @@ class LaunchableKernel {
   /// the copies out of a timed interval).
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr,
                   bool restore_memory = true) const;
-  CUresult restore_module_memory(CUstream s = nullptr) const { return memory_.restore(s); }
+  /// Writes the module's memory back to its image and poisons the slack of every allocation of
+  /// the context (harness/allocation_slack.hpp): what a launch may start from, and all it finds.
+  CUresult restore_module_memory(CUstream s = nullptr) const;
 
-  /// Enqueues, right before a launch, the copy of the module's memory the check compares with.
-  Status snapshot_module_memory(const DeviceChecks& checks) const { return memory_.snapshot(checks); }
+  /// Enqueues, right before a launch, what the launch may find: every SM's shared memory
+  /// poisoned, and the copy of the module's memory the check compares with.
+  Status before_launch(const DeviceChecks& checks) const;
   /// Enqueues, after a launch, the check that the launch left the module's memory unchanged: the
   /// first changed byte's offset lands in `slot` (ModuleMemory::kNoChange when none).
   Status check_module_memory(const DeviceChecks& checks, CUdeviceptr slot) const {
@@ -72,6 +75,7 @@ class LaunchableKernel {
                                       const std::vector<CUdeviceptr>& operands) const;
   std::vector<TensorMapDecl> tensor_maps_;  ///< what ak_tensor_maps declares; empty: no maps parameter
   ModuleMemory memory_;   ///< a candidate's writable memory; empty for a reference
+  std::shared_ptr<const AllocationSlack> slack_;  ///< the context's allocations (candidates only)
   bool is_reference_ = false;
 };
 

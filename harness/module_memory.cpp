@@ -5,10 +5,7 @@
 namespace ak {
 namespace {
 
-/// The guarded range runs to the page boundaries around the variables: a page the driver mapped
-/// for one of them is readable whole, so the harness's own kernels never touch unmapped memory.
-constexpr CUdeviceptr kPage = 4096;
-/// Variables spread wider than this are not one block of the driver's: each is guarded alone.
+/// Variables spread wider than this are not one block of the driver's: refused.
 constexpr size_t kLargestGuardedRange = size_t(16) << 20;
 
 std::string hex(uint64_t v) {
@@ -42,8 +39,15 @@ Result<ModuleMemory> ModuleMemory::hold(GpuContext& gpu, const LoadedModule& mod
   if (auto s = gpu.upload(m.images_, images.data(), images.size()); !s) return s.error();
   CUdeviceptr hi = 0;
   for (const Variable& v : m.variables_) hi = std::max(hi, v.at + v.bytes);
-  m.range_begin_ = m.variables_.front().at / kPage * kPage;
-  m.range_bytes_ = size_t((hi + kPage - 1) / kPage * kPage - m.range_begin_);
+  // The driver packs every module's variables into shared pages of its allocation granularity
+  // (2 MiB on Hopper: each module 512 bytes on from the last), and the rest of such a page is
+  // writable and belongs to no variable of this module. The guarded range is those whole pages:
+  // a byte the kernel changes anywhere in them, its own variables, their padding, another
+  // module's variables or the free rest, fails it. A page mapped for one variable is readable
+  // whole, so the harness's own kernels never touch unmapped memory.
+  const CUdeviceptr page = std::max<size_t>(gpu.info().allocation_granularity, 4096);
+  m.range_begin_ = m.variables_.front().at / page * page;
+  m.range_bytes_ = size_t((hi + page - 1) / page * page - m.range_begin_);
   if (m.range_bytes_ > kLargestGuardedRange)
     return error("the module's writable variables lie " + std::to_string(m.range_bytes_ >> 20) +
                  " MiB apart on the device, too far to be checked between launches");
@@ -81,11 +85,15 @@ std::string ModuleMemory::describe_change(uint64_t slot_value) const {
              (at > v.at ? " + " + hex(at - v.at) : "") + " (" + v.section + ")";
     if (v.at <= at) below = &v;
   }
+  // The driver gives a module's variables 256-byte slots: past that, the byte is another
+  // module's or nobody's, in the page the driver shares between modules.
+  const bool own_padding = below && at - below->at < ((below->bytes + 255) / 256) * 256;
   return "the kernel left its module memory changed at byte " + hex(slot_value) + " of the " +
          std::to_string(range_bytes_) + "-byte range its variables lie in: " +
-         (below ? "padding after " + (below->name.empty() ? std::string("an unnamed variable") : below->name) + " + " +
-                      hex(at - below->at - below->bytes)
-                : std::string("before its first variable"));
+         (own_padding ? "padding after " + (below->name.empty() ? std::string("an unnamed variable") : below->name) + " + " +
+                            hex(at - below->at - below->bytes)
+                      : std::string("outside its own variables, in the driver's page of module memory (another module's "
+                                    "variables or free space)"));
 }
 
 }  // namespace ak

@@ -4,7 +4,8 @@
 /// sections itself (not as the cubin lays its sections out), so each is located by its own symbol
 /// and written back to the image the cubin gives it before every launch (restore). The range they
 /// lie in on the device — the variables, the padding the driver leaves between them, and the rest
-/// of the 4 KiB pages they share — is copied aside by a kernel just before the launch (snapshot:
+/// of the pages of the allocation granularity they lie in, which the driver shares between every
+/// module's variables — is copied aside by a kernel just before the launch (snapshot:
 /// the copy engine refuses ranges that are not one allocation) and compared with that copy after
 /// it (check_into). A kernel that leaves any byte changed fails, and the verdict names the
 /// variable or the padding. So the exported op, which writes nothing back, behaves exactly as the

@@ -69,38 +69,43 @@ Result<std::string> CaseRunner::module_memory_change(const LaunchableKernel& k) 
 std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   const CudaDriver& d = gpu_.driver();
   auto fail = [&](const std::string& msg) { return failure(Correctness::Fail, msg, c); };
+  auto failed = [&](const Error& e) {
+    StageFailure f = fail(e.message);
+    f.harness = e.harness;
+    return f;
+  };
   auto set = make_run_set(gpu_, spec_, c.shape, c.dtype, c.recipe, c.seed);
-  if (!set) return fail(set.error().message);
+  if (!set) return failed(set.error());
   peak_bytes_ = std::max(peak_bytes_, set->bytes);
   const RunBuffers cand_bufs = set->view();
   // A copy on the GPU of what must not change: it holds nothing the kernel does not see anyway.
   std::vector<DeviceBuffer> pristine;
   for (auto& in : set->inputs) {
     auto copy = gpu_.alloc(in.bytes());
-    if (!copy) return fail(copy.error().message);
+    if (!copy) return failed(copy.error());
     if (auto s = cu_check(d.cuMemcpyDtoD(copy->ptr(), in.ptr(), in.bytes()), "copying a buffer on the GPU"); !s)
-      return fail(s.error().message);
+      return failed(s.error());
     pristine.push_back(std::move(*copy));
   }
   // The first run's outputs are remembered as keyed fingerprints, on the host: no copy of them
   // waits in device memory for a later run to hand back as its own.
   auto key = csprng_u64();
-  if (!key) return fail(key.error().message);
+  if (!key) return failed(key.error());
   std::vector<uint64_t> first(set->outputs.size());
   for (int rep = 0; rep < repeats; ++rep) {
-    if (auto s = poison_writable(gpu_, *set); !s) return fail(s.error().message);
-    if (auto s = cand_.snapshot_module_memory(checks_); !s) return fail(s.error().message);
+    if (auto s = poison_writable(gpu_, *set); !s) return failed(s.error());
+    if (auto s = cand_.before_launch(checks_); !s) return failed(s.error());
     CUresult r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
     auto changed = module_memory_change(cand_);
     r = d.cuCtxSynchronize();
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the kernel failed", c);
-    if (!changed) return fail(changed.error().message);
+    if (!changed) return failed(changed.error());
     if (!changed->empty()) return fail(*changed + " (on " + where(c) + "): a launch may keep nothing for the next");
     if (std::string left = counters_left_set(gpu_, *set); !left.empty()) return fail(left + " (on " + where(c) + ")");
     for (size_t i = 0; i < set->inputs.size(); ++i) {
       auto differ = checks_.differing_bytes(set->inputs[i], pristine[i], pristine[i].bytes());
-      if (!differ) return fail(differ.error().message);
+      if (!differ) return failed(differ.error());
       if (*differ) return fail("the kernel wrote into its input on " + where(c) + ": inputs are read-only");
     }
     if (rep == 0) {
@@ -108,21 +113,21 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
       auto expected = reference_outputs(gpu_, checks_, spec_, ref_, cand_bufs, c.shape, c.dtype, c.sample_seed, r);
       if (!expected && r != CUDA_SUCCESS)
         return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
-      if (!expected) return fail(expected.error().message);
+      if (!expected) return failed(expected.error());
       for (size_t i = 0; i < set->outputs.size(); ++i) {
         auto cmp = expected->judge(i, set->outputs[i], c.dtype, spec_.tolerance(c.dtype));
-        if (!cmp) return fail(cmp.error().message);
+        if (!cmp) return failed(cmp.error());
         if (!cmp->pass()) {
           StageFailure f = fail("wrong output on " + where(c) + ": " + cmp->describe() + expected->sampled_note());
           f.comparison = *cmp;
           return f;
         }
       }
-      if (auto s = expected->wipe(); !s) return fail(s.error().message);
+      if (auto s = expected->wipe(); !s) return failed(s.error());
     }
     for (size_t i = 0; i < set->outputs.size() && repeats > 1; ++i) {
       auto print = checks_.fingerprint(set->outputs[i], *key);
-      if (!print) return fail(print.error().message);
+      if (!print) return failed(print.error());
       if (rep == 0) first[i] = *print;
       else if (*print != first[i])
         return fail("not deterministic on " + where(c) + ": run " + std::to_string(rep + 1) + " differs from run 1" +
@@ -143,6 +148,7 @@ void record_failure(const StageFailure& f, const std::string& stage, Verdict& v)
   v.worst_got = f.comparison.worst_got;
   v.worst_expected = f.comparison.worst_expected;
   v.context_lost = f.context_lost;
+  v.harness_error = v.harness_error || f.harness;
 }
 
 bool run_five_stages(CaseRunner& runner, const KernelSpec& spec, uint64_t seed, uint64_t sample_seed, Verdict& v,

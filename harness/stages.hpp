@@ -32,6 +32,8 @@ struct StageFailure {
   RunCase at;
   Comparison comparison;
   bool context_lost = false;
+  /// The harness failed (Error::harness: its own allocation, its reference), not the candidate.
+  bool harness = false;
 };
 
 class CaseRunner {

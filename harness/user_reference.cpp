@@ -1,6 +1,9 @@
 #include "harness/user_reference.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+
+#include "harness/inputs.hpp"
 
 namespace ak {
 namespace {
@@ -80,7 +83,7 @@ Status UserReference::ensure_pool(size_t bytes) {
   if (pool_ && pool_->bytes() >= bytes) return ok();
   // A new pool is mapped before the old one is freed: the process closes its old mapping when it
   // maps the new one, so no freed memory stays mapped there.
-  auto pool = IpcPool::allocate(bytes);
+  auto pool = IpcPool::allocate(bytes, gpu_.info().allocation_granularity);
   if (!pool) return pool.error();
   auto map = process_->request(pool->map_request(), kRunSeconds);
   if (!map) return error("the reference process could not map the pool: " + map.error().message);
@@ -99,11 +102,23 @@ Result<PreparedRun> UserReference::prepare(const Shape& shape, DType d, double s
   if (!reply) return reply.error();
   PreparedRun run;
   run.bytes = layout.total_bytes;
+  size_t end = 0;
+  for (const PoolSlot& slot : layout.slots) {
+    if (slot.offset > end) run.gaps.push_back({pool_->base() + end, slot.offset - end});
+    end = std::max(end, slot.offset + slot.bytes);
+  }
+  if (pool_->bytes() > end) run.gaps.push_back({pool_->base() + end, pool_->bytes() - end});
   for (size_t i = 0; i < spec_.tensors.size(); ++i) {
     DeviceBuffer view(nullptr, pool_->at(layout.slots[i]), layout.slots[i].bytes);  // no driver: owns nothing
     (spec_.tensors[i].role == TensorRole::Output ? run.outputs : run.inputs).push_back(std::move(view));
   }
   return run;
+}
+
+Status PreparedRun::poison_gaps(const CudaDriver& d) const {
+  for (const auto& [at, bytes] : gaps)
+    if (auto s = cu_check(d.cuMemsetD8(at, kPoisonByte, bytes), "poisoning the pool's bytes between its tensors"); !s) return s;
+  return ok();
 }
 
 Result<UserCheck> UserReference::check() {

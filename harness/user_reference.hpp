@@ -47,6 +47,11 @@ struct PreparedRun {
   std::vector<DeviceBuffer> inputs, outputs;   ///< inputs, parameters and buffers; then the outputs
   RunBuffers view() const;
   size_t bytes = 0;                            ///< what they take of the pool
+  /// The pool's bytes that belong to no tensor: the alignment gaps between them and the tail up to
+  /// the allocation's end. prepare writes them; a launch again on the same inputs (determinism)
+  /// finds them poisoned again (poison_gaps), so no launch leaves anything there for the next.
+  std::vector<std::pair<CUdeviceptr, size_t>> gaps;
+  Status poison_gaps(const CudaDriver& d) const;
 };
 
 class UserReference {

@@ -25,6 +25,13 @@ StageFailure failure(Correctness k, std::string msg, const UserRunCase& c, bool 
 }
 
 /// A CUDA error from the candidate: sticky ones end the worker's context (CRASH), others FAIL.
+/// A failure of the harness's own making (Error::harness) stays the harness's.
+StageFailure failed(const Error& e, const UserRunCase& c) {
+  StageFailure f = failure(Correctness::Fail, e.message, c);
+  f.harness = e.harness;
+  return f;
+}
+
 StageFailure cuda_failure(CUresult r, const std::string& when, const UserRunCase& c) {
   const bool sticky = cu_error_is_sticky(r);
   return failure(sticky ? Correctness::Crash : Correctness::Fail, when + " on " + where(c) + ": " + cu_error_text(r), c, sticky);
@@ -65,20 +72,20 @@ std::optional<StageFailure> UserCaseRunner::launch_once(const UserRunCase& c, co
   const CudaDriver& d = gpu_.driver();
   if (memory_slot_.bytes() == 0) {
     auto slot = gpu_.alloc(sizeof(uint64_t));
-    if (!slot) return failure(Correctness::Fail, slot.error().message, c);
+    if (!slot) return failed(slot.error(), c);
     memory_slot_ = std::move(*slot);
   }
   if (auto s = cu_check(d.cuMemsetD8(memory_slot_.ptr(), 0xff, sizeof(uint64_t)), "clearing a check's slot"); !s)
-    return failure(Correctness::Fail, s.error().message, c);
-  if (auto s = cand_.snapshot_module_memory(checks_); !s) return failure(Correctness::Fail, s.error().message, c);
+    return failed(s.error(), c);
+  if (auto s = cand_.before_launch(checks_); !s) return failed(s.error(), c);
   CUresult r = cand_.launch(spec_, c.dtype, c.shape, run.view());
   if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
   auto checked = cand_.check_module_memory(checks_, memory_slot_.ptr());
   r = d.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) return cuda_failure(r, "the kernel failed", c);
-  if (!checked) return failure(Correctness::Fail, checked.error().message, c);
+  if (!checked) return failed(checked.error(), c);
   uint64_t first = 0;
-  if (auto s = gpu_.download(&first, memory_slot_, sizeof first); !s) return failure(Correctness::Fail, s.error().message, c);
+  if (auto s = gpu_.download(&first, memory_slot_, sizeof first); !s) return failed(s.error(), c);
   if (std::string changed = cand_.module_memory_change(first); !changed.empty())
     return failure(Correctness::Fail, changed + " (on " + where(c) + "): a launch may keep nothing for the next", c);
   return std::nullopt;
@@ -94,10 +101,12 @@ std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeat
   peak_bytes_ = std::max(peak_bytes_, prepared->bytes);
   std::vector<std::vector<char>> first(prepared->outputs.size());
   for (int rep = 0; rep < repeats; ++rep) {
-    if (rep > 0)  // the same inputs again, the outputs poisoned as prepare poisons them
+    if (rep > 0) {  // the same inputs again, the outputs and the pool's other bytes poisoned as prepare poisons them
       for (auto& o : prepared->outputs)
         if (auto s = cu_check(gpu_.driver().cuMemsetD8(o.ptr(), kPoisonByte, o.bytes()), "poisoning the outputs"); !s)
-          return failure(Correctness::Fail, s.error().message, c);
+          return failed(s.error(), c);
+      if (auto s = prepared->poison_gaps(gpu_.driver()); !s) return failed(s.error(), c);
+    }
     if (auto f = launch_once(c, *prepared, run_case(c))) return f;
     auto verdict = ref_.check();
     if (!verdict) return harness_failure(verdict.error().message);
@@ -106,7 +115,7 @@ std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeat
     for (size_t i = 0; i < prepared->outputs.size() && repeats > 1; ++i) {
       std::vector<char> bytes(prepared->outputs[i].bytes());
       if (auto s = cu_check(gpu_.driver().cuMemcpyDtoH(bytes.data(), prepared->outputs[i].ptr(), bytes.size()), "reading an output"); !s)
-        return failure(Correctness::Fail, s.error().message, c);
+        return failed(s.error(), c);
       if (rep == 0) first[i] = std::move(bytes);
       else if (bytes != first[i])
         return failure(Correctness::Fail, "not deterministic on " + where(c) + ": run " + std::to_string(rep + 1) +

@@ -57,13 +57,13 @@ Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge,
                                                     CUresult& cuda) {
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   auto run = ref_.prepare(shape_, d_);
-  if (!run) return error("the reference process failed to draw the inputs: " + run.error().message);
+  if (!run) return error("the reference process failed to draw the inputs: ", run.error());
   bytes_ = std::max(bytes_, run->bytes);
   // Always the same bytes into the flush buffer and the slot: they say nothing of how many
   // launches came before, nor which are judged.
   if (auto s = cu_check(drv_.cuMemsetD8(slot_.ptr(), 0xff, slot_.bytes()), "clearing a check's slot"); !s) return s.error();
   if ((cuda = kernel.restore_module_memory()) != CUDA_SUCCESS) return error("resetting the module's memory failed");
-  if (auto s = kernel.snapshot_module_memory(checks_); !s) return s.error();
+  if (auto s = kernel.before_launch(checks_); !s) return s.error();
   if (auto s = cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2"); !s) return s.error();
   if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
   cuda = kernel.launch(spec_, d_, shape_, run->view(), nullptr, false);
@@ -79,7 +79,7 @@ Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge,
     return std::optional(failure(changed + " after the " + launch_name(pair) + ": a launch may keep nothing for the next"));
   if (!judge) return std::optional<StageFailure>();
   auto verdict = ref_.check();
-  if (!verdict) return error("the reference process failed to judge a timed launch: " + verdict.error().message);
+  if (!verdict) return error("the reference process failed to judge a timed launch: ", verdict.error());
   if (k == 0) kernelbench_pass_ = kernelbench_pass_ && verdict->kernelbench_pass;
   if (!verdict->pass)
     return std::optional(failure("wrong output during timing (" + launch_name(pair) + "): " + verdict->message +
@@ -97,7 +97,7 @@ Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
   };
   auto flush = gpu_.alloc(std::max<size_t>(gpu_.info().l2_bytes * 2, 64 << 20));
   auto slot = gpu_.alloc(sizeof(uint64_t));
-  if (!flush || !slot) return error(!flush ? flush.error().message : slot.error().message);
+  if (!flush || !slot) return !flush ? flush.error() : slot.error();
   flush_ = std::move(*flush), slot_ = std::move(*slot);
 
   UserTiming out;

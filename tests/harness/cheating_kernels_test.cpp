@@ -179,6 +179,44 @@ TEST_CASE("a kernel that keeps state in a string literal or past its last variab
   }
 }
 
+TEST_CASE("a kernel that counts its launches in the pages after its variable fails, naming the driver's page", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // The driver packs every module's variables into one shared 2 MiB page, 512 bytes a module: the
+  // 4 KiB page after a variable is writable, belongs to no variable of this module, and was not
+  // compared, so a counter there survived every launch.
+  for (const char* offset : {"4096ull + 64", "(1ull << 20)", "(2ull << 20) - 4096"}) {
+    std::string src = starter_with(softmax_spec(), kEntry, "__device__ const unsigned char pad_a = 1;\n" + kEntry);
+    src = starter_with_text(src, "const int group = threadIdx.x / kRowThreads;",
+                            std::string("unsigned* memo = (unsigned*)((((unsigned long long)&pad_a) & ~4095ull) + ") + offset +
+                                ");\n"
+                                "  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(memo, 1u);\n"
+                                "  if (*(volatile unsigned*)memo > 85) return;\n"
+                                "  const int group = threadIdx.x / kRowThreads;");
+    Verdict v = judge(softmax_spec(), src);
+    std::printf("a counter at the variable's page + %s: %s: %s\n", offset, correctness_name(v.correctness), v.message.c_str());
+    CHECK_FALSE(v.passed());
+    if (v.correctness == Correctness::Fail) CHECK_THAT(v.message, Catch::Contains("module memory changed"));
+  }
+}
+
+TEST_CASE("a counter kept in the slack after an output's last byte never counts: the slack is poisoned before every launch", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // The last word of the output's allocation, past its last element: before, allocations were
+  // the operand's exact size and no one wrote or compared these bytes, so a counter there made a
+  // file that stops working after a few launches (at the timed shape, 2^27 bytes, there is no
+  // slack and it does not count).
+  std::string src = starter_with_text(softmax_spec().starter_source(), "const int group = threadIdx.x / kRowThreads;",
+                                      "const unsigned long long end = (unsigned long long)(y + (long long)rows * cols);\n"
+                                      "  unsigned* memo = (unsigned*)(((end + (2ull << 20) - 1) & ~((2ull << 20) - 1)) - 4);\n"
+                                      "  const bool slack = (end & ((2ull << 20) - 1)) != 0;\n"
+                                      "  if (slack && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(memo, 1u);\n"
+                                      "  if (slack && *(volatile unsigned*)memo > 5 && *(volatile unsigned*)memo < 0x7fffffffu) return;\n"
+                                      "  const int group = threadIdx.x / kRowThreads;");
+  Verdict v = judge(softmax_spec(), src);
+  std::printf("a counter in the output's slack: %s: %s\n", correctness_name(v.correctness), v.message.c_str());
+  CHECK(v.correctness == Correctness::Pass);  // it never reaches 5: it computed every launch, and was checked doing so
+}
+
 TEST_CASE("a kernel that skips work in some moments of the GPU clock never passes", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
   // A timing window: it cannot know it is timed, so it guesses from the clock; checked launches
