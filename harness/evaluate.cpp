@@ -296,7 +296,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   if (!judged || judged->failures.at(0)) {
     StageFailure f;
     if (judged) f = *judged->failures.at(0);
-    else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message;
+    else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message, f.harness = judged.error().harness;
     f.at = {shape, *dtype, Recipe::Normal, seeds->timing_inputs};
     f.context_lost = sticky;
     return bench_fail(f);

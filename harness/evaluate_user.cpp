@@ -21,7 +21,11 @@ double since(std::chrono::steady_clock::time_point t0) {
 Result<UserReference*> Harness::user_reference(const UserTypeSpec& user) {
   auto it = user_references_.find(user.name);
   if (it != user_references_.end() && it->second->running()) return it->second.get();
-  if (it != user_references_.end()) user_references_.erase(it);  // stopped after a failure: a fresh one
+  // One reference process at a time: each holds a CUDA context, its pool and PyTorch's cached
+  // memory at its type's peak (tens of GB at KernelBench's sizes), so a run of several user types
+  // would otherwise keep every one of them and run out of memory. A stopped one (after a failure)
+  // is replaced by a fresh one too.
+  user_references_.clear();
   auto started = UserReference::start(*gpu_, user);
   if (!started) return started.error();
   return user_references_.emplace(user.name, std::move(*started)).first->second.get();
@@ -75,7 +79,7 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const KernelSpec& spec, c
     else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message;
     f.at = {shape, dtype, Recipe::Normal, 0, 0};
     f.context_lost = sticky;
-    return bench_fail(f, !judged && harness_error);
+    return bench_fail(f, !judged && (harness_error || judged.error().harness));
   }
   if (judged->failures.size() == 2 && judged->failures[1]) {
     judged->paired.best_failure = judged->failures[1]->message;

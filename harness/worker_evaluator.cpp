@@ -122,6 +122,12 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
       std::string why = child_.reap();
       spdlog::warn("worker ended after a lost CUDA context ({})", why);
       stop(true);
+    } else if (v.harness_error) {
+      // Whatever failed the harness (memory it could not get, a reference process that broke)
+      // may be state of this worker: the judgement again starts from a fresh worker, its
+      // context and its reference processes new.
+      spdlog::warn("worker {} is replaced after the harness failed in it: {}", child_.pid(), v.message.substr(0, 300));
+      stop(false);
     }
     return v;
   }
