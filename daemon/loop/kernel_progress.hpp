@@ -27,6 +27,11 @@ struct KernelProgress {
   /// What that is: "baseline_us in the config", "cuBLAS", "the starter" (the first row says).
   std::string baseline_source;
   double best_us = 0, best_throughput = 0, best_pct_peak = 0;
+  /// In memory only: the spread of the best's own launches when it was kept or judged again alone
+  /// (capped; 0 after a restart, the strictest allowance, until it is judged again). A best is
+  /// allowed this much noise beside a candidate, never the spread of the very pairing it could
+  /// make noisy itself.
+  double best_spread = 0;
   int experiments = 0;
   int consecutive_reverts = 0;
   double seconds = 0;

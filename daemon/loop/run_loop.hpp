@@ -142,11 +142,17 @@ class RunLoop {
 bool faster_than_best(const Verdict& v, double best_us, double keep_threshold);
 
 /// Why the best timed beside a candidate cannot be trusted in that pairing: it failed its own
-/// checks there, or it ran slower than the time it was kept at by more than kBestSlowdownAllowance
-/// plus its own spread; "" when it can. A best that sandbags when paired would otherwise make
-/// every candidate look fast.
-std::string best_out_of_line(const Verdict& v, double kept_us);
+/// checks there, it ran slower than the time it was kept at by more than kBestSlowdownAllowance
+/// plus the spread it had when kept (`kept_spread`), or its launches spread wider than then by
+/// more than kBestNoiseAllowance; "" when it can. A best that sandbags, or makes its own timing
+/// noisy, when paired would otherwise make every candidate look fast.
+std::string best_out_of_line(const Verdict& v, double kept_us, double kept_spread);
 inline constexpr double kBestSlowdownAllowance = 0.05;
+inline constexpr double kBestNoiseAllowance = 0.05;
+/// The most spread a best is credited with: a file that times noisily buys no wider allowance.
+inline constexpr double kKeptSpreadCap = 0.05;
+/// The spread of a kept (or re-judged) file's own launches, as best_out_of_line credits it.
+double kept_spread(const Verdict& v);
 
 /// The commit message of a kept experiment, metrics as trailers.
 std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit);

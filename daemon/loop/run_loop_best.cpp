@@ -53,6 +53,7 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
                       "), but a newer best was kept meanwhile: nothing changes";
   } else if (v.passed()) {
     row.correctness = kBestJudgedAgain;
+    k.best_spread = kept_spread(v);
     row.description = format_numbers("the best judged again on its own: %.2f us now, kept at %.2f us", latency, k.best_us);
   } else if (chain.size() < 2) {
     row.description = "the best judged again on its own fails, with no earlier best to go back to";
@@ -80,6 +81,7 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
     row.commit = *sha;
     push_history();
     k.best_version++;
+    k.best_spread = 0;  // the earlier best's spread was not kept: the strictest allowance until judged again
   }
   if (auto s = record(row); !s) return s;
   if (auto s = ledger_->remove(n); !s) return s;

@@ -286,7 +286,7 @@ Status RunLoop::finish(FinishedJob f) {
     return stale_.judged_again++, judge_again(std::move(job));
   cost_usd_ += proposal.cost_usd;
   const double latency = v.timing ? v.timing->median_us : 0;
-  const std::string doubt = baseline || !v.passed() || stale ? "" : best_out_of_line(v, k.best_us);
+  const std::string doubt = baseline || !v.passed() || stale ? "" : best_out_of_line(v, k.best_us, k.best_spread);
   const bool keep = v.passed() && doubt.empty() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
 
   ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
@@ -326,6 +326,7 @@ Status RunLoop::finish(FinishedJob f) {
     at("committed");
     push_history();
     k.best_version++;
+    k.best_spread = kept_spread(v);
   }
   if (auto s = record(row); !s) return s;
   if (auto s = ledger_->remove(n); !s) return s;

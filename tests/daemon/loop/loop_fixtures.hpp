@@ -92,6 +92,7 @@ class ScriptedEvaluator : public Evaluator {
       const size_t r = line.find(" ratio=");
       v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), pair_noise};
       if (const size_t b = line.find(" best_us="); b != std::string::npos) v.paired.best_us = std::stod(line.substr(b + 9));
+      if (const size_t b = line.find(" best_spread="); b != std::string::npos) v.paired.best_spread = std::stod(line.substr(b + 13));
     }
     v.correctness = Correctness::Pass;
     v.timing = Timing{100, us, us, us, us, us, us + 3};

@@ -159,6 +159,27 @@ TEST_CASE("a best that runs slower beside a candidate than when kept is judged a
   CHECK(standing.back().experiment == 5);
 }
 
+TEST_CASE("a best whose launches spread wide beside a candidate keeps nothing beside it and is judged again alone", "[loop][best]") {
+  // Its allowance is the spread it had when kept (0 here), never the pairing's: a spread of 0.225
+  // once widened the allowance to 1.27x of its kept time.
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.001;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(80, "A");
+  pr.queue.push_back({"// us=70 best_us=82 best_spread=0.225\nB\n", "B", 10, 0});
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 1\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].kept);                   // A
+  CHECK_FALSE(rows[2].kept);             // B, though 0.875x of the best beside it
+  CHECK_THAT(rows[2].failure, Catch::Contains("spread 22.5%") && Catch::Contains("judged again on its own"));
+  CHECK(rows[3].correctness == "BEST_PASS");
+  CHECK(ev.best_sources[3].empty());     // judged alone
+}
+
 TEST_CASE("a best judged again that passes keeps its place at the time it takes now, and no revert is counted", "[loop][best]") {
   TempDir dir;
   ScriptedEvaluator ev;
@@ -181,15 +202,37 @@ TEST_CASE("a best is out of line when it fails its own checks or runs slower tha
   Verdict v;
   v.correctness = Correctness::Pass;
   v.paired = {100, 104, 0.9, 0.002, 0.02, ""};
-  CHECK(best_out_of_line(v, 100).empty());                 // within 5% + its spread
+  CHECK(best_out_of_line(v, 100, 0.02).empty());           // within 5% + its spread when kept
   v.paired.best_us = 140;
-  CHECK_THAT(best_out_of_line(v, 100), Catch::Contains("40% slower"));
+  CHECK_THAT(best_out_of_line(v, 100, 0.02), Catch::Contains("40% slower"));
   v.paired.best_us = 100;
   v.paired.best_failure = "wrong output during timing (timed launch 3 of 100)";
-  CHECK_THAT(best_out_of_line(v, 100), Catch::Contains("failed its own checks"));
+  CHECK_THAT(best_out_of_line(v, 100, 0.02), Catch::Contains("failed its own checks"));
   CHECK_FALSE(v.paired.clears(0.01));
   v.paired.pairs = 0;
-  CHECK(best_out_of_line(v, 100).empty());
+  CHECK(best_out_of_line(v, 100, 0.02).empty());
+}
+
+TEST_CASE("a best that makes its own timing noisy when paired widens no allowance: it is judged again", "[loop][best]") {
+  // Seen: a best whose launches spread 0.225 beside a candidate ran 1.07x its kept time, and the
+  // allowance, 5% plus the spread of that very pairing, let it run up to 1.27x before any doubt.
+  Verdict v;
+  v.correctness = Correctness::Pass;
+  v.paired = {100, 107, 0.95, 0.01, 0.225, ""};
+  CHECK_THAT(best_out_of_line(v, 100, 0.01), Catch::Contains("7% slower"));
+  v.paired.best_us = 103;  // inside its kept allowance, but far noisier than it was kept
+  CHECK_THAT(best_out_of_line(v, 100, 0.01), Catch::Contains("spread 22.5%") && Catch::Contains("1.0% when it was kept"));
+  v.paired.best_spread = 0.03;
+  CHECK(best_out_of_line(v, 100, 0.01).empty());
+}
+
+TEST_CASE("the spread a best is credited with is its own when kept, capped", "[loop][best]") {
+  Verdict v;
+  CHECK(kept_spread(v) == 0);  // no timing: nothing credited
+  v.timing = Timing{100, 100, 90, 130, 98, 102};
+  CHECK(kept_spread(v) == Approx(0.04));
+  v.timing->p90_us = 160;
+  CHECK(kept_spread(v) == Approx(kKeptSpreadCap));
 }
 
 TEST_CASE("the keep rule: paired when the harness paired, else the median against the best", "[loop]") {
