@@ -34,8 +34,9 @@
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
 #   scripts/gpu-round.sh trust    on the GPU machine: the [gpu][cheat] suite, the rest of [gpu], the
 #                                 starters benched 5 times paired with themselves, 10 candidates'
-#                                 full evaluation, the loop against scripts/scripted-llm-server.py
-#                                 --cheats, and the processes left behind; writes trust.tar.gz
+#                                 full evaluation (and the same by the build bundle-before left, if
+#                                 any), the loop against scripts/scripted-llm-server.py --cheats,
+#                                 and the processes left behind; writes trust.tar.gz
 #   scripts/gpu-round.sh tensor   on the GPU machine: the tensor-map and cluster tests, the tensor-core
 #                                 variants benched in fp16 and bf16, the libraries timed the same
 #                                 way, then config/tensor-cores.toml (TENSOR_LOOP=0 skips it);
@@ -200,6 +201,16 @@ trust() {
     knob_variants
     "$ak" bench "${files[@]}" --kernel "$type" --beside starter --json > "$work/candidates-$type.jsonl" || echo "candidates $type exit $?"
   done
+  if [[ -x .gpu-bundle/before/autokernel ]]; then
+    echo "== the same, by the bundled earlier build (bundle-before), on this GPU in this call"
+    for type in rmsnorm softmax; do
+      knob_variants
+      LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench starter starter \
+        starter starter starter --kernel "$type" --beside starter --json > "$work/before-starters-$type.jsonl" || echo "before bench $type exit $?"
+      LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench "${files[@]}" \
+        --kernel "$type" --beside starter --json > "$work/before-candidates-$type.jsonl" || echo "before candidates $type exit $?"
+    done
+  fi
   python3 - "$work" <<'PY'
 import json, sys, glob, statistics
 for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
