@@ -205,9 +205,9 @@ trust() {
     echo "== the same, by the bundled earlier build (bundle-before), on this GPU in this call"
     for type in rmsnorm softmax; do
       knob_variants
-      LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench starter starter \
+      LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench starter starter \
         starter starter starter --kernel "$type" --beside starter --json > "$work/before-starters-$type.jsonl" || echo "before bench $type exit $?"
-      LD_LIBRARY_PATH=$PWD/.gpu-bundle/before/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench "${files[@]}" \
+      LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64 .gpu-bundle/before/autokernel bench "${files[@]}" \
         --kernel "$type" --beside starter --json > "$work/before-candidates-$type.jsonl" || echo "before candidates $type exit $?"
     done
   fi
