@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -129,6 +130,8 @@ bool outside_its_module(const std::string& module_type, const std::string& kerne
 }  // namespace
 
 Result<std::vector<nlohmann::json>> read_records(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return error(path + ": is a directory, not a file of activity records");
   std::ifstream in(path);
   if (!in) return error(path + ": no activity records (did the program run any CUDA kernel?)");
   std::vector<nlohmann::json> out;
