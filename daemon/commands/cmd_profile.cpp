@@ -97,7 +97,8 @@ int profile_command(const Args& args) {
       return std::fprintf(stderr, "autokernel profile: --modules: %s\n", s.error().message.c_str()), kExitFailure;
   auto t0 = std::chrono::steady_clock::now();
   int rc = run_profiled(cmd, records, hook_dir);
-  if (modules) fs::remove_all(hook_dir);
+  std::error_code ec;
+  if (modules) fs::remove_all(hook_dir, ec);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto raw = read_records(records);
   Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
