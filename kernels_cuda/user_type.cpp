@@ -476,7 +476,7 @@ Result<std::string> read_beside(const std::string& spec_path, const std::string&
   const fs::path p = fs::path(relative).is_absolute() ? fs::path(relative) : fs::path(spec_path).parent_path() / relative;
   auto text = read_file_text(p.string());
   if (!text)
-    return error(spec_path + ": " + what + " = \"" + relative + "\": " + text.error().message +
+    return error(spec_path + ": " + what + " = \"" + relative + "\": cannot read " + text.error().message +
                  " (the path is relative to the spec file)");
   return text;
 }
@@ -485,7 +485,7 @@ Result<std::string> read_beside(const std::string& spec_path, const std::string&
 
 Result<UserTypeSpec> load_user_type(const std::string& path) {
   auto text = read_file_text(path);
-  if (!text) return error(text.error().message + " (the user type's spec)");
+  if (!text) return error("cannot read the user type's spec: " + text.error().message);
   auto spec = parse_user_type(*text, path);
   if (!spec) return spec;
   auto reference = read_beside(path, spec->reference, "reference");
