@@ -69,11 +69,10 @@ std::string kernelbench_section(const KernelBenchScores& s) {
 Result<RunSnapshot> read_run(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    const bool there = !ec && fs::exists(dir, ec);
-    return error(dir + ": " + (ec ? "cannot read: " + ec.message() : there ? "not a folder" : "no such folder") +
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found || ec || !fs::is_directory(st))
+    return error(dir + ": " + (st.type() == fs::file_type::not_found ? "no such folder" : ec ? "cannot read: " + ec.message() : "not a folder") +
                  " (give the run folder, workdir/name of the config)");
-  }
   RunSnapshot s;
   s.dir = dir;
   auto table = read_results_table(dir + "/results.tsv");

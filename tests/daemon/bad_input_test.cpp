@@ -68,15 +68,17 @@ std::vector<std::pair<std::string, std::string>> base_files() {
           {"ops/autokernel_ops/manifest.json", "{\"ops\": []}"}};
 }
 
-std::string kernel_entry(const std::string& shape) { return "\n[[kernel]]\ntype = \"rmsnorm\"\nshape = " + shape + "\n"; }
+std::string kernel_entry(const std::string& shape, const std::string& weight = "1") {
+  return "\n[[kernel]]\ntype = \"rmsnorm\"\nshape = " + shape + "\nweight = " + weight + "\n";
+}
 
 // clang-format off
 const std::vector<BadInput> kCases = {
   // A config: given by its bare file name, a folder, empty, not TOML, cut short, not UTF-8, huge numbers.
   {"a config given by its bare file name, with a misspelt key", {{"bad.toml", "[run]\nnmae = \"x\"\n" + kernel_entry("[8, 8]")}},
    "{ak} config check bad.toml", "bad.toml:2: unknown key 'run.nmae'"},
-  {"run from the config's folder, by its bare name, a kernel listed twice", {{"dup.toml", kConfig + kernel_entry("[4096, 4096]")}},
-   "{ak} run --config dup.toml", "dup.toml:8: [[kernel]] rmsnorm 4096x4096 fp16 is the kernel of line 4 again"},
+  {"run from the config's folder, by its bare name, a kernel listed twice", {{"dup.toml", kConfig + "weight = 0.5\n" + kernel_entry("[4096, 4096]", "0.5")}},
+   "{ak} run --config dup.toml", "dup.toml:9: [[kernel]] rmsnorm 4096x4096 fp16 is the kernel of line 4 again"},
   {"a config that is a folder", {{"c.toml", kFolder}}, "{ak} config check c.toml", "c.toml: is a directory"},
   {"a config that does not exist", {}, "{ak} config check nowhere.toml", "nowhere.toml: no such file"},
   {"an empty config", {{"c.toml", ""}}, "{ak} config check c.toml", "c.toml: no [[kernel]] entries"},
@@ -96,8 +98,8 @@ const std::vector<BadInput> kCases = {
    "c.toml:2: [[kernel]] rmsnorm shape 2147483648x2147483648: its operand"},
   {"a matmul whose sizes multiply past 2^62", {{"c.toml", "[[kernel]]\ntype = \"matmul\"\nshape = [2147483648, 2147483648, 2147483648]\n"}},
    "{ak} config check c.toml", "its sizes multiply past 2^62"},
-  {"a kernel listed twice", {{"c.toml", kernel_entry("[64, 64]") + kernel_entry("[64, 64]")}}, "{ak} config check c.toml",
-   "c.toml:6: [[kernel]] rmsnorm 64x64 fp16 is the kernel of line 2 again"},
+  {"a kernel listed twice", {{"c.toml", kernel_entry("[64, 64]", "0.5") + kernel_entry("[64, 64]", "0.5")}}, "{ak} config check c.toml",
+   "c.toml:7: [[kernel]] rmsnorm 64x64 fp16 is the kernel of line 2 again"},
   {"a workdir that is a file", {{"c.toml", "[run]\nworkdir = \"w\"\n" + kernel_entry("[8, 8]")}, {"w", "a file\n"}},
    "{ak} config check c.toml", "c.toml: [run] workdir = \"w\", name = \"autokernel\": the run folder"},
   {"a run folder that is a file", {{"c.toml", "[run]\nname = \"f\"\n" + kernel_entry("[8, 8]")}, {"runs/f", "a file\n"}},
