@@ -59,9 +59,10 @@ std::optional<std::string> shape_problem(const Config& cfg, const KernelEntry& k
     if (!a.is_buffer() || !a.numel) continue;
     long long bytes = 0;
     const int64_t n = a.numel(k.shape);
-    if (n < 0 || __builtin_mul_overflow(n, (long long)elem_size(a.elem, *dtype), &bytes) || bytes > kMaxOperandBytes)
-      return where + "its operand " + a.name + " would take " + (n < 0 || bytes <= 0 ? "more than 2^63" : std::to_string(bytes >> 30)) +
-             " GiB: no GPU holds it; give a smaller shape";
+    const bool overflow = n < 0 || __builtin_mul_overflow(n, (long long)elem_size(a.elem, *dtype), &bytes);
+    if (overflow || bytes > kMaxOperandBytes)
+      return where + "its operand " + a.name + " would take " + (overflow ? "more than 8 EiB" : std::to_string(bytes >> 30) + " GiB") +
+             ": no GPU holds it; give a smaller shape";
   }
   if (spec->shape_error)
     if (std::string why = spec->shape_error(k.shape); !why.empty()) return where + why;
