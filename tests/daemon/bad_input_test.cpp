@@ -234,7 +234,7 @@ TEST_CASE("a config given by its bare file name checks from its own folder", "[c
   CHECK_THAT(r.out, Catch::Contains("config.toml: ok") && Catch::Contains(d.path.string() + "/runs/r"));
 }
 
-TEST_CASE("status shows the rows after a damaged one and names it; the run folder is left as it is", "[cli][bad-input]") {
+TEST_CASE("status shows the rows after a damaged one and names it, leaving the run folder as it is", "[cli][bad-input]") {
   TempDir d;
   BadInput c{"", {{"r/results.tsv", results_header() + "\n" + row(1, "baseline", true) + "2\trmsnorm\tnot a row\n" + row(3) + row(4)}}, "", ""};
   prepare(d, c);
