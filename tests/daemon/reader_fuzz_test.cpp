@@ -41,7 +41,7 @@ unsigned fuzz_seed(const char* reader) {
   return seed;
 }
 
-/// Rounds per reader: about a minute for the four on a 2-core machine.
+/// Rounds per reader: the four take seconds on a 2-core machine, well inside a minute.
 int rounds(int otherwise) { return int(env_number("AK_FUZZ_ROUNDS", unsigned(otherwise))); }
 
 class Mutator {
@@ -225,7 +225,7 @@ TEST_CASE("the config reader answers every mutation of a valid config with a con
   test::TempDir d;
   const std::string path = (d.path / "fuzz.toml").string();
   REQUIRE(parse_config(kConfig, path).ok());
-  for (int i = rounds(20000); i-- > 0;) {
+  for (int i = rounds(50000); i-- > 0;) {
     const std::string text = m.text(kConfig);
     INFO(text);
     CHECK_NOTHROW([&] {
@@ -239,7 +239,7 @@ TEST_CASE("the config reader answers every mutation of a valid config with a con
 TEST_CASE("the profile reader answers every mutation of a valid profile with a profile or an error, and plan reads what it accepts", "[fuzz]") {
   Mutator m(fuzz_seed("profile"));
   REQUIRE(profile_from_json(profile()).ok());
-  for (int i = rounds(8000); i-- > 0;) {
+  for (int i = rounds(20000); i-- > 0;) {
     const bool as_text = m.below(2) == 0;
     const std::string text = as_text ? m.text(profile().dump()) : dump(m.json(profile()));
     INFO(text);
@@ -263,7 +263,7 @@ TEST_CASE("the state reader refuses every mutation of state.json it cannot read,
   Mutator m(fuzz_seed("state"));
   test::TempDir d;
   const std::string path = (d.path / "state.json").string();
-  for (int i = rounds(3000); i-- > 0;) {
+  for (int i = rounds(10000); i-- > 0;) {
     const bool as_text = m.below(2) == 0;
     const std::string text = as_text ? m.text(state().dump()) : dump(m.json(state()));
     INFO(text);
@@ -289,7 +289,7 @@ TEST_CASE("the results reader keeps every whole row of a mutated table, and the 
   QuietLog quiet;
   test::TempDir d;
   const std::string path = (d.path / "results.tsv").string();
-  for (int i = rounds(600); i-- > 0;) {
+  for (int i = rounds(2000); i-- > 0;) {
     const std::string text = m.text(results());
     INFO(text);
     {
