@@ -4,12 +4,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "common/file_text.hpp"
 #include "common/toml_words.hpp"
 #include "kernels_cuda/registry.hpp"
 
@@ -340,7 +340,15 @@ const char* provider_name(ProviderKind p) {
 std::string Config::run_dir() const {
   namespace fs = std::filesystem;
   fs::path base = fs::path(run.workdir);
-  if (base.is_relative()) base = fs::absolute(fs::path(path).parent_path()) / base;
+  if (base.is_relative()) {
+    // A config named by its bare file name lies in the working folder: its parent path is empty,
+    // which fs::absolute refuses.
+    fs::path folder = fs::path(path).parent_path();
+    if (folder.empty()) folder = ".";
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(folder, ec);   // fails only when the working folder is gone
+    base = (ec ? folder : absolute) / base;
+  }
   return (base / run.name).lexically_normal().string();
 }
 
@@ -390,11 +398,9 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
 }
 
 Result<Config> load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return error(path + ": cannot read the config file (does it exist? is it readable?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path);
+  auto text = read_file_text(path);
+  if (!text) return error(text.error().message + " (the config file: give the path of a TOML config, e.g. config/example.toml)");
+  return parse_config(*text, path);
 }
 
 }  // namespace ak

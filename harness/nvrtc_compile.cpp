@@ -3,10 +3,13 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <sstream>
+
+#include "common/parse_number.hpp"
 
 namespace ak {
 namespace {
@@ -25,6 +28,13 @@ std::string program_log(nvrtcProgram p) {
   if (n) nvrtcGetProgramLog(p, log.data());
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
+}
+
+/// One number of a ptxas statistics line; a line a candidate forged with a number past an int
+/// (through a #pragma message) reads as the largest int rather than ending the worker.
+int statistic(const std::string& digits) {
+  auto v = parse_integer(digits);
+  return v && *v <= std::numeric_limits<int>::max() ? int(*v) : std::numeric_limits<int>::max();
 }
 
 /// Splits NVRTC's log into diagnostics (returned) and ptxas statistics (parsed into functions).
@@ -51,12 +61,12 @@ std::string parse_ptxas(const std::string& log, std::vector<FunctionInfo>& funct
     if (std::regex_search(line, m, compiling) || std::regex_search(line, m, entry)) {
       current = find(m[1]);
     } else if (current && std::regex_search(line, m, frame)) {
-      current->stack_bytes = std::stoi(m[1]);
-      current->spill_stores = std::stoi(m[2]);
-      current->spill_loads = std::stoi(m[3]);
+      current->stack_bytes = statistic(m[1]);
+      current->spill_stores = statistic(m[2]);
+      current->spill_loads = statistic(m[3]);
     } else if (current && std::regex_search(line, m, regs)) {
-      current->registers = std::stoi(m[1]);
-      if (std::regex_search(line, m, smem)) current->static_smem_bytes = std::stoi(m[1]);
+      current->registers = statistic(m[1]);
+      if (std::regex_search(line, m, smem)) current->static_smem_bytes = statistic(m[1]);
     }
   }
   while (!diagnostics.empty() && diagnostics.back() == '\n') diagnostics.pop_back();

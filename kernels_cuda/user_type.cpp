@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -10,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "common/file_text.hpp"
+#include "common/parse_number.hpp"
 #include "common/toml_words.hpp"
 
 #include "kernels_cuda/registry.hpp"
@@ -449,7 +450,7 @@ std::optional<int64_t> module_global(const std::string& source, const std::strin
   if (!std::regex_search(source, m, re)) return std::nullopt;
   std::string digits = m[3];
   digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
-  return std::stoll(digits);
+  return parse_integer(digits);   // nineteen digits may pass a long long: nullopt, refused as no size
 }
 
 }  // namespace
@@ -473,23 +474,19 @@ namespace {
 Result<std::string> read_beside(const std::string& spec_path, const std::string& relative, const char* what) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(relative).is_absolute() ? fs::path(relative) : fs::path(spec_path).parent_path() / relative;
-  std::ifstream in(p, std::ios::binary);
-  if (!in || fs::is_directory(p))
-    return error(spec_path + ": " + what + " = \"" + relative + "\": cannot read " + p.string() +
+  auto text = read_file_text(p.string());
+  if (!text)
+    return error(spec_path + ": " + what + " = \"" + relative + "\": cannot read " + text.error().message +
                  " (the path is relative to the spec file)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return text;
 }
 
 }  // namespace
 
 Result<UserTypeSpec> load_user_type(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(path + ": cannot read the user type's spec (does it exist? is it readable?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto spec = parse_user_type(ss.str(), path);
+  auto text = read_file_text(path);
+  if (!text) return error("cannot read the user type's spec: " + text.error().message);
+  auto spec = parse_user_type(*text, path);
   if (!spec) return spec;
   auto reference = read_beside(path, spec->reference, "reference");
   if (!reference) return reference.error();

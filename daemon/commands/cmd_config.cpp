@@ -4,6 +4,7 @@
 #include "config/config.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
+#include "daemon/loop/run_preflight.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -11,8 +12,10 @@ namespace ak {
 int config_command(const Args& args) {
   std::string action, file;
   ArgParser p("autokernel config check FILE",
-              "Reads a config file and checks every key, type and range; names the file, line\n"
-              "and key of each problem. Exit 0 when the file is good, 2 when it is not.");
+              "Reads a config file and checks every key, type and range, and everything `run` checks\n"
+              "before it needs a GPU (the run folder can be made, shapes fit a GPU, no kernel listed\n"
+              "twice, a first file for every kernel); names the file, line and key of each problem.\n"
+              "Exit 0 when the file is good, 2 when it is not.");
   p.positional("check", "the action (only 'check' exists)", &action).positional("FILE", "the TOML config", &file);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (action != "check") {
@@ -22,6 +25,10 @@ int config_command(const Args& args) {
   auto cfg = load_config(file);
   if (!cfg) {
     std::fprintf(stderr, "%s\n", cfg.error().message.c_str());
+    return kExitUsage;
+  }
+  if (auto s = check_before_gpu(*cfg); !s) {   // what `run` checks before it needs a GPU
+    std::fprintf(stderr, "%s\n", s.error().message.c_str());
     return kExitUsage;
   }
   std::printf("%s: ok\n  run %s in %s\n  proposer: %s%s\n  convergence: %d reverts, %.0f%% of peak, %.1f h per kernel, %.2gx, keep at %.1f%%\n",

@@ -74,7 +74,8 @@ int kernelbench_command(const Args& args) {
   std::map<std::string, int> refusals;
   for (auto& file : files) {
     const std::string shown = terminal_safe(file);
-    if (!fs::is_regular_file(file)) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
       std::printf("%s: refused: no such file\n", shown.c_str());
       ++refusals["no such file"];
       continue;
@@ -102,7 +103,8 @@ int kernelbench_command(const Args& args) {
       std::fprintf(stderr, "autokernel kernelbench: %s\n", spec.error().message.c_str());
       return kExitFailure;
     }
-    spec_paths.push_back(fs::relative(*spec, config.parent_path()).generic_string());
+    const fs::path relative = fs::relative(*spec, config.parent_path(), ec);
+    spec_paths.push_back((ec || relative.empty() ? *spec : relative).generic_string());
     std::printf("%s: accepted (%s) as %s -> %s\n", shown.c_str(), analysis->value("kind", std::string()).c_str(),
                 name.c_str(), terminal_safe(spec->string()).c_str());
   }

@@ -13,6 +13,7 @@
 #include <cupti.h>
 #include <nlohmann/json.hpp>
 
+#include "common/parse_number.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/arg_parser.hpp"
@@ -96,7 +97,8 @@ int profile_command(const Args& args) {
       return std::fprintf(stderr, "autokernel profile: --modules: %s\n", s.error().message.c_str()), kExitFailure;
   auto t0 = std::chrono::steady_clock::now();
   int rc = run_profiled(cmd, records, hook_dir);
-  if (modules) fs::remove_all(hook_dir);
+  std::error_code ec;
+  if (modules) fs::remove_all(hook_dir, ec);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto raw = read_records(records);
   Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
@@ -148,9 +150,11 @@ int plan_command(const Args& args) {
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   auto profile = read_profile(file);
   if (!profile) return std::fprintf(stderr, "autokernel plan: %s\n", profile.error().message.c_str()), kExitUsage;
-  const double s = std::atof(target.c_str());
+  const double s = parse_decimal(target).value_or(0);
   if (s < 1) return std::fprintf(stderr, "autokernel plan: --target %s: expected a speedup of at least 1\n", target.c_str()), kExitUsage;
-  Plan plan = make_plan(*profile, size_t(std::max(1, std::atoi(top.c_str()))), s);
+  const long long rows = parse_integer(top).value_or(0);
+  if (rows < 1) return std::fprintf(stderr, "autokernel plan: --top %s: expected a number of kernels, at least 1\n", top.c_str()), kExitUsage;
+  Plan plan = make_plan(*profile, size_t(rows), s);
   std::string toml = plan_toml(plan, fs::path(file).filename().string());
   if (!user_types.empty()) {
     const auto offers = user_type_offers(plan);

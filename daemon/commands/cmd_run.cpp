@@ -15,6 +15,7 @@
 #include "daemon/loop/llm_proposer.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/loop/run_preflight.hpp"
 #include "harness/cuda_driver.hpp"
 #include "harness/worker_environment.hpp"
 #include "harness/worker_evaluator.hpp"
@@ -46,7 +47,7 @@ int run_command(const Args& args) {
   if (file.empty()) return std::fprintf(stderr, "autokernel run: --config FILE is required\n"), kExitUsage;
   auto cfg = load_config(file);
   if (!cfg) return std::fprintf(stderr, "%s\n", cfg.error().message.c_str()), kExitUsage;
-  if (auto why = first_file_missing(*cfg)) return std::fprintf(stderr, "%s\n", why->c_str()), kExitUsage;
+  if (auto s = check_before_gpu(*cfg); !s) return std::fprintf(stderr, "%s\n", s.error().message.c_str()), kExitUsage;
   if (auto drv = cuda_driver(); !drv) {
     std::fprintf(stderr,
                  "autokernel run: a GPU is needed: %s.\nWithout a GPU these work: autokernel config check %s, "

@@ -67,7 +67,10 @@ int verify_command(const Args& args) {
     if (!parsed) return std::fprintf(stderr, "autokernel verify: --profile %s\n", parsed.error().message.c_str()), kExitUsage;
     profile = *parsed;
   }
-  const std::string report_path = fs::temp_directory_path().string() + "/autokernel-verify-" + std::to_string(getpid()) + ".json";
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);   // fails where TMPDIR names no folder
+  if (ec) return std::fprintf(stderr, "autokernel verify: no folder for temporary files: %s (is TMPDIR a folder?)\n", ec.message().c_str()), kExitUsage;
+  const std::string report_path = tmp.string() + "/autokernel-verify-" + std::to_string(getpid()) + ".json";
   std::vector<std::string> runner{"--model", fs::absolute(model).string(), "--json", report_path, "--dtype", dtype, "--steps", steps};
   if (compile) runner.push_back("--compile");
   if (!compile_mode.empty()) runner.insert(runner.end(), {"--compile-mode", compile_mode});

@@ -1,8 +1,6 @@
 #include "daemon/commands/kernel_file.hpp"
 
-#include <fstream>
-#include <sstream>
-
+#include "common/file_text.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "kernels_cuda/variants.hpp"
@@ -29,19 +27,14 @@ Result<const KernelSpec*> spec_for(const std::string& type) {
 
 Result<std::string> read_kernel_file(const std::string& path, const KernelSpec& spec) {
   if (path.empty() || path == "starter") return spec.starter_source();
-  std::ifstream in(path);
-  if (!in) {
-    std::string names;
-    for (auto& v : kernel_variants(spec.type)) {
-      if (v.name == path) return *v.source;   // a structure of the library, by name
-      names += (names.empty() ? "" : ", ") + v.name;
-    }
-    return error(path + ": cannot read the kernel file, and " + spec.type + " has no structure of that name (" +
-                 names + ")");
+  auto text = read_file_text(path);
+  if (text) return text;
+  std::string names;
+  for (auto& v : kernel_variants(spec.type)) {
+    if (v.name == path) return *v.source;   // a structure of the library, by name
+    names += (names.empty() ? "" : ", ") + v.name;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return error(text.error().message + " (a kernel file), and " + spec.type + " has no structure of that name (" + names + ")");
 }
 
 }  // namespace ak

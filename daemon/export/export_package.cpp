@@ -10,6 +10,7 @@
 #include "daemon/export/export_compile.hpp"
 #include "daemon/export/kernel_launcher.hpp"
 #include "daemon/loop/run_directory.hpp"
+#include "daemon/loop/state_file.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 
@@ -133,13 +134,13 @@ std::string capability(const std::string& arch) {
 
 Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
                                                  std::vector<std::string>& left_out) {
-  auto text = read_text(run_dir + "/state.json");
-  if (!text) return error(run_dir + " is not a run folder (no state.json): give the folder autokernel run wrote, e.g. runs/<name>");
-  auto state = nlohmann::json::parse(*text, nullptr, false);
-  if (state.is_discarded() || !state.contains("kernels")) return error(run_dir + "/state.json: not a run's state");
+  auto state = read_state_file(run_dir + "/state.json");
+  if (!state) return state.error();
+  if (!state->contains("kernels"))
+    return error(run_dir + " is not a run folder (no state.json listing kernels): give the folder autokernel run wrote, e.g. runs/<name>");
   const RunDirectory run(run_dir);
   std::map<std::string, std::pair<double, ExportedKernel>> best_of_type;  // type -> (weight, kernel)
-  for (auto& k : state["kernels"]) {
+  for (auto& k : (*state)["kernels"]) {
     ExportedKernel e;
     e.type = k.value("type", "");
     e.tag = k.value("tag", "");

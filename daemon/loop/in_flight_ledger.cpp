@@ -12,14 +12,27 @@ namespace ak {
 
 Status InFlightLedger::load() {
   entries_.clear();
-  if (!std::filesystem::exists(path_)) return ok();
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec) && !ec) return ok();
   auto text = read_text(path_);
   if (!text) return text.error();
   auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_array())
-    return error(path_ + " is not the JSON list the daemon writes; move it aside to start without it "
-                 "(the experiments it named are then neither re-run nor skipped)");
-  for (auto& e : j) {
+  const std::string aside = "; move it aside to start without it (the experiments it named are then neither re-run nor skipped)";
+  if (!j.is_array()) return error(path_ + " is not the JSON list the daemon writes" + aside);
+  for (size_t i = 0; i < j.size(); ++i) {
+    nlohmann::json& e = j[i];
+    if (!e.is_object()) return error(path_ + ": entry " + std::to_string(i) + " is not an object" + aside);
+    for (const char* key : {"experiment", "tag", "device", "description", "structure_move", "tokens", "cost_usd", "started_s"}) {
+      auto it = e.find(key);
+      if (it == e.end()) continue;
+      if (it->is_null()) {   // what the daemon writes of a NaN: read as absent
+        e.erase(it);
+        continue;
+      }
+      const std::string k = key;
+      const bool fits = k == "tag" || k == "description" ? it->is_string() : k == "structure_move" ? it->is_boolean() : it->is_number();
+      if (!fits) return error(path_ + ": entry " + std::to_string(i) + "'s " + k + " is a " + it->type_name() + aside);
+    }
     InFlight f;
     f.experiment = e.value("experiment", 0LL);
     f.tag = e.value("tag", "");

@@ -3,6 +3,8 @@
 #include <regex>
 #include <sstream>
 
+#include "common/parse_number.hpp"
+
 namespace ak {
 namespace {
 const std::regex kKnobLine(R"(^([ \t]*#[ \t]*define[ \t]+)(AK_[A-Z0-9_]+)([ \t]+)(-?\d+)\b)");
@@ -13,7 +15,8 @@ Knobs read_knobs(const std::string& source) {
   std::istringstream in(source);
   std::smatch m;
   for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, m, kKnobLine)) k[m[2]] = std::stoll(m[4]);
+    if (std::regex_search(line, m, kKnobLine))
+      if (auto v = parse_integer(m[4].str())) k[m[2]] = *v;   // a value past a long long is no knob the tuner moves
   return k;
 }
 

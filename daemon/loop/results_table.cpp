@@ -6,9 +6,12 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
+#include <spdlog/spdlog.h>
+
+#include "common/file_text.hpp"
+#include "common/parse_number.hpp"
 #include "common/text_escape.hpp"
 
 namespace ak {
@@ -88,111 +91,182 @@ std::string format_row(const ResultRow& r) {
          num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5) + "\t" + move_name(r.move) + "\t" + clean(r.failure);
 }
 
+namespace {
+
+/// Reads fields in order, each checked whole; the first bad one names its column and its text.
+class FieldReader {
+ public:
+  explicit FieldReader(const std::vector<std::string>& f) : f_(f) {}
+  long long integer(size_t i) {
+    auto v = parse_integer(f_[i]);
+    if (!v) fail(i, "an integer");
+    return v.value_or(0);
+  }
+  double number(size_t i) {
+    auto v = parse_decimal(f_[i], false);   // printf's "nan" of a NaN the daemon measured reads back
+    if (!v) fail(i, "a number");
+    return v.value_or(0);
+  }
+  const std::optional<std::string>& problem() const { return problem_; }
+
+ private:
+  void fail(size_t i, const char* expected) {
+    if (problem_) return;
+    const std::string name = split_tabs(results_header())[i];
+    problem_ = name + " is '" + tsv_field(f_[i].substr(0, 40)) + (f_[i].size() > 40 ? "...'" : "'") + ": expected " + expected;
+  }
+  const std::vector<std::string>& f_;
+  std::optional<std::string> problem_;
+};
+
+}  // namespace
+
 Result<ResultRow> parse_row(const std::string& line) {
   auto f = split_tabs(line);
   if (f.size() != 14 && f.size() != 17 && f.size() != 19)
     return error("expected 19 tab-separated fields (14 or 17 in older tables), found " + std::to_string(f.size()));
-  try {
-    ResultRow r;
-    r.experiment = std::stoll(f[0]);
-    r.tag = f[1];
-    r.kernel_type = f[2];
-    r.throughput = std::stod(f[3]);
-    r.latency_us = std::stod(f[4]);
-    r.pct_peak = std::stod(f[5]);
-    r.speedup = std::stod(f[6]);
-    r.correctness = f[7];
-    r.peak_vram_mb = std::stod(f[8]);
-    r.kept = f[9] == "yes";
-    r.commit = f[10];
-    r.llm_tokens = std::stoll(f[11]);
-    r.seconds = std::stod(f[12]);
-    r.description = f[13];
-    if (f.size() >= 17) {
-      r.paired_best_us = std::stod(f[14]);
-      r.paired_ratio = std::stod(f[15]);
-      r.paired_noise = std::stod(f[16]);
-    }
-    if (f.size() < 19) {
-      read_legacy_description(r);
-      return r;
-    }
-    auto move = parse_move(f[17]);
-    if (!move) return move.error();
-    r.move = *move;
-    r.failure = f[18];
-    return r;
-  } catch (const std::exception&) {
-    return error("a field is not a number where one is expected");
+  FieldReader read(f);
+  ResultRow r;
+  r.experiment = read.integer(0);
+  r.tag = f[1];
+  r.kernel_type = f[2];
+  r.throughput = read.number(3);
+  r.latency_us = read.number(4);
+  r.pct_peak = read.number(5);
+  r.speedup = read.number(6);
+  r.correctness = f[7];
+  r.peak_vram_mb = read.number(8);
+  r.kept = f[9] == "yes";
+  r.commit = f[10];
+  r.llm_tokens = read.integer(11);
+  r.seconds = read.number(12);
+  r.description = f[13];
+  if (f.size() >= 17) {
+    r.paired_best_us = read.number(14);
+    r.paired_ratio = read.number(15);
+    r.paired_noise = read.number(16);
   }
+  if (read.problem()) return error(*read.problem());
+  if (f[9] != "yes" && f[9] != "no") return error("kept is '" + tsv_field(f[9].substr(0, 40)) + "': expected yes or no");
+  if (f.size() < 19) {
+    read_legacy_description(r);
+    return r;
+  }
+  auto move = parse_move(f[17]);
+  if (!move) return move.error();
+  r.move = *move;
+  r.failure = f[18];
+  return r;
 }
 
 namespace {
 
-/// The whole rows of a table and the length of the text they take.
-Result<std::pair<std::vector<ResultRow>, size_t>> parse_table(const std::string& path, const std::string& text,
-                                                               bool* old_header = nullptr) {
-  std::vector<ResultRow> rows;
-  size_t pos = 0, good_end = 0;
-  bool header = true;
+/// A table read: its rows with the lines that hold them, its damaged lines, and how it starts.
+struct ParsedTable {
+  ResultsTable table;
+  std::vector<std::string> row_lines;   ///< the text of each row, as written
+  bool old_header = false;
+  bool header_whole = false;            ///< false: empty, or the header itself cut short
+};
+
+Result<ParsedTable> parse_table(const std::string& path, const std::string& text) {
+  ParsedTable t;
+  size_t pos = 0, number = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) break;  // a last line without its newline was cut short
-    std::string line = text.substr(pos, nl - pos);
-    if (header) {
-      if ((line == header_v1() || line == header_v2()) && old_header) *old_header = true;
-      else if (line != results_header() && line != header_v1() && line != header_v2())
+    const bool torn = nl == std::string::npos;   // a last line without its newline was cut short
+    std::string line = text.substr(pos, torn ? std::string::npos : nl - pos);
+    ++number;
+    if (number == 1) {
+      if (torn) break;   // the header itself cut short: the table starts again
+      t.old_header = line == header_v1() || line == header_v2();
+      if (line != results_header() && !t.old_header)
         return error(path + ": the first line is not autokernel's results header; is this a results.tsv of another tool?");
-      header = false;
+      t.header_whole = true;
+    } else if (torn) {
+      t.table.damaged.push_back({number, line, "cut short (no newline at its end): the daemon stopped while writing it"});
+    } else if (auto row = parse_row(line); !row) {
+      t.table.damaged.push_back({number, line, row.error().message});
     } else {
-      auto row = parse_row(line);
-      if (!row) break;  // a damaged row ends the table; what follows it is dropped with it
-      rows.push_back(*row);
+      t.table.rows.push_back(*row);
+      t.row_lines.push_back(line);
     }
+    if (torn) break;
     pos = nl + 1;
-    good_end = pos;
   }
-  return std::make_pair(std::move(rows), good_end);
+  return t;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+/// The table's text, or an Error; a missing table is `missing`.
+Result<std::string> table_text(const std::string& path, const std::string& missing) {
+  auto text = read_file_text(path);
+  if (text) return text;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) return error(missing);
+  return error(text.error().message + " (the results table)");
+}
+
+/// Appends the damaged lines to results.damaged.tsv, synced, before the table loses them.
+Status keep_aside(const std::string& path, const std::vector<DamagedRow>& damaged) {
+  const std::string aside = damaged_rows_path(path);
+  std::string text;
+  for (auto& d : damaged) text += d.text + "\n";
+  int fd = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return error(aside + ": cannot keep the damaged rows of " + path + " aside: " + std::strerror(errno));
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return error(aside + ": cannot keep the damaged rows of " + path + " aside: " + std::strerror(errno) + " (disk full?)");
+  for (auto& d : damaged)
+    spdlog::warn("{} line {} is not a row ({}): moved to {}; the rows after it are kept", path, d.line, terminal_safe(d.why), aside);
+  return ak::ok();
 }
 
 }  // namespace
 
-Result<std::vector<ResultRow>> read_results(const std::string& path) {
-  if (!std::filesystem::exists(path)) return error(path + ": no results table (is this a run folder?)");
-  auto t = parse_table(path, slurp(path));
+std::string damaged_rows_path(const std::string& results_path) {
+  const std::string suffix = ".tsv";
+  const bool tsv = results_path.size() >= suffix.size() && results_path.compare(results_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (tsv ? results_path.substr(0, results_path.size() - suffix.size()) : results_path) + ".damaged.tsv";
+}
+
+Result<ResultsTable> read_results_table(const std::string& path) {
+  auto text = table_text(path, path + ": no results table (is this a run folder?)");
+  if (!text) return text.error();
+  auto t = parse_table(path, *text);
   if (!t) return t.error();
-  return t->first;
+  return std::move(t->table);
+}
+
+Result<std::vector<ResultRow>> read_results(const std::string& path) {
+  auto t = read_results_table(path);
+  if (!t) return t.error();
+  if (!t->damaged.empty())
+    return error(path + " line " + std::to_string(t->damaged.front().line) + " is not a row: " + t->damaged.front().why);
+  return std::move(t->rows);
 }
 
 Result<std::vector<ResultRow>> open_results(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (fs::exists(path)) {
-    const std::string text = slurp(path);
-    bool old_header = false;
-    auto t = parse_table(path, text, &old_header);
-    if (!t) return t.error();
-    if (old_header) {
-      std::string upgraded = results_header() + "\n";
-      for (auto& r : t->first) upgraded += format_row(r) + "\n";
-      if (auto s = write_file_atomic(path, upgraded); !s) return s.error();
-    } else if (t->second == 0) {  // empty, or the header cut short: start the table again
-      std::ofstream(path, std::ios::trunc) << results_header() << "\n";
-    } else if (t->second < text.size()) {
-      fs::resize_file(path, t->second);
-    }
-    return t->first;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) {
+    if (auto s = write_file_atomic(path, results_header() + "\n"); !s)
+      return error(path + ": cannot create the results table (is the run folder writable?): " + s.error().message);
+    return std::vector<ResultRow>{};
   }
-  std::ofstream out(path);
-  out << results_header() << "\n";
-  if (!out) return error(path + ": cannot create the results table (is the run folder writable?)");
-  return std::vector<ResultRow>{};
+  auto text = read_file_text(path);
+  if (!text) return error(text.error().message + " (the results table)");
+  auto t = parse_table(path, *text);
+  if (!t) return t.error();
+  if (!t->table.damaged.empty())
+    if (auto s = keep_aside(path, t->table.damaged); !s) return s.error();
+  if (!t->header_whole || t->old_header || !t->table.damaged.empty()) {
+    // Rewritten whole (atomically): the current header, then each row as it was written, or in
+    // the current columns when the header was an older one.
+    std::string table = results_header() + "\n";
+    for (size_t i = 0; i < t->table.rows.size(); ++i)
+      table += (t->old_header ? format_row(t->table.rows[i]) : t->row_lines[i]) + "\n";
+    if (auto s = write_file_atomic(path, table); !s) return s.error();
+  }
+  return std::move(t->table.rows);
 }
 
 Status append_result(const std::string& path, const ResultRow& r) {

@@ -1,7 +1,7 @@
 #pragma once
 /// results.tsv: one row per experiment, tab-separated, header first (DESIGN.md's columns).
-/// Rows are appended and synced before the next experiment begins; a row cut short by a crash
-/// is removed when the table is next opened.
+/// Rows are appended and synced before the next experiment begins; a row cut short by a crash,
+/// or damaged later, is moved aside (results.damaged.tsv) when the daemon next opens the table.
 #include <string>
 #include <vector>
 
@@ -42,13 +42,33 @@ const std::string& results_header();
 std::string format_row(const ResultRow& r);
 Result<ResultRow> parse_row(const std::string& line);
 
-/// Reads the table, dropping a last line cut short by a crash (and truncating the file to the
-/// last whole row); creates it with its header when absent. A table of an older autokernel,
-/// without the paired columns or the move and failure columns, is rewritten with them so new rows
-/// fit its header (an older row's move and failure are read once from its description, the only
-/// place such a table kept them).
+/// A line of the table that is not a row (damaged by hand, by a disk, or cut short by a crash).
+struct DamagedRow {
+  size_t line = 0;      ///< its line number in the table, the header being line 1
+  std::string text;     ///< the line as it stands, without its newline
+  std::string why;
+};
+
+/// The table as it stands: its whole rows, and the lines between or after them that are not rows.
+struct ResultsTable {
+  std::vector<ResultRow> rows;
+  std::vector<DamagedRow> damaged;
+};
+
+/// The file beside the table where a damaged line is kept aside: results.damaged.tsv.
+std::string damaged_rows_path(const std::string& results_path);
+
+/// Reads the table for the daemon, and repairs it: a damaged line, and a last line cut short by a
+/// crash, is appended to results.damaged.tsv, named in the log, and taken out of the table; the
+/// rows after it stay. Creates the table with its header when absent. A table of an older
+/// autokernel, without the paired columns or the move and failure columns, is rewritten with them
+/// so new rows fit its header (an older row's move and failure are read once from its
+/// description, the only place such a table kept them).
 Result<std::vector<ResultRow>> open_results(const std::string& path);
-/// Reads the table as it is, changing nothing (for readers while the daemon writes).
+/// Reads the table as it is, changing nothing (for readers while the daemon writes): its rows and
+/// its damaged lines, for the reader to show.
+Result<ResultsTable> read_results_table(const std::string& path);
+/// read_results_table for a reader that needs every row: an Error naming the first damaged line.
 Result<std::vector<ResultRow>> read_results(const std::string& path);
 /// Appends one row and syncs it to disk.
 Status append_result(const std::string& path, const ResultRow& r);

@@ -7,8 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "common/file_text.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -31,7 +31,7 @@ Status RunDirectory::create() const {
   if (ec) return error("cannot make the files of " + root_ + " private: " + ec.message());
   // Only the kernel files belong in the run's history.
   const std::string ignore = root_ + "/.gitignore";
-  if (!fs::exists(ignore)) return write_file_atomic(ignore, "/*\n!/kernels/\n!/.gitignore\n");
+  if (!fs::exists(ignore, ec)) return write_file_atomic(ignore, "/*\n!/kernels/\n!/.gitignore\n");
   return ok();
 }
 
@@ -74,12 +74,6 @@ Status write_file_atomic(const std::string& path, const std::string& text) {
   return ak::ok();
 }
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+Result<std::string> read_text(const std::string& path) { return read_file_text(path); }
 
 }  // namespace ak

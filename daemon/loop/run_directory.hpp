@@ -44,6 +44,7 @@ class RunDirectory {
 
 /// Writes a file whole or not at all (a temporary file, synced, renamed over the old one).
 Status write_file_atomic(const std::string& path, const std::string& text);
+/// A file of the run folder whole (common/file_text.hpp says how it fails).
 Result<std::string> read_text(const std::string& path);
 
 }  // namespace ak

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/format.hpp"
+#include "common/parse_number.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include "daemon/loop/scheduler.hpp"
+#include "daemon/loop/state_file.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -68,31 +70,44 @@ std::string commit_message(const ResultRow& row, double previous_best_us, const 
 
 Result<ResultRow> row_from_commit(const CommitInfo& c) {
   const auto& t = c.trailers;
-  try {
-    ResultRow r;
-    r.experiment = std::stoll(t.at("Autokernel-Experiment"));
-    r.tag = t.at("Autokernel-Kernel");
-    r.kernel_type = t.at("Autokernel-Type");
-    r.latency_us = std::stod(t.at("Autokernel-Latency-Us"));
-    r.throughput = std::stod(t.at("Autokernel-Throughput"));
-    r.pct_peak = std::stod(t.at("Autokernel-Pct-Peak"));
-    r.speedup = std::stod(t.at("Autokernel-Speedup"));
-    r.peak_vram_mb = std::stod(t.at("Autokernel-Peak-Vram-Mb"));
-    r.llm_tokens = std::stoll(t.at("Autokernel-Llm-Tokens"));
-    r.seconds = std::stod(t.at("Autokernel-Seconds"));
-    r.correctness = t.count("Autokernel-Correctness") ? t.at("Autokernel-Correctness") : "PASS";
-    r.kept = true;
-    r.commit = c.id;
-    r.move = MoveKind::Edit;   // commits of an older autokernel carry no move: its kept rows count alike
-    if (auto m = t.find("Autokernel-Move"); m != t.end())
-      r.move = m->second == "structure" ? MoveKind::Structure : m->second == "baseline" ? MoveKind::Baseline : MoveKind::Edit;
-    std::string subject = c.message.substr(0, c.message.find('\n'));
-    std::string prefix = "experiment " + std::to_string(r.experiment) + ": " + r.tag + ": ";
-    r.description = subject.rfind(prefix, 0) == 0 ? subject.substr(prefix.size()) : subject;
-    return r;
-  } catch (const std::exception&) {
-    return error("commit " + c.id + " lacks autokernel's trailers");
-  }
+  std::string missing;
+  auto text = [&](const char* key) -> std::string {
+    auto it = t.find(key);
+    if (it == t.end() && missing.empty()) missing = key;
+    return it == t.end() ? "" : it->second;
+  };
+  auto integer = [&](const char* key) {
+    auto v = parse_integer(text(key));
+    if (!v && missing.empty()) missing = key;
+    return v.value_or(0);
+  };
+  auto number = [&](const char* key) {
+    auto v = parse_decimal(text(key), false);
+    if (!v && missing.empty()) missing = key;
+    return v.value_or(0);
+  };
+  ResultRow r;
+  r.experiment = integer("Autokernel-Experiment");
+  r.tag = text("Autokernel-Kernel");
+  r.kernel_type = text("Autokernel-Type");
+  r.latency_us = number("Autokernel-Latency-Us");
+  r.throughput = number("Autokernel-Throughput");
+  r.pct_peak = number("Autokernel-Pct-Peak");
+  r.speedup = number("Autokernel-Speedup");
+  r.peak_vram_mb = number("Autokernel-Peak-Vram-Mb");
+  r.llm_tokens = integer("Autokernel-Llm-Tokens");
+  r.seconds = number("Autokernel-Seconds");
+  if (!missing.empty()) return error("commit " + c.id + " lacks autokernel's trailers (" + missing + " is missing or not a number)");
+  r.correctness = t.count("Autokernel-Correctness") ? t.at("Autokernel-Correctness") : "PASS";
+  r.kept = true;
+  r.commit = c.id;
+  r.move = MoveKind::Edit;   // commits of an older autokernel carry no move: its kept rows count alike
+  if (auto m = t.find("Autokernel-Move"); m != t.end())
+    r.move = m->second == "structure" ? MoveKind::Structure : m->second == "baseline" ? MoveKind::Baseline : MoveKind::Edit;
+  std::string subject = c.message.substr(0, c.message.find('\n'));
+  std::string prefix = "experiment " + std::to_string(r.experiment) + ": " + r.tag + ": ";
+  r.description = subject.rfind(prefix, 0) == 0 ? subject.substr(prefix.size()) : subject;
+  return r;
 }
 
 RunLoop::RunLoop(Config cfg, std::vector<GpuWorker> gpus, Proposer& proposer, Clock& clock, LoopSignals signals,
@@ -130,17 +145,17 @@ Status RunLoop::open() {
     next_experiment_ = std::max(next_experiment_, r.experiment + 1);
   }
   for (auto& r : rows_) wall_before_ += r.seconds;   // a run folder from before wall_seconds was kept
-  if (auto state = read_text(dir_.state()); state.ok()) {
-    auto j = nlohmann::json::parse(*state, nullptr, false);
-    if (j.is_object()) {
-      cost_usd_ = j.value("llm_cost_usd", 0.0);  // the totals rows do not carry
-      wall_before_ = j.value("wall_seconds", wall_before_);
-      if (j.contains("kernels") && j["kernels"].is_array())
-        for (auto& jk : j["kernels"])
-          for (auto& k : kernels_)
-            if (k.tag == jk.value("tag", "")) k.model = jk.value("gpu_model", "");
-    }
-  }
+  // state.json holds the totals rows do not carry; a damaged one stops the start rather than
+  // restart the cost budget from nothing.
+  auto state = read_state_file(dir_.state());
+  if (!state) return state.error();
+  const nlohmann::json& j = *state;
+  cost_usd_ = j.value("llm_cost_usd", 0.0);
+  wall_before_ = j.value("wall_seconds", wall_before_);
+  if (j.contains("kernels"))
+    for (auto& jk : j["kernels"])
+      for (auto& k : kernels_)
+        if (k.tag == jk.value("tag", "")) k.model = jk.value("gpu_model", "");
   session_start_ = clock_.now_s();
   if (auto s = read_in_flight(); !s) return s;
   if (!rows_.empty())
@@ -164,8 +179,9 @@ Status RunLoop::read_in_flight() {
       if (auto s = ledger_->remove(e.experiment); !s) return s;
       continue;
     }
+    std::error_code ec;
     if (!recorded.count(e.experiment) &&
-        std::filesystem::exists(dir_.path(dir_.experiment_file(e.experiment, e.tag)))) {
+        std::filesystem::exists(dir_.path(dir_.experiment_file(e.experiment, e.tag)), ec)) {
       // The candidate is on disk: judged again under its own number, before anything new.
       spdlog::info("experiment {} ({}) was in flight when the daemon stopped: running it again", e.experiment, e.tag);
       to_rerun_.push_back(e);

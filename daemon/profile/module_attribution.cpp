@@ -2,10 +2,17 @@
 
 #include <regex>
 
+#include <spdlog/spdlog.h>
+
+#include "common/parse_number.hpp"
+#include "common/untrusted_text.hpp"
 #include "daemon/profile/profile_data.hpp"
 
 namespace ak {
 namespace {
+
+/// Features beyond which a Linear layer is not one: its products (rows x features) stay inside a long long.
+constexpr long long kMaxFeatures = 1LL << 31;
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -21,8 +28,15 @@ const LinearChild* linear_named(const ModuleRange& m, const std::string& part) {
 std::vector<LinearChild> parse_linears(const std::string& text) {
   static const std::regex one(R"(([A-Za-z0-9_.]+):(\d+)x(\d+))");
   std::vector<LinearChild> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), one); it != std::sregex_iterator(); ++it)
-    out.push_back({(*it)[1], std::stoll((*it)[2]), std::stoll((*it)[3])});
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), one); it != std::sregex_iterator(); ++it) {
+    auto in = parse_integer((*it)[2].str()), out_features = parse_integer((*it)[3].str());
+    if (!in || !out_features || *in > kMaxFeatures || *out_features > kMaxFeatures) {
+      spdlog::warn("an NVTX range gives the Linear {} as {}: no layer has so many features; its Linear layers are left unread",
+                   untrusted_line((*it)[1].str(), 80), untrusted_line((*it)[0].str(), 120));
+      return {};
+    }
+    out.push_back({(*it)[1], *in, *out_features});
+  }
   return out;
 }
 
@@ -47,7 +61,7 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
   if (std::regex_search(range, m, linear)) r.linears = parse_linears(m[1]);
   if (std::regex_search(range, m, act)) r.activation = m[1];
   static const std::regex layout(R"( layout=([0-2])\b)");
-  if (std::regex_search(range, m, layout)) r.layout = std::stoi(m[1]);
+  if (std::regex_search(range, m, layout)) r.layout = int(parse_integer(m[1].str()).value_or(0));
   static const std::regex cls(R"( class=([^\s:]+):(\S+))"), init(R"( init=(yes|no|differs|untried)\b)");
   if (std::regex_search(range, m, cls)) r.class_module = m[1], r.class_qualname = m[2];
   if (std::regex_search(range, m, init)) r.init = m[1];
@@ -55,7 +69,7 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
                                       std::regex(R"( leaf=([01])\b)"), std::regex(R"( args=(\d{1,9})\b)")};
   int* fields[] = {&r.parameters, &r.buffers, &r.leaf, &r.args};
   for (size_t i = 0; i < 4; ++i)
-    if (std::regex_search(range, m, counts[i])) *fields[i] = std::stoi(m[1]);
+    if (std::regex_search(range, m, counts[i])) *fields[i] = int(parse_integer(m[1].str()).value_or(0));   // at most 9 digits
   return r;
 }
 

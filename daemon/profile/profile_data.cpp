@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -10,12 +11,21 @@
 #include <tuple>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include "common/file_text.hpp"
+#include "common/parse_number.hpp"
+#include "common/untrusted_text.hpp"
 #include "daemon/profile/kernel_classifier.hpp"
 #include "daemon/profile/module_attribution.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
 namespace {
+
+/// Elements beyond which an NVTX range's tensor is not a tensor: the products of its sizes stay
+/// inside a long long.
+constexpr long long kMaxNvtxElements = 1LL << 62;
 
 struct Range {
   long long tid;
@@ -120,6 +130,8 @@ bool outside_its_module(const std::string& module_type, const std::string& kerne
 }  // namespace
 
 Result<std::vector<nlohmann::json>> read_records(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return error(path + ": is a directory, not a file of activity records");
   std::ifstream in(path);
   if (!in) return error(path + ": no activity records (did the program run any CUDA kernel?)");
   std::vector<nlohmann::json> out;
@@ -255,8 +267,10 @@ void to_json(nlohmann::json& j, const Profile& p) {
 }
 
 Result<Profile> profile_from_json(const nlohmann::json& j) {
-  if (j.value("schema", "") != "autokernel-profile-1")
-    return error("not an autokernel profile (expected \"schema\": \"autokernel-profile-1\"; make one with autokernel profile)");
+  const auto schema = j.is_object() ? j.find("schema") : j.end();
+  if (!j.is_object() || schema == j.end() || *schema != "autokernel-profile-1")
+    return error("not an autokernel profile (expected an object with \"schema\": \"autokernel-profile-1\"; make one with autokernel profile)");
+  std::string where;   // the kernel being read, for the message
   try {
     Profile p;
     p.gpu = j.value("gpu", "");
@@ -265,7 +279,9 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
     p.exit_code = j.value("exit_code", 0);
     p.warmup_s = j.value("warmup_s", 0.0);
     p.total_gpu_us = j.at("total_gpu_us").get<double>();
-    for (auto& k : j.at("kernels")) {
+    if (!j.at("kernels").is_array()) return error("kernels is a " + std::string(j["kernels"].type_name()) + ": expected an array");
+    for (auto& k : j["kernels"]) {
+      where = "kernels[" + std::to_string(p.kernels.size()) + "]: ";
       ProfiledKernel x;
       x.name = k.at("name");
       x.type = k.value("type", "other");
@@ -287,15 +303,15 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
     }
     return p;
   } catch (const std::exception& e) {
-    return error(std::string("a profile field is missing or of the wrong type: ") + e.what());
+    return error(where + "a profile field is missing or of the wrong type: " + e.what());
   }
 }
 
 Result<Profile> read_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return error(path + ": cannot be read (make one with autokernel profile)");
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) return error(path + ": not JSON");
+  auto text = read_nonempty_file_text(path);
+  if (!text) return error(text.error().message + " (a profile: make one with autokernel profile)");
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return error(path + ": not JSON (a profile: make one with autokernel profile)");
   auto p = profile_from_json(j);
   if (!p) return error(path + ": " + p.error().message);
   return p;
@@ -326,8 +342,16 @@ std::vector<std::vector<long long>> nvtx_shapes(const std::string& range) {
   for (auto it = std::sregex_iterator(lists.begin(), lists.end(), list); it != std::sregex_iterator(); ++it) {
     const std::string inner = (*it)[1];
     std::vector<long long> dims;
-    for (auto n = std::sregex_iterator(inner.begin(), inner.end(), num); n != std::sregex_iterator(); ++n)
-      dims.push_back(std::stoll(n->str()));
+    long long elements = 1;   // of the dimensions other than 0: what any product of them is below
+    for (auto n = std::sregex_iterator(inner.begin(), inner.end(), num); n != std::sregex_iterator(); ++n) {
+      auto d = parse_integer(n->str());
+      if (!d || (*d > 0 && __builtin_mul_overflow(elements, *d, &elements)) || elements > kMaxNvtxElements) {
+        spdlog::warn("an NVTX range gives the size {} in [{}]: no tensor has so many elements; its shapes are left unread "
+                     "(the row has no shape)", untrusted_line(n->str(), 40), untrusted_line(inner, 120));
+        return {};
+      }
+      dims.push_back(*d);
+    }
     shapes.push_back(dims);
   }
   return shapes;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
 #include "daemon/loop/run_directory.hpp"
@@ -243,11 +244,11 @@ Status write_user_type_offers(const std::vector<UserTypeOffer>& offers, const st
                    parsed.error().message);
     for (auto [path, text] : {std::pair{(fs::path(dir) / (o.name + ".py")).string(), offer_reference_source(o)},
                               std::pair{spec_path, spec}}) {
-      if (fs::exists(path)) {
-        std::ifstream in(path, std::ios::binary);
-        std::stringstream old;
-        old << in.rdbuf();
-        if (old.str() != text) {
+      std::error_code ec;
+      if (fs::exists(path, ec) || ec) {
+        auto old = read_file_text(path);
+        if (!old) return error(old.error().message + " (where a user type offered would be written)");
+        if (*old != text) {
           kept.push_back(path);
           continue;
         }

@@ -3,12 +3,12 @@
 #include "common/format.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
 #include "common/text_escape.hpp"
+#include "daemon/loop/state_file.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 namespace ak {
@@ -67,16 +67,36 @@ std::string kernelbench_section(const KernelBenchScores& s) {
 }  // namespace
 
 Result<RunSnapshot> read_run(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found || ec || !fs::is_directory(st))
+    return error(dir + ": " + (st.type() == fs::file_type::not_found ? "no such folder" : ec ? "cannot read: " + ec.message() : "not a folder") +
+                 " (give the run folder, workdir/name of the config)");
   RunSnapshot s;
   s.dir = dir;
-  auto rows = read_results(dir + "/results.tsv");
-  if (!rows) return rows.error();
-  s.rows = std::move(*rows);
-  std::ifstream in(dir + "/state.json");
-  s.state = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json::object();
-  if (s.state.is_discarded()) s.state = nlohmann::json::object();
+  auto table = read_results_table(dir + "/results.tsv");
+  if (!table) return table.error();
+  s.rows = std::move(table->rows);
+  s.damaged = std::move(table->damaged);
+  auto state = read_state_file(dir + "/state.json");
+  if (!state) return state.error();
+  s.state = std::move(*state);
   return s;
 }
+
+namespace {
+
+/// One line per damaged results row: where it is, why, and what becomes of it.
+std::string damaged_lines(const RunSnapshot& s) {
+  std::string out;
+  for (const DamagedRow& d : s.damaged)
+    out += "results.tsv line " + std::to_string(d.line) + " is not a row (" + terminal_safe(d.why) +
+           "): left out; the daemon's next start moves it to " + terminal_safe(damaged_rows_path(s.dir + "/results.tsv")) + "\n";
+  return out;
+}
+
+}  // namespace
 
 std::string status_text(const RunSnapshot& s) {
   const auto& st = s.state;
@@ -111,7 +131,7 @@ std::string status_text(const RunSnapshot& s) {
     for (auto& g : st["gpus"])
       out += "GPU " + std::to_string(g.value("device", 0)) + (field(g, "model", "").empty() ? "" : " (" + terminal_safe(field(g, "model", "")) + ")") +
              ": " + terminal_safe(field(g, "doing", "idle")) + "\n";
-  return out;
+  return out + damaged_lines(s);
 }
 
 std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
@@ -139,6 +159,10 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
   for (auto& r : s.rows) verdicts[r.correctness]++;
   md += "\n## Verdicts\n\n";
   for (auto& [v, n] : verdicts) md += "- " + markdown_cell(v) + ": " + std::to_string(n) + "\n";
+  if (!s.damaged.empty()) {
+    md += "\n## Damaged rows of results.tsv (left out above)\n\n";
+    for (const DamagedRow& d : s.damaged) md += "- line " + std::to_string(d.line) + ": " + markdown_cell(d.why) + "\n";
+  }
   return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows)));
 }
 

@@ -17,9 +17,12 @@ struct RunSnapshot {
   std::string dir;
   nlohmann::json state;           ///< state.json; empty object when the run has not written one
   std::vector<ResultRow> rows;    ///< results.tsv
+  std::vector<DamagedRow> damaged;   ///< its lines that are not rows: shown, not counted
 };
 
-/// Reads a run folder without changing it (the daemon may be writing it).
+/// Reads a run folder without changing it (the daemon may be writing it). An Error names what
+/// cannot be read (the folder, results.tsv, state.json) and why; a damaged results row is listed
+/// in `damaged` and the rows after it are read.
 Result<RunSnapshot> read_run(const std::string& dir);
 
 std::string status_text(const RunSnapshot& s);

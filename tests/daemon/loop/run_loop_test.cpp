@@ -581,6 +581,64 @@ TEST_CASE("killed mid-row: the torn row is dropped and the commit restores it", 
   CHECK(rows[2].kept);
 }
 
+TEST_CASE("a damaged row in the middle of results.tsv is moved aside at the start, and the rows after it are kept", "[loop][resume]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir);
+  {
+    ScriptedProposer pr;
+    pr.add(95, "first");
+    pr.add(90, "second");
+    cfg.run.max_experiments = 3;
+    RunLoop loop(cfg, ev, pr, clock);
+    REQUIRE(loop.run().ok());
+  }
+  const std::string table = cfg.run_dir() + "/results.tsv";
+  std::string text = read_file(table);
+  const size_t row2 = text.find("\n2\t") + 1;
+  text.replace(row2, text.find('\n', row2) - row2, "2\trmsnorm\tdamaged by hand");
+  std::ofstream(table, std::ios::trunc) << text;
+  ScriptedProposer pr;
+  pr.add(80, "third");
+  cfg.run.max_experiments = 0;
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].experiment == 1);
+  CHECK(rows[1].experiment == 3);
+  CHECK(rows[1].description == "second");
+  CHECK(rows[2].experiment == 4);
+  CHECK(read_file(cfg.run_dir() + "/results.damaged.tsv") == "2\trmsnorm\tdamaged by hand\n");
+}
+
+TEST_CASE("the daemon's start refuses a state.json of the wrong shape, naming the file and the field", "[loop][resume]") {
+  for (auto [state, field] : {std::pair{"{\"llm_cost_usd\": \"12\"}", "llm_cost_usd is a string"},
+                              {"{\"wall_seconds\": [1]}", "wall_seconds is an array"},
+                              {"{\"kernels\": [1]}", "kernels[0] is a number: expected an object"},
+                              {"[]", "is an array, not a run's state"}}) {
+    INFO(state);
+    TempDir dir;
+    ScriptedEvaluator ev;
+    ManualClock clock;
+    auto cfg = loop_config(dir);
+    {
+      ScriptedProposer pr;
+      cfg.run.max_experiments = 1;
+      RunLoop loop(cfg, ev, pr, clock);
+      REQUIRE(loop.run().ok());
+    }
+    std::ofstream(cfg.run_dir() + "/state.json", std::ios::trunc) << state;
+    ScriptedProposer pr;
+    cfg.run.max_experiments = 0;
+    RunLoop loop(cfg, ev, pr, clock);
+    auto out = loop.run();
+    REQUIRE_FALSE(out.ok());
+    CHECK_THAT(out.error().message, Catch::Contains(cfg.run_dir() + "/state.json: ") && Catch::Contains(field));
+  }
+}
+
 TEST_CASE("a second daemon on the same run folder is refused, naming the first", "[loop]") {
   TempDir dir;
   auto cfg = loop_config(dir);
