@@ -1,5 +1,6 @@
 #include "common/text_escape.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/untrusted_text.hpp"
@@ -75,6 +76,28 @@ std::string markdown_cell(std::string_view s) {
         break;
       default: out += c;
     }
+  }
+  return out;
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out;
+  for (char c : json_dump(nlohmann::json(std::string(s)))) {
+    if (c == '\x7f') out += "\\u007f";
+    else out += c;
+  }
+  return out;
+}
+
+std::string toml_comment(std::string_view s) {
+  const std::string v = valid_utf8(s);
+  std::string out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size();) {
+    char32_t cp = 0;
+    const size_t n = std::max<size_t>(1, utf8_sequence_at(v, i, &cp));
+    out += cp < 0x20 || is_invisible_control(cp) ? std::string("?") : v.substr(i, n);
+    i += n;
   }
   return out;
 }

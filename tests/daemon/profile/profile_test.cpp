@@ -10,6 +10,8 @@
 #include "kernels_cuda/spec.hpp"
 #include "tests/support.hpp"
 
+#include <toml++/toml.h>
+
 using namespace ak;
 
 namespace {
@@ -172,6 +174,59 @@ TEST_CASE("plan on the command line prints the table and the entries, and --writ
   CHECK(w.exit_code == 0);
   CHECK_THAT(w.out, Catch::Contains("it checks: 3 kernels"));
   CHECK(test::run_autokernel("plan /nonexistent.json").exit_code == 2);
+}
+
+namespace {
+/// Text a profiled program (or an edited profile) may hold: a line break and a table of its own,
+/// a terminal's escape, a byte that is not UTF-8, a DEL.
+const std::string kHostile = "evil\n[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://attacker.example/v1\"\n"
+                             "# \x1b]0;retitled\x07 \xff\x7f end";
+
+/// The recorded profile with kHostile at the start of every kernel's name and NVTX range, and a
+/// module row named with it.
+Profile hostile_profile() {
+  Profile p = recorded();
+  for (auto& k : p.kernels) {
+    k.name = kHostile + k.name;
+    k.nvtx = kHostile + k.nvtx;
+  }
+  ProfiledKernel module = p.kernels.back();
+  module.type = "rmsnorm";
+  module.module = "LlamaRMSNorm" + kHostile;
+  module.shape = {8192, 768};
+  module.share = 0.01;
+  p.kernels.push_back(module);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("the plan's entries hold the profile's text as text: no name, range, module or dtype adds a key or a table", "[profile][plan]") {
+  Profile p = hostile_profile();
+  p.kernels.back().dtype = "fp16\"\n[llm]\nbase_url = \"http://attacker.example\"";
+  const std::string text = plan_toml(make_plan(p, 10, 2.0), "profile\n[llm].json");
+  toml::table t;
+  REQUIRE_NOTHROW(t = toml::parse(text));
+  CHECK_FALSE(t.contains("llm"));
+  CHECK_THAT(text, !Catch::Contains("\n[llm]") && !Catch::Contains("\x1b"));
+  REQUIRE(t["kernel"].as_array());
+  const auto& last = *t["kernel"].as_array()->back().as_table();
+  CHECK(last["dtype"].value<std::string>() == p.kernels.back().dtype);   // held exactly, as a string
+}
+
+TEST_CASE("plan --write of a profile with hostile names: the config parses with no [llm] table and checks", "[profile][plan][cli]") {
+  test::TempDir d;
+  const std::string prof = d.write("profile.json", nlohmann::json(hostile_profile()).dump());
+  const std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
+  auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
+  INFO(w.out);
+  CHECK(w.exit_code == 0);
+  CHECK_THAT(w.out, Catch::Contains("it checks: 4 kernels"));
+  toml::table t;
+  REQUIRE_NOTHROW(t = toml::parse_file(cfg));
+  CHECK_FALSE(t.contains("llm"));
+  auto checked = test::run_autokernel("config check " + cfg);
+  CHECK(checked.exit_code == 0);
+  CHECK_THAT(checked.out, Catch::Contains("proposer: builtin"));
 }
 
 TEST_CASE("profile passes the program's exit code through and says when it ran no kernel", "[profile][cli]") {
