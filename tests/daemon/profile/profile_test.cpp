@@ -3,6 +3,14 @@
 // after one second of warm-up).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/kernel_classifier.hpp"
@@ -237,6 +245,59 @@ TEST_CASE("profile passes the program's exit code through and says when it ran n
   auto ok = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- true");
   CHECK(ok.exit_code == 1);
   CHECK(test::run_autokernel("profile").exit_code == 2);
+}
+
+namespace {
+/// Starts the real binary with `args` as a process of its own, as a service manager would.
+pid_t start_autokernel(const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> argv{const_cast<char*>("autokernel")};
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const std::string binary = test::autokernel_binary();
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits at most `seconds` for `pid`; false when it is still running (then it is killed).
+bool wait_at_most(pid_t pid, double seconds, int& status) {
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds); std::chrono::steady_clock::now() < end;) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return false;
+}
+}  // namespace
+
+TEST_CASE("profile passes SIGTERM and SIGINT on to the program it runs and waits for it to end", "[profile][cli][signals]") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    INFO("signal " << sig);
+    test::TempDir d;
+    const std::string ready = (d.path / "ready").string(), got = (d.path / "got").string();
+    // The program records the signal it receives, and ends by itself after ten seconds at most.
+    const std::string script = "trap 'echo TERM > " + got + "; exit 0' TERM; trap 'echo INT > " + got + "; exit 0' INT; "
+                               "echo $$ > " + ready + ".tmp && mv " + ready + ".tmp " + ready + "; "
+                               "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done";
+    pid_t ak = start_autokernel({"profile", "--out", (d.path / "p.json").string(), "--", "sh", "-c", script});
+    REQUIRE(ak > 0);
+    for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(std::filesystem::exists(ready));
+    const pid_t program = std::stoi(test::read_file(ready));
+    kill(ak, sig);
+    int status = 0;
+    REQUIRE(wait_at_most(ak, 8, status));
+    CHECK(WIFEXITED(status));   // not ended by the signal: it waited for the program
+    CHECK(test::read_file(got) == (sig == SIGTERM ? "TERM\n" : "INT\n"));
+    CHECK(kill(program, 0) == -1);   // the program has ended and was reaped before autokernel left
+  }
 }
 
 TEST_CASE("real records of one llama_block step on the H100: ranked, classified, shapes from NVTX", "[profile][plan]") {
