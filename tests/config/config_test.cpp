@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "config/config.hpp"
 #include "config/llm_key_source.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -88,6 +90,20 @@ TEST_CASE("weights that add up to more than 1 are refused", "[config]") {
 
 TEST_CASE("a config without kernels says how to add one", "[config]") {
   CHECK_THAT(error_of("[run]\nname = \"x\"\n"), Catch::Contains("no [[kernel]] entries"));
+}
+
+TEST_CASE("config/example.toml shows every key the config reader knows", "[config]") {
+  const std::string reader = test::read_file(AK_SOURCE_DIR "/config/config.cpp");
+  const std::string example = test::read_file(AK_SOURCE_DIR "/config/example.toml");
+  const std::regex key_read(R"re(\b(?:string|integer|number|names|devices|take)\("([a-z_]+)")re");
+  int keys = 0;
+  for (std::sregex_iterator it(reader.begin(), reader.end(), key_read), end; it != end; ++it, ++keys) {
+    const std::string key = (*it)[1];
+    INFO(key);
+    const std::regex shown("(^|\n)#? *(" + key + " =|\\[" + key + "\\]|\\[\\[" + key + "\\]\\])");
+    CHECK(std::regex_search(example, shown));
+  }
+  CHECK(keys > 30);
 }
 
 TEST_CASE("invalid TOML names the line", "[config]") {
