@@ -24,9 +24,10 @@ std::string xml_escape(std::string_view s);
 /// image, no emphasis, no cell of its own) and HTML as entities.
 std::string markdown_cell(std::string_view s);
 
-/// A TOML basic string, quotes included, holding `s` as text whatever it says: JSON's escapes are
-/// TOML's, DEL (which TOML forbids raw) is escaped too, and bytes that are not UTF-8 become U+FFFD
-/// (a TOML file is UTF-8 throughout). A line break in `s` cannot start a table or a key.
+/// A TOML basic string, quotes included, holding `s` as text whatever it says: quotes and
+/// backslashes escaped, every control character (C0, DEL, C1, the bidirectional overrides) as \b,
+/// \t, \n, \f, \r or \uXXXX, and bytes that are not UTF-8 as U+FFFD (a TOML file is UTF-8
+/// throughout). A line break in `s` cannot start a table or a key, nor the file steer a terminal.
 std::string toml_string(std::string_view s);
 
 /// Text for a TOML comment, after its '#': one line of valid UTF-8, each control character
