@@ -140,7 +140,7 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
       wait(d);
     }
   }
-  return error("the LLM did not answer after " + std::to_string(cfg.max_retries + 1) + " attempts: " + last_problem);
+  return error("the LLM did not answer after " + std::to_string(cfg.max_retries + 1) + (cfg.max_retries ? " attempts: " : " attempt: ") + last_problem);
 }
 
 }  // namespace ak
