@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/text_escape.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/kernel_classifier.hpp"
@@ -223,7 +224,7 @@ TEST_CASE("the plan's entries hold the profile's text as text: no name, range, m
 
 TEST_CASE("plan --write of a profile with hostile names: the config parses with no [llm] table and checks", "[profile][plan][cli]") {
   test::TempDir d;
-  const std::string prof = d.write("profile.json", nlohmann::json(hostile_profile()).dump());
+  const std::string prof = d.write("profile.json", json_dump(nlohmann::json(hostile_profile())));
   const std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
   auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
   INFO(w.out);
