@@ -1,5 +1,6 @@
 #include "common/text_escape.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/untrusted_text.hpp"
@@ -75,6 +76,48 @@ std::string markdown_cell(std::string_view s) {
         break;
       default: out += c;
     }
+  }
+  return out;
+}
+
+std::string toml_string(std::string_view s) {
+  const std::string v = valid_utf8(s);
+  std::string out = "\"";
+  out.reserve(v.size() + 2);
+  for (size_t i = 0; i < v.size();) {
+    char32_t cp = 0;
+    const size_t n = std::max<size_t>(1, utf8_sequence_at(v, i, &cp));
+    switch (cp) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (cp < 0x20 || is_invisible_control(cp)) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
+          out += buf;
+        } else {
+          out.append(v, i, n);
+        }
+    }
+    i += n;
+  }
+  return out + "\"";
+}
+
+std::string toml_comment(std::string_view s) {
+  const std::string v = valid_utf8(s);
+  std::string out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size();) {
+    char32_t cp = 0;
+    const size_t n = std::max<size_t>(1, utf8_sequence_at(v, i, &cp));
+    out += cp < 0x20 || is_invisible_control(cp) ? std::string("?") : v.substr(i, n);
+    i += n;
   }
   return out;
 }

@@ -24,6 +24,16 @@ std::string xml_escape(std::string_view s);
 /// image, no emphasis, no cell of its own) and HTML as entities.
 std::string markdown_cell(std::string_view s);
 
+/// A TOML basic string, quotes included, holding `s` as text whatever it says: quotes and
+/// backslashes escaped, every control character (C0, DEL, C1, the bidirectional overrides) as \b,
+/// \t, \n, \f, \r or \uXXXX, and bytes that are not UTF-8 as U+FFFD (a TOML file is UTF-8
+/// throughout). A line break in `s` cannot start a table or a key, nor the file steer a terminal.
+std::string toml_string(std::string_view s);
+
+/// Text for a TOML comment, after its '#': one line of valid UTF-8, each control character
+/// (C0, DEL, C1, the bidirectional overrides) shown as '?', so the comment ends where it began.
+std::string toml_comment(std::string_view s);
+
 /// JSON text of `j` that never throws: a string that is not UTF-8 is written with U+FFFD.
 std::string json_dump(const nlohmann::json& j, int indent = -1);
 

@@ -11,6 +11,7 @@
 
 #include "common/file_text.hpp"
 #include "common/toml_words.hpp"
+#include "config/llm_key_source.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -242,6 +243,7 @@ void read_llm(const toml::table& t, const std::string& file, std::vector<std::st
   }
   if (!llm.api_key_env.empty() && !llm.api_key_file.empty())
     e.push_back(file + ": [llm] has both api_key_env and api_key_file: keep one");
+  check_llm_endpoint(t, file, e);
 }
 
 void read_convergence(const toml::table& t, const std::string& file, std::vector<std::string>& e,

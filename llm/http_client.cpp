@@ -9,6 +9,7 @@ namespace ak {
 namespace {
 
 constexpr const char* kCancelled = "cancelled: the daemon is stopping";
+constexpr const char* kNotAUrl = "is not a URL libcurl can use";
 
 struct Transfer {
   std::string body;
@@ -50,6 +51,8 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 bool is_cancelled(const Error& e) { return e.message.find(kCancelled) != std::string::npos; }
 
+bool is_malformed_url(const Error& e) { return e.message.find(kNotAUrl) != std::string::npos; }
+
 Result<HttpResponse> http_post(const HttpRequest& req, const std::atomic<bool>* cancel) {
   static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   if (!initialised) return error("libcurl could not be initialised");
@@ -88,6 +91,8 @@ Result<HttpResponse> http_post(const HttpRequest& req, const std::atomic<bool>* 
   if (rc == CURLE_OPERATION_TIMEDOUT)
     return error("no answer from " + req.url + " within " + std::to_string(int(req.total_timeout_s)) +
                  " s (raise [llm] request_timeout_s, or check the server)");
+  if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL)
+    return error(req.url + " " + kNotAUrl + " (" + curl_easy_strerror(rc) + "): check [llm] base_url");
   if (rc != CURLE_OK) return error("cannot reach " + req.url + ": " + curl_easy_strerror(rc));
   r.body = std::move(t.body);
   r.headers = std::move(t.headers);

@@ -33,4 +33,7 @@ Result<HttpResponse> http_post(const HttpRequest& req, const std::atomic<bool>* 
 /// True when an Error from http_post came from the cancel flag.
 bool is_cancelled(const Error& e);
 
+/// True when an Error from http_post says the URL itself is malformed: asking again cannot help.
+bool is_malformed_url(const Error& e);
+
 }  // namespace ak

@@ -93,6 +93,7 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
       if (is_cancelled(resp.error())) return resp.error();
       last_problem = redact(resp.error().message, key);
       record["error"] = last_problem;
+      fatal_ = is_malformed_url(resp.error());
     } else {
       record["status"] = resp->status;
       record["seconds"] = resp->seconds;
@@ -139,7 +140,7 @@ Result<ChatReply> LlmClient::attempt_loop(const ChatRequest& q, nlohmann::json* 
       wait(d);
     }
   }
-  return error("the LLM did not answer after " + std::to_string(cfg.max_retries + 1) + " attempts: " + last_problem);
+  return error("the LLM did not answer after " + std::to_string(cfg.max_retries + 1) + (cfg.max_retries ? " attempts: " : " attempt: ") + last_problem);
 }
 
 }  // namespace ak

@@ -1,7 +1,9 @@
 // autokernel export: the kept kernels of a run, or one kernel file, as a PyTorch package.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
+#include "common/text_escape.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
@@ -9,30 +11,44 @@
 #include "daemon/loop/run_directory.hpp"
 
 namespace ak {
+namespace fs = std::filesystem;
 
 int export_command(const Args& args) {
   std::string run, out, kernel, format = "torch", file, arch_list = "sm_90a";
-  bool include_slower = false;
-  ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels] [--arch sm_90a,...]",
+  bool include_slower = false, force = false;
+  ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels] [--arch sm_90a,...] [--force]",
               "Compiles the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
               "shapes), or one kernel file, as the harness does (NVRTC, in its sandbox), and writes the compiled\n"
               "modules into a PyTorch package whose custom ops launch them as the harness did\n"
               "(torch.ops.autokernel.<type>), with a patch that puts them into a model (autokernel_ops.patched()).\n"
               "The package holds no kernel source. The row-wise types are exported; others are listed as left out.\n"
-              "--format hf-kernels writes the layout of a Hugging Face kernel repository instead.");
+              "--format hf-kernels writes the layout of a Hugging Face kernel repository instead. A folder that\n"
+              "holds an earlier export (of either layout) is not written into without --force, which removes the\n"
+              "earlier package's files and folders first; other files in DIR stay.");
   p.positional("FILE.cu", "one kernel file to export (with --kernel), 'starter' or a variant's name", &file, false)
       .option("run", "DIR", "a run folder (runs/<name>): export what it kept", &run)
       .option("kernel", "TYPE", "the kernel type of FILE.cu", &kernel)
       .option("out", "DIR", "where to write the package (created)", &out)
       .option("format", "torch|hf-kernels", "the package's layout (default torch)", &format)
       .option("arch", "ARCHS", "the GPU architectures to compile for, comma-separated (default sm_90a, the H100's)", &arch_list)
-      .flag("include-slower", "also export a kept kernel slower than its baseline", &include_slower);
+      .flag("include-slower", "also export a kept kernel slower than its baseline", &include_slower)
+      .flag("force", "replace an earlier export in DIR (its package files are removed first)", &force);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (out.empty()) return std::fprintf(stderr, "autokernel export: give --out DIR\n"), kExitUsage;
   if (run.empty() == file.empty())
     return std::fprintf(stderr, "autokernel export: give either --run DIR or one FILE.cu with --kernel TYPE\n"), kExitUsage;
   if (format != "torch" && format != "hf-kernels")
     return std::fprintf(stderr, "autokernel export: --format %s: expected torch or hf-kernels\n", format.c_str()), kExitUsage;
+  if (std::error_code ec; fs::exists(out, ec) && !fs::is_directory(out, ec))
+    return std::fprintf(stderr, "autokernel export: --out %s is a file: give a folder for the package\n",
+                        terminal_safe(out).c_str()), kExitUsage;
+  if (auto earlier = existing_package_entries(out); !earlier.empty() && !force) {
+    std::string names;
+    for (auto& e : earlier) names += (names.empty() ? "" : ", ") + e;
+    return std::fprintf(stderr, "autokernel export: --out %s holds an earlier export (%s): give --force to replace it "
+                                "(its package files are removed first, other files stay), or another --out\n",
+                        terminal_safe(out).c_str(), names.c_str()), kExitUsage;
+  }
   std::vector<std::string> left_out;
   std::vector<ExportedKernel> kernels;
   if (!run.empty()) {
@@ -56,6 +72,8 @@ int export_command(const Args& args) {
   auto files = package_files(kernels, format == "torch" ? PackageFormat::Torch : PackageFormat::HfKernels, left_out, archs);
   for (auto& l : left_out) std::fprintf(stderr, "autokernel export: left out %s\n", l.c_str());
   if (!files) return std::fprintf(stderr, "autokernel export: %s\n", files.error().message.c_str()), kExitFailure;
+  if (auto s = force ? remove_package_entries(out) : ok(); !s)
+    return std::fprintf(stderr, "autokernel export: %s\n", s.error().message.c_str()), kExitFailure;
   if (auto s = write_package(*files, out); !s)
     return std::fprintf(stderr, "autokernel export: %s\n", s.error().message.c_str()), kExitFailure;
   std::printf("wrote %zu files to %s (%s layout, compiled for %s):\n", files->size(), out.c_str(), format.c_str(),

@@ -22,17 +22,29 @@ std::string run_name_of(const fs::path& config) {
   return name.empty() ? "kernelbench" : name;
 }
 
-/// Writes the spec and the copied problem for an accepted analysis; returns the spec's path.
-Result<fs::path> write_user_type(const nlohmann::json& analysis, const std::string& problem, const std::string& name,
-                                 const fs::path& types_dir) {
+/// A file to write: its path and its text.
+using PendingFile = std::pair<fs::path, std::string>;
+
+/// The spec and the copied problem of an accepted analysis, to write into `types_dir`.
+Result<std::vector<PendingFile>> user_type_files(const nlohmann::json& analysis, const std::string& problem,
+                                                 const std::string& name, const fs::path& types_dir) {
   const std::string reference = name + ".py";
   auto source = read_text(problem);
   if (!source) return source.error();
-  if (auto s = write_file_atomic((types_dir / reference).string(), *source); !s) return s.error();
-  const fs::path spec = types_dir / (name + ".toml");
-  if (auto s = write_file_atomic(spec.string(), kernelbench_spec_text(analysis, name, reference, problem)); !s)
-    return s.error();
-  return spec;
+  return std::vector<PendingFile>{{types_dir / reference, *source},
+                                  {types_dir / (name + ".toml"), kernelbench_spec_text(analysis, name, reference, problem)}};
+}
+
+/// The files among `files` that exist with other text: what writing them would overwrite.
+std::vector<std::string> overwritten(const std::vector<PendingFile>& files) {
+  std::vector<std::string> out;
+  for (auto& [path, text] : files) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    auto old = read_text(path.string());
+    if (!old || *old != text) out.push_back(path.string());
+  }
+  return out;
 }
 
 }  // namespace
@@ -40,19 +52,23 @@ Result<fs::path> write_user_type(const nlohmann::json& analysis, const std::stri
 int kernelbench_command(const Args& args) {
   std::vector<std::string> files;
   std::string out, types, python = "python3";
-  ArgParser p("autokernel kernelbench FILE.py... --out CONFIG [--types DIR] [--python PATH]",
+  bool force = false;
+  ArgParser p("autokernel kernelbench FILE.py... --out CONFIG [--types DIR] [--python PATH] [--force]",
               "Reads problems in KernelBench's format (class Model, get_inputs, get_init_inputs, module-level\n"
               "size globals) without running them, and writes for each one it accepts a user type: a spec\n"
               "(DIR/<name>.toml, DIR default: `types` beside CONFIG) and a copy of the problem beside it. It\n"
               "accepts elementwise, row-wise (over the last dimension), single-axis reduction and GEMM-with-\n"
               "epilogue problems and refuses the rest with the reason and line (convolutions, pooling, scans,\n"
               "attention, ...). Writes CONFIG with one [[kernel]] per accepted problem. The analysis needs a\n"
-              "Python 3 but no PyTorch. Exits 0 when it accepted a problem, 2 when it accepted none.\n"
+              "Python 3 but no PyTorch. An existing CONFIG, or a spec or copy in DIR with other text, is not\n"
+              "overwritten without --force. Exits 0 when it accepted a problem, 2 when it accepted none or\n"
+              "would overwrite.\n"
               "See docs/user-types.md (Importing KernelBench problems).");
   p.positionals("FILE.py", "KernelBench problem files", &files)
       .option("out", "CONFIG", "the config to write", &out)
       .option("types", "DIR", "where the specs go (default: `types` beside CONFIG)", &types)
-      .option("python", "PATH", "the Python 3 that runs the analysis (default python3; PyTorch not needed)", &python);
+      .option("python", "PATH", "the Python 3 that runs the analysis (default python3; PyTorch not needed)", &python)
+      .flag("force", "overwrite CONFIG and the specs and problem copies in DIR where they exist", &force);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (out.empty())
     return std::fprintf(stderr, "autokernel kernelbench: give --out CONFIG (the config to write)\n"), kExitUsage;
@@ -60,6 +76,10 @@ int kernelbench_command(const Args& args) {
     return std::fprintf(stderr, "autokernel kernelbench: %s not found: the analysis of a problem needs a Python 3 "
                                 "(no PyTorch); install python3 or give --python PATH\n", python.c_str()), kExitUsage;
   const fs::path config = fs::absolute(out);
+  if (std::error_code ec; fs::exists(config, ec) && (!force || fs::is_directory(config, ec)))
+    return std::fprintf(stderr, "autokernel kernelbench: --out %s exists%s\n", terminal_safe(config.string()).c_str(),
+                        fs::is_directory(config, ec) ? " and is a folder: give the path of a config file to write"
+                                                     : ": give --force to overwrite it, or another --out"), kExitUsage;
   const fs::path types_dir = types.empty() ? config.parent_path() / "types" : fs::absolute(types);
   for (const fs::path& dir : {types_dir, config.parent_path()}) {
     std::error_code ec;
@@ -70,6 +90,7 @@ int kernelbench_command(const Args& args) {
   }
 
   std::vector<std::string> spec_paths;
+  std::vector<PendingFile> pending;   // written only once every problem is read and nothing would be overwritten
   std::map<std::string, std::string> taken;   // type name -> the file that has it
   std::map<std::string, int> refusals;
   for (auto& file : files) {
@@ -98,15 +119,17 @@ int kernelbench_command(const Args& args) {
       ++refusals["name taken"];
       continue;
     }
-    auto spec = write_user_type(*analysis, file, name, types_dir);
-    if (!spec) {
-      std::fprintf(stderr, "autokernel kernelbench: %s\n", spec.error().message.c_str());
+    auto written = user_type_files(*analysis, file, name, types_dir);
+    if (!written) {
+      std::fprintf(stderr, "autokernel kernelbench: %s\n", written.error().message.c_str());
       return kExitFailure;
     }
-    const fs::path relative = fs::relative(*spec, config.parent_path(), ec);
-    spec_paths.push_back((ec || relative.empty() ? *spec : relative).generic_string());
+    const fs::path spec = written->back().first;
+    pending.insert(pending.end(), written->begin(), written->end());
+    const fs::path relative = fs::relative(spec, config.parent_path(), ec);
+    spec_paths.push_back((ec || relative.empty() ? spec : relative).generic_string());
     std::printf("%s: accepted (%s) as %s -> %s\n", shown.c_str(), analysis->value("kind", std::string()).c_str(),
-                name.c_str(), terminal_safe(spec->string()).c_str());
+                name.c_str(), terminal_safe(spec.string()).c_str());
   }
   int refused = 0;
   for (auto& [why, n] : refusals) refused += n;
@@ -115,6 +138,17 @@ int kernelbench_command(const Args& args) {
                  config.c_str());
     return kExitUsage;
   }
+  if (const auto clash = overwritten(pending); !clash.empty() && !force) {
+    std::fprintf(stderr, "autokernel kernelbench: %zu file%s in %s would be overwritten (an edit?), first %s: give --force to "
+                         "overwrite, or --types DIR elsewhere; nothing written\n", clash.size(), clash.size() == 1 ? "" : "s",
+                 terminal_safe(types_dir.string()).c_str(), terminal_safe(clash.front()).c_str());
+    return kExitUsage;
+  }
+  for (auto& [path, text] : pending)
+    if (auto s = write_file_atomic(path.string(), text); !s) {
+      std::fprintf(stderr, "autokernel kernelbench: %s\n", s.error().message.c_str());
+      return kExitFailure;
+    }
   if (auto s = write_file_atomic(config.string(), kernelbench_config_text(run_name_of(config), spec_paths)); !s) {
     std::fprintf(stderr, "autokernel kernelbench: %s\n", s.error().message.c_str());
     return kExitFailure;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "config/config.hpp"
 #include "common/text_escape.hpp"
+#include "common/untrusted_text.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/commands/commands.hpp"
@@ -43,27 +45,44 @@ LlmClient::Options once() {
 }  // namespace
 
 int llm_command(const Args& args) {
-  std::string action, file;
-  ArgParser p("autokernel llm check --config FILE",
+  std::string action, file, timeout = "30";
+  ArgParser p("autokernel llm check --config FILE [--timeout SECONDS]",
               "Sends one tiny request to the configured LLM and prints the provider, model, latency and\n"
-              "tokens used. Exit 0 when it answered, 1 when the key was refused or the server is\n"
-              "unreachable, 2 for a bad config.");
-  p.positional("check", "the action (only 'check' exists)", &action).option("config", "FILE", "the TOML config", &file);
+              "tokens used. One attempt, no retries, bounded by --timeout (default 30 s, connecting included),\n"
+              "whatever the config's request_timeout_s. Exit 0 when it answered, 1 when the key was refused,\n"
+              "the server is unreachable or did not answer in time, 2 for a bad config or usage.");
+  p.positional("check", "the action (only 'check' exists)", &action)
+      .option("config", "FILE", "the TOML config", &file)
+      .option("timeout", "SECONDS", "how long the check may wait for the answer (default 30)", &timeout);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (action != "check" || file.empty())
-    return std::fprintf(stderr, "usage: autokernel llm check --config FILE\n"), kExitUsage;
+    return std::fprintf(stderr, "usage: autokernel llm check --config FILE [--timeout SECONDS]\n"), kExitUsage;
+  char* end = nullptr;
+  const double limit_s = std::strtod(timeout.c_str(), &end);
+  if (end == timeout.c_str() || *end || !(limit_s >= 0.1 && limit_s <= 3600))
+    return std::fprintf(stderr, "autokernel llm check: --timeout %s: expected seconds from 0.1 to 3600, e.g. --timeout 30\n",
+                        terminal_safe(timeout).c_str()), kExitUsage;
   auto setup = llm_setup(file, true);
   if (!setup) return std::fprintf(stderr, "%s\n", setup.error().message.c_str()), kExitUsage;
   LlmConfig cfg = setup->cfg.llm;
-  cfg.max_retries = std::min(cfg.max_retries, 1);
+  // A check answers about now: a hung or overloaded server is reported, not waited out.
+  cfg.max_retries = 0;
+  cfg.request_timeout_s = limit_s;
+  cfg.connect_timeout_s = std::min(cfg.connect_timeout_s, limit_s);
   LlmClient client(cfg, setup->key, nullptr, once());
   auto t0 = std::chrono::steady_clock::now();
   auto r = client.ask({"You are a health check.", "Reply with the single word: ok", 64});
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!r) return std::fprintf(stderr, "autokernel llm check: %s\n", r.error().message.c_str()), kExitFailure;
+  if (!r) {
+    std::fprintf(stderr, "autokernel llm check: %s\n", terminal_safe(r.error().message).c_str());
+    if (s >= 0.9 * limit_s)
+      std::fprintf(stderr, "autokernel llm check: gave up after %.1f s (--timeout %g; give a longer one for a slow server)\n", s, limit_s);
+    return kExitFailure;
+  }
+  // The reply is the server's text: shown with its control characters as escapes, never acting.
   std::printf("%s %s at %s: answered in %.2f s, %lld input + %lld output tokens: \"%s\"\n", provider_name(cfg.provider),
-              cfg.model.c_str(), build_request(cfg, "", {}).url.c_str(), s, r->input_tokens, r->output_tokens,
-              r->text.substr(0, 60).c_str());
+              terminal_safe(cfg.model).c_str(), terminal_safe(build_request(cfg, "", {}).url).c_str(), s, r->input_tokens,
+              r->output_tokens, terminal_safe(cap_utf8(valid_utf8(r->text), 60)).c_str());
   return kExitOk;
 }
 

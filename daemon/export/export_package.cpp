@@ -234,4 +234,30 @@ Status write_package(const PackageFiles& files, const std::string& out_dir) {
   return ok();
 }
 
+const std::vector<std::string>& package_entries() {
+  static const std::vector<std::string> entries{"autokernel_ops", "pyproject.toml", "README.md", "torch-ext",
+                                                "autokernel_ops_cuda", "build.toml", "flake.nix"};
+  return entries;
+}
+
+std::vector<std::string> existing_package_entries(const std::string& out_dir) {
+  std::vector<std::string> out;
+  for (auto& e : package_entries()) {
+    std::error_code ec;
+    if (fs::symlink_status(fs::path(out_dir) / e, ec).type() != fs::file_type::not_found && !ec) out.push_back(e);
+  }
+  return out;
+}
+
+Status remove_package_entries(const std::string& out_dir) {
+  for (auto& e : existing_package_entries(out_dir)) {
+    std::error_code ec;
+    fs::remove_all(fs::path(out_dir) / e, ec);
+    if (ec)
+      return error("cannot remove the earlier export's " + (fs::path(out_dir) / e).string() + ": " + ec.message() +
+                   " (remove it by hand, or export into another --out)");
+  }
+  return ok();
+}
+
 }  // namespace ak

@@ -41,7 +41,20 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
 Result<PackageFiles> package_files(const std::vector<ExportedKernel>& kernels, PackageFormat format,
                                    std::vector<std::string>& left_out, const std::vector<std::string>& archs = {"sm_90a"});
 
-/// Writes the files under `out_dir` (created); files already there and not in the package stay.
+/// Writes the files under `out_dir` (created); files already there and not in the package stay
+/// (remove_package_entries clears an earlier export first).
 Status write_package(const PackageFiles& files, const std::string& out_dir);
+
+/// The top-level entries a package of either layout is made of (autokernel_ops/, torch-ext/,
+/// build.toml, README.md ...): what marks an earlier export in a folder, and what replacing it
+/// removes.
+const std::vector<std::string>& package_entries();
+
+/// Those of package_entries() that stand in `out_dir` already: writing there would overwrite them.
+std::vector<std::string> existing_package_entries(const std::string& out_dir);
+
+/// Removes an earlier export's entries from `out_dir`, so that no module of it is left behind
+/// beside the new ones; everything else there (a repository's .git, the user's own files) stays.
+Status remove_package_entries(const std::string& out_dir);
 
 }  // namespace ak

@@ -7,20 +7,12 @@
 #include <map>
 #include <set>
 
+#include "common/text_escape.hpp"
+
 namespace ak {
 namespace {
 
 using json = nlohmann::json;
-
-/// A TOML basic string: JSON's escapes are TOML's, and DEL, which TOML forbids raw, is escaped too.
-std::string toml_string(const std::string& s) {
-  std::string out;
-  for (char c : json(s).dump(-1, ' ', false, json::error_handler_t::replace)) {
-    if (c == '\x7f') out += "\\u007f";
-    else out += c;
-  }
-  return out;
-}
 
 bool plain_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
@@ -213,7 +205,7 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
       t += std::string("type = \"") + (int64 ? "int64" : "float") + "\"\n";
       for (const char* bound : {"low", "high"})
         if (int64 && tensor.contains(bound) && (tensor[bound].is_string() || tensor[bound].is_number_integer()))
-          t += std::string(bound) + " = " + (tensor[bound].is_string() ? toml_string(tensor[bound]) : tensor[bound].dump()) + "\n";
+          t += std::string(bound) + " = " + (tensor[bound].is_string() ? toml_string(tensor[bound].get<std::string>()) : tensor[bound].dump()) + "\n";
     }
   return t;
 }

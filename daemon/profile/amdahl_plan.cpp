@@ -1,6 +1,7 @@
 #include "daemon/profile/amdahl_plan.hpp"
 
 #include "common/format.hpp"
+#include "common/text_escape.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -103,7 +104,7 @@ std::string plan_table(const Plan& plan) {
     const PlanRow& r = plan.rows[i];
     std::string shape = !r.supported ? (r.kernel.type == "other" ? "-" : "not a type of this build")
                         : r.shape.empty() ? "unknown: fill in" : dims_text(r.shape, "x");
-    std::snprintf(line, sizeof line, "%5zu %9.1f%%  %-16s  %12.2fx  %27.3fx  %s\n", i + 1, r.f * 100, r.kernel.type.c_str(),
+    std::snprintf(line, sizeof line, "%5zu %9.1f%%  %-16s  %12.2fx  %27.3fx  %s\n", i + 1, r.f * 100, terminal_safe(r.kernel.type).c_str(),
                   r.s, r.gain, shape.c_str());
     out += line;
   }
@@ -111,31 +112,34 @@ std::string plan_table(const Plan& plan) {
   return out;
 }
 
+// Every text of the profile (its file name, a kernel's name, its NVTX range, a module's name, the
+// dtype) came from the profiled program or an edited file: each goes into the config escaped, as
+// a TOML string or one comment line, so none can add a key or a table.
 std::string plan_toml(const Plan& plan, const std::string& profile_name) {
-  std::string out = "# [[kernel]] entries planned from " + profile_name + " (autokernel plan): the whole program could\n# reach " +
+  std::string out = "# [[kernel]] entries planned from " + toml_comment(profile_name) + " (autokernel plan): the whole program could\n# reach " +
                     format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
   for (auto& r : plan.rows) {
     if (!r.supported) continue;
     if (r.f < kWorthARun) {
-      out += "\n# " + r.kernel.type + format_numbers(" at %.2f%% of the GPU time: left out (under ", r.f * 100) +
+      out += "\n# " + toml_comment(r.kernel.type) + format_numbers(" at %.2f%% of the GPU time: left out (under ", r.f * 100) +
              format_numbers("%.1f%%, not worth a run)\n", kWorthARun * 100);
       continue;
     }
     const bool known = !r.shape.empty();
     const std::string c = known ? "" : "# ";
     out += "\n";
-    if (!known) out += "# " + r.kernel.type + ": shape " + r.shape_source + ". Fill in shape, then uncomment.\n";
+    if (!known) out += "# " + toml_comment(r.kernel.type + ": shape " + r.shape_source) + ". Fill in shape, then uncomment.\n";
     out += c + "[[kernel]]\n";
-    out += c + "type = \"" + r.kernel.type + "\"\n";
-    out += c + (known ? "shape = [" + dims_text(r.shape, ", ") + "]    # " + r.shape_source
+    out += c + "type = " + toml_string(r.kernel.type) + "\n";
+    out += c + (known ? "shape = [" + dims_text(r.shape, ", ") + "]    # " + toml_comment(r.shape_source)
                       : "shape = [" + shape_placeholder(r.kernel.type) + "]") + "\n";
-    out += c + "dtype = \"" + (r.kernel.dtype.empty() ? "fp16" : r.kernel.dtype) + "\"" +
+    out += c + "dtype = " + toml_string(r.kernel.dtype.empty() ? "fp16" : r.kernel.dtype) +
            (r.kernel.dtype.empty() ? "    # the kernel's name does not say: check it" : "") + "\n";
     out += c + "weight = " + format_numbers("%.4f", r.f) + "    # " + format_numbers("%.1f%%", r.f * 100) + " of the GPU time\n";
     out += c + "baseline_us = " + format_numbers("%.2f", r.kernel.mean_us) +
            (r.kernel.module.empty() ? "    # its mean time in the profile\n" : "    # the module's kernels, per call, in the profile\n");
-    if (!r.kernel.module.empty()) out += "# module: " + r.kernel.module + ", " + std::to_string(r.kernel.parts.size()) + " distinct kernels\n";
-    else out += "# kernel: " + r.kernel.name.substr(0, 150) + "\n";
+    if (!r.kernel.module.empty()) out += "# module: " + toml_comment(r.kernel.module) + ", " + std::to_string(r.kernel.parts.size()) + " distinct kernels\n";
+    else out += "# kernel: " + toml_comment(r.kernel.name.substr(0, 150)) + "\n";
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "common/file_text.hpp"
 #include "common/format.hpp"
+#include "common/text_escape.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -71,20 +72,6 @@ std::vector<std::string> dim_names(size_t rank) {
   if (rank == 3) return {"batch_size", "seq_len", "dim"};
   std::vector<std::string> out;
   for (size_t i = 0; i < rank; ++i) out.push_back("dim" + std::to_string(i));
-  return out;
-}
-
-/// A TOML basic string: JSON's escapes are TOML's; DEL, which TOML forbids raw, escaped too.
-std::string toml_string(const std::string& s) {
-  std::string out;
-  for (char c : json(s).dump(-1, ' ', false, json::error_handler_t::replace)) out += c == '\x7f' ? std::string("\\u007f") : std::string(1, c);
-  return out;
-}
-
-/// Text for a comment line: no line breaks nor control characters.
-std::string comment_text(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (unsigned char)c < 0x20 || c == '\x7f' ? '?' : c;
   return out;
 }
 
@@ -200,8 +187,8 @@ std::string offer_spec_text(const UserTypeOffer& o, const std::string& profile_n
   const ModuleRange& m = o.range;
   const auto dims = dim_names(m.sizes[0].size());
   const StageShapes s = stage_shapes(dims, m.sizes[0]);
-  std::string t = "# Written by `autokernel plan --user-types` from " + comment_text(profile_name) + ": the module " +
-                  comment_text(m.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) + "\n# called on one " +
+  std::string t = "# Written by `autokernel plan --user-types` from " + toml_comment(profile_name) + ": the module " +
+                  toml_comment(m.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) + "\n# called on one " +
                   (m.dtype.empty() ? std::string("") : m.dtype + " ") + "tensor of " + shape_text(m.sizes[0]) + ". Edit freely.\n";
   t += "name = " + toml_string(o.name) + "\n";
   // Row-wise where a kernel of it reduces, over the last dimension as norms and softmaxes do;
@@ -266,8 +253,8 @@ std::string user_type_offers_toml(const std::vector<UserTypeOffer>& offers, cons
   for (const UserTypeOffer& o : offers) {
     if (!o.refusal.empty()) continue;
     const std::string spec = (fs::path(spec_dir) / (o.name + ".toml")).generic_string();
-    out += "\n[[kernel]]\nspec = " + toml_string(spec) + "    # module " + comment_text(o.range.name) + " (" +
-           comment_text(class_path(o.range)) + "), its reference " + comment_text(o.name) + ".py beside it\n";
+    out += "\n[[kernel]]\nspec = " + toml_string(spec) + "    # module " + toml_comment(o.range.name) + " (" +
+           toml_comment(class_path(o.range)) + "), its reference " + toml_comment(o.name) + ".py beside it\n";
     out += "dtype = " + toml_string(offered_dtypes(o.range.dtype).front()) + "\n";
     out += "weight = " + format_numbers("%.4f", o.f) + "    # " + format_numbers("%.1f%%", o.f * 100) + " of the GPU time; at " +
            format_numbers("%.2fx", target) + " the whole program " + format_numbers("%.3fx", amdahl(o.f, target)) + "\n";
@@ -275,8 +262,8 @@ std::string user_type_offers_toml(const std::vector<UserTypeOffer>& offers, cons
   }
   for (const UserTypeOffer& o : offers)
     if (!o.refusal.empty())
-      out += "\n# not offered: module " + comment_text(o.range.name) + format_numbers(" (%.1f%% of the GPU time): ", o.f * 100) +
-             comment_text(o.refusal) + "\n";
+      out += "\n# not offered: module " + toml_comment(o.range.name) + format_numbers(" (%.1f%% of the GPU time): ", o.f * 100) +
+             toml_comment(o.refusal) + "\n";
   return out;
 }
 

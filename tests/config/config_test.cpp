@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "config/config.hpp"
+#include "config/llm_key_source.hpp"
 #include "kernels_cuda/spec.hpp"
 #include "tests/support.hpp"
 
@@ -89,6 +92,20 @@ TEST_CASE("a config without kernels says how to add one", "[config]") {
   CHECK_THAT(error_of("[run]\nname = \"x\"\n"), Catch::Contains("no [[kernel]] entries"));
 }
 
+TEST_CASE("config/example.toml shows every key the config reader knows", "[config]") {
+  const std::string reader = test::read_file(AK_SOURCE_DIR "/config/config.cpp");
+  const std::string example = test::read_file(AK_SOURCE_DIR "/config/example.toml");
+  const std::regex key_read(R"re(\b(?:string|integer|number|names|devices|take)\("([a-z_]+)")re");
+  int keys = 0;
+  for (std::sregex_iterator it(reader.begin(), reader.end(), key_read), end; it != end; ++it, ++keys) {
+    const std::string key = (*it)[1];
+    INFO(key);
+    const std::regex shown("(^|\n)#? *(" + key + " =|\\[" + key + "\\]|\\[\\[" + key + "\\]\\])");
+    CHECK(std::regex_search(example, shown));
+  }
+  CHECK(keys > 30);
+}
+
 TEST_CASE("invalid TOML names the line", "[config]") {
   CHECK_THAT(error_of("[run\nname = 1\n"), Catch::Contains("test.toml:1: not valid TOML"));
 }
@@ -97,6 +114,55 @@ TEST_CASE("a secret written into the config never appears in the error", "[confi
   std::string e = error_of("[llm]\napi_key = \"sk-SECRET-123\"\n[[kernel]]\ntype = \"rmsnorm\"\n");
   CHECK_THAT(e, Catch::Contains("unknown key 'llm.api_key'"));
   CHECK_THAT(e, !Catch::Contains("SECRET"));
+}
+
+TEST_CASE("a value shaped like an API key is told from a variable's name and a file's path", "[config][secret]") {
+  for (const char* key : {"sk-ant-api03-Zx9kQ2mB7vR4tY1uI8oP3aS6dF0gH5jK", "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab",
+                          "sk-1234567890abcdefghij", "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",
+                          "AKIAIOSFODNN7EXAMPLE", "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "  sk-ant-api03-Zx9kQ2mB7vR4tY1uI8oP\n",
+                          "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "Zx9kQ2mB7vR4tY1uI8oP3aS6dF0gH5jK", "Bearer abcdef0123456789abcdef"}) {
+    INFO(key);
+    CHECK(looks_like_api_key(key));
+  }
+  for (const char* name : {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AK_TEST_KEY", "hf_token", "MY_COMPANY_LLM_API_KEY_2024",
+                           "/run/credentials/autokernel.service/llm-key", "llm-key", "key.txt", "./secrets/anthropic-2024-05-01.key",
+                           "/etc/autokernel/3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "SK_API_KEY"}) {
+    INFO(name);
+    CHECK_FALSE(looks_like_api_key(name));
+  }
+}
+
+TEST_CASE("an API key pasted where its variable's name or file's path belongs is refused and never shown", "[config][secret]") {
+  const std::string key = "sk-ant-api03-Zx9kQ2mB7vR4tY1uI8oP3aS6dF0gH5jK";
+  const std::string head = "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\n";
+  std::string e = error_of(head + "api_key_env = \"" + key + "\"\n" + kMinimal);
+  CHECK_THAT(e, Catch::Contains("test.toml:4: llm.api_key_env holds what looks like an API key") && Catch::Contains("rotate it"));
+  CHECK_THAT(e, !Catch::Contains("Zx9kQ2mB"));
+  e = error_of(head + "api_key_file = \"" + key + "\"\n" + kMinimal);
+  CHECK_THAT(e, Catch::Contains("test.toml:4: llm.api_key_file holds what looks like an API key") && Catch::Contains("LoadCredential="));
+  CHECK_THAT(e, !Catch::Contains("Zx9kQ2mB"));
+  // Not a key's shape, but no variable's name either: refused, and not shown in case it is a key.
+  e = error_of(head + "api_key_env = \"my key\"\n" + kMinimal);
+  CHECK_THAT(e, Catch::Contains("llm.api_key_env is not the name of an environment variable"));
+  CHECK_THAT(e, !Catch::Contains("my key"));
+}
+
+TEST_CASE("a base_url the client cannot use is refused by the config, a key in it never shown", "[config][llm]") {
+  for (const char* url : {"http://127.0.0.1:8000/v1", "https://api.anthropic.com", "http://[::1]:8080/v1", "http://llm-box.local/v1", ""})
+    CHECK(base_url_problem(url).empty());
+  CHECK_THAT(base_url_problem("api.openai.com/v1"), Catch::Contains("http:// or https://"));
+  CHECK_THAT(base_url_problem("htp://x"), Catch::Contains("http:// or https://"));
+  CHECK_THAT(base_url_problem("http://"), Catch::Contains("no host"));
+  CHECK_THAT(base_url_problem("http://host:99999/v1"), Catch::Contains("port"));
+  CHECK_THAT(base_url_problem("http://host:/v1"), Catch::Contains("port"));
+  CHECK_THAT(base_url_problem("http://a b/v1"), Catch::Contains("space"));
+  CHECK_THAT(base_url_problem("http://host/v1?x=1"), Catch::Contains("query"));
+  CHECK_THAT(base_url_problem("https://user:pw@host/v1"), Catch::Contains("password"));
+  std::string e = error_of("[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:8000/v1\"\n" + std::string(kMinimal));
+  CHECK_THAT(e, Catch::Contains("test.toml:4: llm.base_url = \"localhost:8000/v1\": not a URL the client can use"));
+  e = error_of("[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"https://me:sk-proj-4fGh7Jk9Lm2Np5Qr8St1@h/v1\"\n" + std::string(kMinimal));
+  CHECK_THAT(e, Catch::Contains("llm.base_url (the value is not shown)") && Catch::Contains("password"));
+  CHECK_THAT(e, !Catch::Contains("4fGh7Jk9"));
 }
 
 TEST_CASE("a remote provider needs a model and a key source", "[config]") {

@@ -34,6 +34,19 @@ TEST_CASE("the service unit runs the daemon as its own user with the hardening t
   CHECK_THAT(unit, !Catch::Contains("User=root"));
 }
 
+TEST_CASE("the service unit restarts after a failure but stops on exit 2, the daemon's answer to a bad config", "[service]") {
+  const std::string unit = test::read_file(std::string(AK_SOURCE_DIR) + "/config/autokernel.service");
+  CHECK_THAT(unit, Catch::Contains("\nRestart=on-failure\n"));
+  std::smatch m;
+  REQUIRE(std::regex_search(unit, m, std::regex(R"(\nRestartPreventExitStatus=([0-9 ]+)\n)")));
+  // The codes it names are the ones the daemon gives a config it refuses: exit 2.
+  test::TempDir dir;
+  const std::string bad = dir.write("bad.toml", "[run]\nnmae = \"x\"\n[[kernel]]\ntype = \"rmsnorm\"\n");
+  auto r = test::run_autokernel("run --config " + bad);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(" " + m[1].str() + " ", Catch::Contains(" " + std::to_string(r.exit_code) + " "));
+}
+
 TEST_CASE("systemd-analyze verifies the service unit and rates its exposure as low", "[service]") {
   if (!have_systemd_analyze()) return;
   test::TempDir dir;

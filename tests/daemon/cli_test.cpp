@@ -98,3 +98,19 @@ TEST_CASE("kernels lists every built-in type with its ABI, metric, baseline, val
   CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_warp_specialized, wgmma_pipeline\n"));   // matmul
   CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_swiglu, wgmma_pipeline\n"));   // fused_mlp
 }
+
+TEST_CASE("an API key pasted into api_key_env or api_key_file: config check, llm check and run exit 2 and never print it", "[cli][config][secret]") {
+  const std::string key = "sk-ant-api03-Zx9kQ2mB7vR4tY1uI8oP3aS6dF0gH5jK";
+  TempDir d;
+  for (const char* where : {"api_key_env", "api_key_file"}) {
+    const std::string cfg = d.write(std::string(where) + ".toml", "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\n" + std::string(where) +
+                                                                     " = \"" + key + "\"\n[[kernel]]\ntype = \"rmsnorm\"\n");
+    for (const std::string command : {"config check " + cfg, "llm check --config " + cfg, "run --config " + cfg}) {
+      INFO(command);
+      auto r = run_autokernel(command);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.out, Catch::Contains(std::string("llm.") + where + " holds what looks like an API key"));
+      CHECK_THAT(r.out, !Catch::Contains("Zx9kQ2mB"));
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <toml++/toml.h>
 
 #include "common/text_escape.hpp"
 #include "common/untrusted_text.hpp"
@@ -157,6 +158,16 @@ TEST_CASE("one hostile text through every writer: each output parses back as its
     CHECK(std::count(written.begin(), written.end(), '\n') == 1);
     CHECK(written.find('\x1b') == std::string::npos);
     CHECK_THAT(written, Catch::Contains("\\x1b]0;retitled"));
+  }
+  SECTION("a config: the text as a TOML string reads back as one value, as a comment it stays one line") {
+    const std::string doc = "# " + toml_comment(text) + "\nname = " + toml_string(text) + "\n[run]\n";
+    toml::table t;
+    REQUIRE_NOTHROW(t = toml::parse(doc));
+    CHECK(t.size() == 2);   // name and [run]: nothing the text says became a key or a table
+    CHECK(t["name"].value<std::string>() == valid_utf8(text));
+    for (char c : doc) CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n'));
+    CHECK(doc.find("\xC2\x9B") == std::string::npos);
+    CHECK(std::count(doc.begin(), doc.end(), '\n') == 3);
   }
   SECTION("the request body to the LLM is JSON for any prompt") {
     LlmConfig cfg;

@@ -174,6 +174,19 @@ TEST_CASE("an unreachable server is a network error, retried", "[llm][http]") {
   CHECK(h.waits.size() == 2);
 }
 
+TEST_CASE("a malformed base_url fails at once: no retry, and the run must stop", "[llm][http]") {
+  Harness h;
+  h.cfg.base_url = "htp://127.0.0.1:9/v1";
+  h.cfg.max_retries = 5;
+  auto c = h.client();
+  auto r = c.ask(question());
+  REQUIRE_FALSE(r.ok());
+  CHECK(c.last_failure_is_fatal());
+  CHECK(h.waits.empty());
+  CHECK(c.usage().requests == 1);
+  CHECK_THAT(r.error().message, Catch::Contains("is not a URL libcurl can use") && Catch::Contains("check [llm] base_url"));
+}
+
 TEST_CASE("after repeated failed questions the breaker pauses before the next", "[llm][http]") {
   Harness h;
   h.cfg.max_retries = 0;

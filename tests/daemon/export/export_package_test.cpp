@@ -444,6 +444,53 @@ TEST_CASE("autokernel export writes a package from a starter and refuses what it
   CHECK(both.exit_code == 2);
 }
 
+TEST_CASE("every file of either layout lies under one of the package's own entries", "[export]") {
+  for (PackageFormat format : {PackageFormat::Torch, PackageFormat::HfKernels}) {
+    std::vector<std::string> left_out;
+    auto files = package_files({starter("rmsnorm")}, format, left_out);
+    REQUIRE(files.ok());
+    for (auto& [path, text] : *files) {
+      INFO(path);
+      const std::string top = path.substr(0, path.find('/'));
+      CHECK(std::count(package_entries().begin(), package_entries().end(), top) == 1);
+    }
+  }
+}
+
+TEST_CASE("export --out refuses a folder with an earlier export unless --force, which leaves none of its modules behind", "[export][cli]") {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const fs::path pkg = dir.path / "pkg";
+  REQUIRE(test::run_autokernel("export starter --kernel softmax --out " + pkg.string()).exit_code == 0);
+  REQUIRE(fs::exists(pkg / "autokernel_ops/csrc/softmax_module.h"));
+  dir.write("pkg/notes.txt", "the user's own file\n");
+  const std::string readme = test::read_file((pkg / "README.md").string());
+  for (const char* format : {"torch", "hf-kernels"}) {
+    INFO(format);
+    auto again = test::run_autokernel("export starter --kernel rmsnorm --format " + std::string(format) + " --out " + pkg.string());
+    CHECK(again.exit_code == 2);
+    CHECK_THAT(again.out, Catch::Contains("holds an earlier export (autokernel_ops, pyproject.toml, README.md)") &&
+                              Catch::Contains("--force"));
+    CHECK(test::read_file((pkg / "README.md").string()) == readme);
+  }
+  auto forced = test::run_autokernel("export starter --kernel rmsnorm --out " + pkg.string() + " --force");
+  CHECK(forced.exit_code == 0);
+  CHECK(fs::exists(pkg / "autokernel_ops/csrc/rmsnorm_module.h"));
+  CHECK_FALSE(fs::exists(pkg / "autokernel_ops/csrc/softmax_module.h"));   // the earlier module is gone
+  CHECK_THAT(test::read_file((pkg / "autokernel_ops/manifest.json").string()), !Catch::Contains("\"type\": \"softmax\""));
+  CHECK(test::read_file((pkg / "notes.txt").string()) == "the user's own file\n");
+  // Another layout replaces the first one whole.
+  auto hf = test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --out " + pkg.string() + " --force");
+  CHECK(hf.exit_code == 0);
+  CHECK(fs::exists(pkg / "build.toml"));
+  CHECK_FALSE(fs::exists(pkg / "autokernel_ops"));
+  CHECK_FALSE(fs::exists(pkg / "pyproject.toml"));
+  const std::string file = dir.write("a-file", "x");
+  auto onto_file = test::run_autokernel("export starter --kernel rmsnorm --out " + file);
+  CHECK(onto_file.exit_code == 2);
+  CHECK_THAT(onto_file.out, Catch::Contains("is a file"));
+}
+
 TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the five stages' shapes", "[gpu][export][torch]") {
   if (!test::gpu_or_skip()) return;
   if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {

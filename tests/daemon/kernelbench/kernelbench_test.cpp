@@ -337,6 +337,36 @@ TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes t
   }
 }
 
+TEST_CASE("autokernel kernelbench overwrites neither a config nor an edited spec without --force", "[kernelbench]") {
+  if (!python_or_skip()) return;
+  test::TempDir dir;
+  const std::string config = dir.write("kb.toml", "# the user's own config\n");
+  auto refused = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + config);
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.out, Catch::Contains("kb.toml exists: give --force to overwrite it"));
+  CHECK(test::read_file(config) == "# the user's own config\n");
+  CHECK_FALSE(fs::exists(dir.path / "types"));
+  auto forced = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + config + " --force");
+  CHECK(forced.exit_code == 0);
+  CHECK_THAT(test::read_file(config), Catch::Contains("spec = \"types/kb_gelu_tanh.toml\""));
+  // The same specs again, into a new config: nothing is overwritten, so no --force is needed.
+  const std::string again = (dir.path / "again.toml").string();
+  CHECK(test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + again).exit_code == 0);
+  // An edited spec is kept unless --force, and nothing else is written either.
+  const std::string spec = (dir.path / "types/kb_gelu_tanh.toml").string();
+  const std::string edited = test::read_file(spec) + "# edited\n";
+  std::ofstream(spec) << edited;
+  const std::string third = (dir.path / "third.toml").string();
+  auto kept = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + third);
+  CHECK(kept.exit_code == 2);
+  CHECK_THAT(kept.out, Catch::Contains("would be overwritten (an edit?), first " + spec));
+  CHECK(test::read_file(spec) == edited);
+  CHECK_FALSE(fs::exists(third));
+  CHECK(test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + third + " --force").exit_code == 0);
+  CHECK(test::read_file(spec) != edited);
+  CHECK(test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + dir.path.string()).exit_code == 2);
+}
+
 TEST_CASE("autokernel kernelbench exits 2 when nothing is accepted, on bad usage and without python", "[kernelbench]") {
   test::TempDir dir;
   const std::string conv = dir.write("conv.py", kConvProblem);

@@ -2,6 +2,7 @@
 // answering, the loop recording what came back.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 
 #include "daemon/loop/llm_proposer.hpp"
@@ -265,6 +266,70 @@ TEST_CASE("llm check: exit 0 with the model and tokens, 1 for a refused key, 2 f
   auto no_key = run_autokernel("llm check --config " + cfg, "env -u AK_CLI_KEY");
   CHECK(no_key.exit_code == 2);
   CHECK_THAT(no_key.out, Catch::Contains("$AK_CLI_KEY is not set"));
+}
+
+TEST_CASE("llm check shows the model's reply with its escape codes as text, never acting on the terminal", "[llm][cli][text]") {
+  FakeLlmServer server;
+  Scripted s;
+  s.text = "\x1b]0;retitled\x07\x1b[2J\x1b[31mok\xc2\x9b";
+  server.push(s);
+  TempDir dir;
+  std::string cfg = dir.write("llm.toml", "[llm]\nprovider = \"openai\"\nmodel = \"scripted\"\nbase_url = \"" +
+                                              server.base_url() + "/v1\"\n[[kernel]]\ntype = \"rmsnorm\"\n");
+  auto r = run_autokernel("llm check --config " + cfg);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
+  CHECK_THAT(r.out, Catch::Contains("\\x1b]0;retitled\\x07\\x1b[2J\\x1b[31mok\\u009b"));
+}
+
+namespace {
+/// A server that takes connections (the kernel does, from the listen backlog) and never answers.
+struct SilentServer {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  SilentServer() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd, 16);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~SilentServer() { close(fd); }
+};
+}  // namespace
+
+TEST_CASE("llm check against a server that never answers gives up after its own --timeout, with no retry", "[llm][cli]") {
+  SilentServer server;
+  TempDir dir;
+  // The config's own patience (ten minutes, five retries) is not the check's.
+  std::string cfg = dir.write("llm.toml", "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:" +
+                                              std::to_string(server.port) + "/v1\"\nrequest_timeout_s = 600\nmax_retries = 5\n"
+                                              "[[kernel]]\ntype = \"rmsnorm\"\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_autokernel("llm check --config " + cfg + " --timeout 1");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no answer from http://127.0.0.1:" + std::to_string(server.port)) && Catch::Contains("--timeout"));
+  CHECK(took < 8);
+  auto bad = run_autokernel("llm check --config " + cfg + " --timeout soon");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--timeout soon: expected seconds"));
+}
+
+TEST_CASE("llm check refuses a malformed base_url at once, naming the key", "[llm][cli]") {
+  TempDir dir;
+  std::string cfg = dir.write("llm.toml", "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"127.0.0.1:8000/v1\"\n"
+                                              "max_retries = 5\n[[kernel]]\ntype = \"rmsnorm\"\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_autokernel("llm check --config " + cfg);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("llm.toml:4: llm.base_url = \"127.0.0.1:8000/v1\": not a URL the client can use") &&
+                        Catch::Contains("http:// or https://"));
 }
 
 TEST_CASE("propose --print-prompt shows the prompt and writes the proposal", "[llm][cli]") {

@@ -3,12 +3,23 @@
 // after one second of warm-up).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "common/text_escape.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/kernel_classifier.hpp"
 #include "daemon/profile/profile_data.hpp"
 #include "kernels_cuda/spec.hpp"
 #include "tests/support.hpp"
+
+#include <toml++/toml.h>
 
 using namespace ak;
 
@@ -174,6 +185,59 @@ TEST_CASE("plan on the command line prints the table and the entries, and --writ
   CHECK(test::run_autokernel("plan /nonexistent.json").exit_code == 2);
 }
 
+namespace {
+/// Text a profiled program (or an edited profile) may hold: a line break and a table of its own,
+/// a terminal's escape, a byte that is not UTF-8, a DEL.
+const std::string kHostile = "evil\n[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://attacker.example/v1\"\n"
+                             "# \x1b]0;retitled\x07 \xff\x7f end";
+
+/// The recorded profile with kHostile at the start of every kernel's name and NVTX range, and a
+/// module row named with it.
+Profile hostile_profile() {
+  Profile p = recorded();
+  for (auto& k : p.kernels) {
+    k.name = kHostile + k.name;
+    k.nvtx = kHostile + k.nvtx;
+  }
+  ProfiledKernel module = p.kernels.back();
+  module.type = "rmsnorm";
+  module.module = "LlamaRMSNorm" + kHostile;
+  module.shape = {8192, 768};
+  module.share = 0.01;
+  p.kernels.push_back(module);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("the plan's entries hold the profile's text as text: no name, range, module or dtype adds a key or a table", "[profile][plan]") {
+  Profile p = hostile_profile();
+  p.kernels.back().dtype = "fp16\"\n[llm]\nbase_url = \"http://attacker.example\"";
+  const std::string text = plan_toml(make_plan(p, 10, 2.0), "profile\n[llm].json");
+  toml::table t;
+  REQUIRE_NOTHROW(t = toml::parse(text));
+  CHECK_FALSE(t.contains("llm"));
+  CHECK_THAT(text, !Catch::Contains("\n[llm]") && !Catch::Contains("\x1b"));
+  REQUIRE(t["kernel"].as_array());
+  const auto& last = *t["kernel"].as_array()->back().as_table();
+  CHECK(last["dtype"].value<std::string>() == p.kernels.back().dtype);   // held exactly, as a string
+}
+
+TEST_CASE("plan --write of a profile with hostile names: the config parses with no [llm] table and checks", "[profile][plan][cli]") {
+  test::TempDir d;
+  const std::string prof = d.write("profile.json", json_dump(nlohmann::json(hostile_profile())));
+  const std::string cfg = d.write("run.toml", "[run]\nname = \"planned\"\n");
+  auto w = test::run_autokernel("plan " + prof + " --write " + cfg);
+  INFO(w.out);
+  CHECK(w.exit_code == 0);
+  CHECK_THAT(w.out, Catch::Contains("it checks: 4 kernels"));
+  toml::table t;
+  REQUIRE_NOTHROW(t = toml::parse_file(cfg));
+  CHECK_FALSE(t.contains("llm"));
+  auto checked = test::run_autokernel("config check " + cfg);
+  CHECK(checked.exit_code == 0);
+  CHECK_THAT(checked.out, Catch::Contains("proposer: builtin"));
+}
+
 TEST_CASE("profile passes the program's exit code through and says when it ran no kernel", "[profile][cli]") {
   test::TempDir d;
   auto r = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- sh -c 'echo from-the-program; exit 3'");
@@ -182,6 +246,59 @@ TEST_CASE("profile passes the program's exit code through and says when it ran n
   auto ok = test::run_autokernel("profile --out " + (d.path / "p.json").string() + " -- true");
   CHECK(ok.exit_code == 1);
   CHECK(test::run_autokernel("profile").exit_code == 2);
+}
+
+namespace {
+/// Starts the real binary with `args` as a process of its own, as a service manager would.
+pid_t start_autokernel(const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> argv{const_cast<char*>("autokernel")};
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const std::string binary = test::autokernel_binary();
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits at most `seconds` for `pid`; false when it is still running (then it is killed).
+bool wait_at_most(pid_t pid, double seconds, int& status) {
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds); std::chrono::steady_clock::now() < end;) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return false;
+}
+}  // namespace
+
+TEST_CASE("profile passes SIGTERM and SIGINT on to the program it runs and waits for it to end", "[profile][cli][signals]") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    INFO("signal " << sig);
+    test::TempDir d;
+    const std::string ready = (d.path / "ready").string(), got = (d.path / "got").string();
+    // The program records the signal it receives, and ends by itself after ten seconds at most.
+    const std::string script = "trap 'echo TERM > " + got + "; exit 0' TERM; trap 'echo INT > " + got + "; exit 0' INT; "
+                               "echo $$ > " + ready + ".tmp && mv " + ready + ".tmp " + ready + "; "
+                               "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done";
+    pid_t ak = start_autokernel({"profile", "--out", (d.path / "p.json").string(), "--", "sh", "-c", script});
+    REQUIRE(ak > 0);
+    for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(std::filesystem::exists(ready));
+    const pid_t program = std::stoi(test::read_file(ready));
+    kill(ak, sig);
+    int status = 0;
+    REQUIRE(wait_at_most(ak, 8, status));
+    CHECK(WIFEXITED(status));   // not ended by the signal: it waited for the program
+    CHECK(test::read_file(got) == (sig == SIGTERM ? "TERM\n" : "INT\n"));
+    CHECK(kill(program, 0) == -1);   // the program has ended and was reaped before autokernel left
+  }
 }
 
 TEST_CASE("real records of one llama_block step on the H100: ranked, classified, shapes from NVTX", "[profile][plan]") {
