@@ -10,8 +10,9 @@
 // warps' reads and the output's writes stay coalesced. Out-of-range rows, columns and the K tail
 // load as zero, so every shape is right. fp32 FMA accumulation in a fixed order (no TF32: the
 // reference runs with TF32 off; bitwise repeatable), the epilogue in fp32 as the module does it,
-// step by step. Any power-of-two AK_TILE up to 512 is correct: past 32 * AK_MICRO the micro tile
-// grows so that a block stays at most 32 x 32 threads.
+// step by step. Any power-of-two AK_TILE up to 256 is correct (past 32 * AK_MICRO the micro
+// tile grows so that a block stays at most 32 x 32 threads; 512 would need 64 KiB of static shared
+// memory, past the 48 KiB a launch takes).
 // Grid rule `tiles`: blocks = ceil(batch_size / ak_tile_m) * ceil(output_size / ak_tile_n);
 // the block's tile is blockIdx.x as (row tile, column tile), column tiles fastest.
 #include <cuda_bf16.h>
