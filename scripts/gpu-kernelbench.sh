@@ -25,7 +25,7 @@
 #                                      file served is honest, so a verdict other than PASS is a fault of
 #                                      the harness or of the file, and a revert is for speed alone.
 #                                      Bounded by KB6_MAX_EXPERIMENTS (default 18: each first file, then
-#                                      edits), 2 reverts in a row, and KB6_TIMEOUT seconds (default 400).
+#                                      edits), 2 reverts in a row, and KB6_TIMEOUT seconds (default 420).
 #                                      GPU memory is sampled every 0.5 s, the GPU's and each process's
 #                                      (scripts/gpu-memory-sampler.py). Writes only $OUT/summary.txt
 #                                      (the import; per type its verdicts, its first file kept or not,
@@ -179,7 +179,7 @@ kb6() {
   nvidia-smi > "$logs/nvidia-smi-before.txt" 2>&1
   python3 scripts/gpu-memory-sampler.py "$logs/gpu-memory.log" --interval-s 0.5 2> "$logs/sampler.log" &
   local sampler=$!
-  timeout -s TERM -k 30 "${KB6_TIMEOUT:-400}" "$ak" run --config "$dir/kb6.toml" 2>&1 |
+  timeout -s TERM -k 30 "${KB6_TIMEOUT:-420}" "$ak" run --config "$dir/kb6.toml" 2>&1 |
     tee "$logs/run-raw.log" | quiet > "$logs/run.log"
   local run_rc=${PIPESTATUS[0]}
   echo "run exit $run_rc" | tee -a "$logs/run.log" >> "$summary"
