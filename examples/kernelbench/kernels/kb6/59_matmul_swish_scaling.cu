@@ -1,0 +1,103 @@
+// kb_59_matmul_swish_scaling, honest: out = swish(x @ W^T + b) * 2.0, like nn.Linear, then `x *
+// torch.sigmoid(x)` and `* scaling_factor` (2.0). The user type `autokernel kernelbench` writes for
+// KernelBench level 2 problem 59 (Matmul_Swish_Scaling): x [batch_size, in_features], the layer's
+// weight [out_features, in_features] (each output the dot product of two K-contiguous rows), timed
+// at 128 x 32768 by 32768 x 32768 fp32.
+//
+// A plain tiled SIMT GEMM: one AK_TILE x AK_TILE output tile a block, K walked AK_BK at a time
+// through shared memory (stored k-major, so a thread's reads of its micro tile are broadcasts or
+// consecutive), each thread an AK_MICRO x AK_MICRO micro tile strided by the block's side, so the
+// warps' reads and the output's writes stay coalesced. Out-of-range rows, columns and the K tail
+// load as zero, so every shape is right. fp32 FMA accumulation in a fixed order (no TF32: the
+// reference runs with TF32 off; bitwise repeatable), the epilogue in fp32 as the module does it,
+// step by step. Any power-of-two AK_TILE up to 256 is correct (past 32 * AK_MICRO the micro
+// tile grows so that a block stays at most 32 x 32 threads; 512 would need 64 KiB of static shared
+// memory, past the 48 KiB a launch takes).
+// Grid rule `tiles`: blocks = ceil(batch_size / ak_tile_m) * ceil(out_features / ak_tile_n);
+// the block's tile is blockIdx.x as (row tile, column tile), column tiles fastest.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define AK_TILE 128
+#define AK_MICRO 8
+#define AK_BK 16
+
+constexpr int kMicro = AK_TILE / AK_MICRO > 32 ? AK_TILE / 32 : (AK_MICRO < AK_TILE ? AK_MICRO : AK_TILE);
+constexpr int kSide = AK_TILE / kMicro;  // threads along each side of the tile
+constexpr int kThreads = kSide * kSide;
+static_assert(AK_TILE % kMicro == 0, "AK_TILE must be a multiple of the micro tile");
+
+extern "C" __constant__ int ak_block_threads = kThreads;
+extern "C" __constant__ int ak_tile_m = AK_TILE;
+extern "C" __constant__ int ak_tile_n = AK_TILE;
+
+__device__ __forceinline__ float ak_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ak_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ak_to_float(float v) { return v; }
+template <typename T> __device__ __forceinline__ T ak_from_float(float v);
+template <> __device__ __forceinline__ __half ak_from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 ak_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float ak_from_float<float>(float v) { return v; }
+
+// The module's steps after the GEMM: the layer's bias, y * sigmoid(y), `* scaling_factor`.
+// sigmoid as 1 / (1 + exp(-y)): exp(-y) overflows to infinity for very negative y, giving 0, the
+// module's value too.
+__device__ __forceinline__ float epilogue(float dot, float bias) {
+  const float scaling_factor = 2.0f;
+  const float y = dot + bias;
+  return y * (1.f / (1.f + expf(-y))) * scaling_factor;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+kb_59_matmul_swish_scaling_kernel(
+    const T* __restrict__ x, const T* __restrict__ matmul_weight,
+    const T* __restrict__ matmul_bias, T* __restrict__ out, int batch_size,
+    int in_features, int out_features) {
+  __shared__ float xs[AK_BK][AK_TILE + 1];  // +1: the k-major stores of one warp spread over banks
+  __shared__ float ws[AK_BK][AK_TILE + 1];
+  const int col_tiles = (out_features + AK_TILE - 1) / AK_TILE;
+  const long long m0 = (long long)(blockIdx.x / col_tiles) * AK_TILE;
+  const long long n0 = (long long)(blockIdx.x % col_tiles) * AK_TILE;
+  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+
+  float acc[kMicro][kMicro];
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+    for (int j = 0; j < kMicro; ++j) acc[i][j] = 0.f;
+
+  for (long long k0 = 0; k0 < in_features; k0 += AK_BK) {
+    // Consecutive threads read consecutive k of one row: AK_BK floats of a row in one go.
+    for (int idx = threadIdx.x; idx < AK_TILE * AK_BK; idx += kThreads) {
+      const int r = idx / AK_BK, kk = idx % AK_BK;
+      const long long k = k0 + kk, m = m0 + r, n = n0 + r;
+      xs[kk][r] = m < batch_size && k < in_features ? ak_to_float(x[m * in_features + k]) : 0.f;
+      ws[kk][r] = n < out_features && k < in_features ? ak_to_float(matmul_weight[n * in_features + k]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < AK_BK; ++kk) {
+      float a[kMicro], b[kMicro];
+#pragma unroll
+      for (int i = 0; i < kMicro; ++i) a[i] = xs[kk][ty + i * kSide];
+#pragma unroll
+      for (int j = 0; j < kMicro; ++j) b[j] = ws[kk][tx + j * kSide];
+#pragma unroll
+      for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+        for (int j = 0; j < kMicro; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();  // the next stage overwrites what this one read
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i) {
+    const long long m = m0 + ty + i * kSide;
+#pragma unroll
+    for (int j = 0; j < kMicro; ++j) {
+      const long long n = n0 + tx + j * kSide;
+      if (m < batch_size && n < out_features) out[m * out_features + n] = ak_from_float<T>(epilogue(acc[i][j], ak_to_float(matmul_bias[n])));
+    }
+  }
+}
