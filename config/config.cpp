@@ -85,6 +85,14 @@ class TableReader {
     out = got;
   }
 
+  void flag(const char* key, bool& out) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    auto v = n->value_exact<bool>();
+    if (!v) return wrong(key, *n, "true or false");
+    out = *v;
+  }
+
   template <typename Int>
   void integer(const char* key, Int& out, int64_t lo, int64_t hi) {
     const toml::node* n = take(key);
@@ -208,6 +216,7 @@ void read_harness(const toml::table& t, const std::string& file, std::vector<std
   r.number("stage_timeout_s", h.stage_timeout_s, 1, 3600);
   r.integer("warmup", h.warmup, 0, 10000);
   r.integer("repetitions", h.repetitions, 5, 100000);
+  r.flag("torch_compile", h.torch_compile);
   r.names("worker_env", h.worker_env);
   r.finish();
 }

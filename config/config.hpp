@@ -39,6 +39,9 @@ struct HarnessConfig {
   double stage_timeout_s = 60;     ///< watchdog limit for one stage of one candidate
   int warmup = 10;                 ///< launches before timing
   int repetitions = 100;           ///< timed launches; the median is reported
+  /// A user type's baseline also times its module under torch.compile (minutes of autotuning at
+  /// KernelBench's sizes); false: PyTorch eager alone.
+  bool torch_compile = true;
   /// Variables the worker gets beyond the minimal environment (harness/worker_environment.hpp).
   std::vector<std::string> worker_env;
 };

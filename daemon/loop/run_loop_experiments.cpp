@@ -81,6 +81,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   req.warmup = cfg_.harness.warmup;
   req.repetitions = cfg_.harness.repetitions;
+  req.torch_compile = cfg_.harness.torch_compile;
   return job;
 }
 

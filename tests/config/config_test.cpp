@@ -73,6 +73,17 @@ TEST_CASE("worker_env takes variable names and refuses anything else", "[config]
   CHECK_THAT(e, Catch::Contains("harness.worker_env = \"A=B\": expected an array of variable names"));
 }
 
+TEST_CASE("torch_compile is on by default, can be turned off, and takes only a boolean", "[config]") {
+  auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(on.ok());
+  CHECK(on->harness.torch_compile);
+  auto off = parse_config("[harness]\ntorch_compile = false\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->harness.torch_compile);
+  CHECK_THAT(error_of("[harness]\ntorch_compile = \"no\"\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("harness.torch_compile") && Catch::Contains("true or false"));
+}
+
 TEST_CASE("an unknown kernel type lists the known ones", "[config]") {
   std::string e = error_of("[[kernel]]\ntype = \"convolution\"\n");
   CHECK_THAT(e, Catch::Contains("kernel.type = \"convolution\": expected one of \"cross_entropy\", \"flash_attention\", \"fused_mlp\", \"layernorm\", \"matmul\", \"reduce\", \"rmsnorm\", \"rotary_embedding\", \"softmax\""));
