@@ -1,8 +1,5 @@
 #include "harness/allocation_slack.hpp"
 
-#include "harness/cuda_driver.hpp"
-#include "harness/inputs.hpp"
-
 namespace ak {
 
 size_t whole_pages(size_t bytes, size_t granularity) {
@@ -21,12 +18,12 @@ void AllocationSlack::remove(CUdeviceptr at) {
   live_.erase(at);
 }
 
-CUresult AllocationSlack::scrub(const CudaDriver& d, CUstream s) const {
+std::vector<std::pair<CUdeviceptr, size_t>> AllocationSlack::ranges() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<CUdeviceptr, size_t>> out;
   for (const auto& [at, a] : live_)
-    if (a.span > a.used)
-      if (CUresult r = d.cuMemsetD8Async(at + a.used, kPoisonByte, a.span - a.used, s); r != CUDA_SUCCESS) return r;
-  return CUDA_SUCCESS;
+    if (a.span > a.used) out.push_back({at + a.used, a.span - a.used});
+  return out;
 }
 
 size_t AllocationSlack::with_slack() const {

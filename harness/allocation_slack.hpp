@@ -4,17 +4,18 @@
 /// allocations into shared 2 MiB pages (a 4-byte buffer's neighbour starts 512 bytes on, and the
 /// bytes between belong to no one), so every harness allocation is made in whole pages of the
 /// allocation granularity and listed here; before every launch of a candidate or a best, the
-/// slack of every live allocation is written over with the poison byte. Nothing a kernel leaves
-/// there, in any buffer it can reach, survives to its next launch.
+/// slack of every live allocation is written over with the poison byte
+/// (DeviceChecks::poison_before_launch). Nothing a kernel leaves there, in any buffer it can
+/// reach, survives to its next launch.
 #include <cuda.h>
 
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 namespace ak {
-
-struct CudaDriver;
 
 /// `bytes` rounded up to whole pages of `granularity` (at least one page).
 size_t whole_pages(size_t bytes, size_t granularity);
@@ -24,9 +25,9 @@ class AllocationSlack {
   /// An allocation of `span` bytes at `at`, of which the first `used` are its operand.
   void add(CUdeviceptr at, size_t used, size_t span);
   void remove(CUdeviceptr at);
-  /// Enqueues on `s` the poisoning of every live allocation's slack.
-  CUresult scrub(const CudaDriver& d, CUstream s) const;
-  /// How many allocations have slack to scrub (for the tests and the log).
+  /// Where each live allocation's slack starts, and its bytes: what to poison before a launch.
+  std::vector<std::pair<CUdeviceptr, size_t>> ranges() const;
+  /// How many allocations have slack to poison (for the tests and the log).
   size_t with_slack() const;
 
  private:

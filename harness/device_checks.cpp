@@ -81,11 +81,33 @@ __global__ void ak_fingerprint(const unsigned char* a, long long bytes, unsigned
 
 // A byte copy by a kernel: module memory between the driver's variables is mapped, but the copy
 // engine refuses ranges it does not know as one allocation.
-// Every word of the block's shared memory set to the poison; one block on each SM, with all the
-// shared memory an SM gives a block, overwrites what any earlier kernel left on the chip.
-__global__ void ak_poison_shared(int words) {
+// Before a candidate's or a best's launch, in one launch: every word of the block's shared memory
+// set to the poison (one block on each SM, with all the shared memory an SM gives a block,
+// overwrites what any earlier kernel left on the chip), then the given slack ranges of the
+// allocations poisoned byte for byte.
+struct AkSlackRanges {
+  unsigned long long at[AK_SLACK_RANGES];
+  unsigned long long bytes[AK_SLACK_RANGES];
+  int n;
+};
+
+extern "C" __global__ void ak_poison_before_launch(int shared_words, AkSlackRanges r) {
   extern __shared__ unsigned ak_shared_words[];
-  for (int i = threadIdx.x; i < words; i += blockDim.x) ak_shared_words[i] = 0xffffffffu;
+  for (int i = threadIdx.x; i < shared_words; i += blockDim.x) ak_shared_words[i] = 0xffffffffu;
+  const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  const unsigned long long stride = gridDim.x * (unsigned long long)blockDim.x;
+  for (int k = 0; k < r.n; ++k) {
+    unsigned char* p = (unsigned char*)r.at[k];
+    const unsigned long long n = r.bytes[k];
+    unsigned long long head = (16 - (r.at[k] & 15)) & 15;
+    if (head > n) head = n;
+    if (tid < head) p[tid] = 0xff;
+    const unsigned long long words = (n - head) / 16;
+    uint4* q = (uint4*)(p + head);
+    for (unsigned long long i = tid; i < words; i += stride) q[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+    const unsigned long long tail = head + words * 16;
+    if (tid < n - tail) p[tail + tid] = 0xff;
+  }
 }
 
 __global__ void ak_copy(const unsigned char* from, unsigned char* to, long long bytes) {
@@ -115,8 +137,9 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   names.push_back("ak_first_change");
   names.push_back("ak_copy");
   names.push_back("ak_fingerprint");
-  names.push_back("ak_poison_shared");
-  auto h = load_harness_module(gpu, kSource, "ak_device_checks.cu", names);
+  names.push_back("ak_poison_before_launch");
+  auto h = load_harness_module(gpu, "#define AK_SLACK_RANGES " + std::to_string(kSlackRangesPerLaunch) + "\n" + kSource,
+                               "ak_device_checks.cu", names);
   if (!h) return h.error();
   std::unique_ptr<DeviceChecks> c(new DeviceChecks(gpu));
   c->module_ = std::move(h->module);
@@ -126,8 +149,8 @@ Result<std::unique_ptr<DeviceChecks>> DeviceChecks::open(GpuContext& gpu) {
   c->first_change_ = h->functions[dtypes.size() + 1];
   c->copy_ = h->functions[dtypes.size() + 2];
   c->fingerprint_ = h->functions[dtypes.size() + 3];
-  c->poison_shared_ = h->functions[dtypes.size() + 4];
-  if (auto s = cu_check(gpu.driver().cuFuncSetAttribute(c->poison_shared_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+  c->poison_ = h->functions[dtypes.size() + 4];
+  if (auto s = cu_check(gpu.driver().cuFuncSetAttribute(c->poison_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                         gpu.info().shared_bytes_per_block),
                         "giving the shared-memory poison all of an SM's shared memory");
       !s)
@@ -177,13 +200,32 @@ Result<uint64_t> DeviceChecks::fingerprint(const DeviceBuffer& a, uint64_t key) 
   return count(fingerprint_, params, int64_t(a.bytes() / 4 + 1));
 }
 
-Status DeviceChecks::poison_shared_memory() const {
+Status DeviceChecks::poison_before_launch(const AllocationSlack* slack) const {
+  struct Ranges {
+    unsigned long long at[kSlackRangesPerLaunch];
+    unsigned long long bytes[kSlackRangesPerLaunch];
+    int n;
+  };
   const GpuInfo& i = gpu_.info();
-  int words = i.shared_bytes_per_block / 4;
-  void* params[] = {&words};
-  return cu_check(gpu_.driver().cuLaunchKernel(poison_shared_, unsigned(i.sm_count), 1, 1, 1024, 1, 1,
-                                               unsigned(i.shared_bytes_per_block), nullptr, params, nullptr),
-                  "poisoning every SM's shared memory");
+  const auto ranges = slack ? slack->ranges() : std::vector<std::pair<CUdeviceptr, size_t>>{};
+  // The first launch poisons the shared memory too; more than kSlackRangesPerLaunch ranges take
+  // further launches of the slack part alone.
+  size_t next = 0;
+  do {
+    Ranges r{};
+    for (; next < ranges.size() && r.n < int(kSlackRangesPerLaunch); ++next, ++r.n) {
+      r.at[r.n] = ranges[next].first;
+      r.bytes[r.n] = ranges[next].second;
+    }
+    int words = next <= kSlackRangesPerLaunch ? i.shared_bytes_per_block / 4 : 0;
+    void* params[] = {&words, &r};
+    if (auto s = cu_check(gpu_.driver().cuLaunchKernel(poison_, unsigned(i.sm_count), 1, 1, 1024, 1, 1,
+                                                       unsigned(words ? i.shared_bytes_per_block : 0), nullptr, params, nullptr),
+                          "poisoning every SM's shared memory and the allocations' slack");
+        !s)
+      return s;
+  } while (next < ranges.size());
+  return ok();
 }
 
 Status DeviceChecks::copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const {

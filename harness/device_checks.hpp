@@ -32,11 +32,14 @@ class DeviceChecks {
   /// A keyed 64-bit fingerprint of the whole buffer: equal buffers give equal values, and a
   /// kernel that does not know `key` cannot make two different ones agree.
   Result<uint64_t> fingerprint(const DeviceBuffer& a, uint64_t key) const;
-  /// Enqueues the poisoning of the shared memory of every SM, before a candidate's or a best's
-  /// launch: shared memory outlives a launch (seen on an H200: a mark left by one kernel read back
-  /// by the next on every SM, across a 256 MiB memset), a place to count launches or to tell the
-  /// candidate's stage launches from the best's first. About 5 us.
-  Status poison_shared_memory() const;
+  /// Enqueues, before a candidate's or a best's launch, in one kernel: the poisoning of the shared
+  /// memory of every SM, which outlives a launch (seen on an H200: a mark left by one kernel read
+  /// back by the next on every SM, across a 256 MiB memset), a place to count launches or to tell
+  /// the candidate's stage launches from the best's first; and of the slack of every allocation
+  /// `slack` lists (harness/allocation_slack.hpp).
+  Status poison_before_launch(const AllocationSlack* slack) const;
+  /// Slack ranges one launch of the poison takes (its parameter holds them).
+  static constexpr size_t kSlackRangesPerLaunch = 64;
   /// Enqueues a copy of `bytes` bytes by a kernel (for memory the copy engine will not take).
   Status copy_into(CUdeviceptr from, CUdeviceptr to, size_t bytes) const;
   /// The mangled names of these kernels: a timing tells its candidate's records from theirs.
@@ -53,7 +56,7 @@ class DeviceChecks {
   CUfunction first_change_ = nullptr;
   CUfunction copy_ = nullptr;
   CUfunction fingerprint_ = nullptr;
-  CUfunction poison_shared_ = nullptr;
+  CUfunction poison_ = nullptr;
   DeviceBuffer counter_;
 };
 

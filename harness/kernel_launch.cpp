@@ -186,19 +186,14 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
   }
   if (grid < 1 || grid > 0x7fffffff) return CUDA_ERROR_INVALID_VALUE;
   if (restore_memory)
-    if (CUresult e = restore_module_memory(s); e != CUDA_SUCCESS) return e;
+    if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
   return launch_grid(*d_, functions_.at(d), grid_launch_, grid, geometry_.block_threads, is_reference_ ? 0 : smem_bytes_,
                      s, params.data());
 }
 
 Status LaunchableKernel::before_launch(const DeviceChecks& checks) const {
-  if (auto s = checks.poison_shared_memory(); !s) return s;
+  if (auto s = checks.poison_before_launch(slack_.get()); !s) return s;
   return memory_.snapshot(checks);
-}
-
-CUresult LaunchableKernel::restore_module_memory(CUstream s) const {
-  if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
-  return slack_ ? slack_->scrub(*d_, s) : CUDA_SUCCESS;
 }
 
 }  // namespace ak

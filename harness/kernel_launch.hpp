@@ -37,12 +37,11 @@ class LaunchableKernel {
   /// the copies out of a timed interval).
   CUresult launch(const KernelSpec& spec, DType d, const Shape& shape, const RunBuffers& b, CUstream s = nullptr,
                   bool restore_memory = true) const;
-  /// Writes the module's memory back to its image and poisons the slack of every allocation of
-  /// the context (harness/allocation_slack.hpp): what a launch may start from, and all it finds.
-  CUresult restore_module_memory(CUstream s = nullptr) const;
+  CUresult restore_module_memory(CUstream s = nullptr) const { return memory_.restore(s); }
 
-  /// Enqueues, right before a launch, what the launch may find: every SM's shared memory
-  /// poisoned, and the copy of the module's memory the check compares with.
+  /// Enqueues, right before a launch, what the launch may find: every SM's shared memory and the
+  /// slack of every allocation of the context poisoned (DeviceChecks::poison_before_launch), and
+  /// the copy of the module's memory the check compares with.
   Status before_launch(const DeviceChecks& checks) const;
   /// Enqueues, after a launch, the check that the launch left the module's memory unchanged: the
   /// first changed byte's offset lands in `slot` (ModuleMemory::kNoChange when none).

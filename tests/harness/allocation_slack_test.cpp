@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness/allocation_slack.hpp"
+#include "harness/device_checks.hpp"
 #include "harness/gpu_context.hpp"
 #include "harness/inputs.hpp"
 #include "tests/support.hpp"
@@ -23,11 +24,15 @@ TEST_CASE("only allocations with slack are listed for the scrub, and only while 
   slack.add(0x200000, 4, 2 << 20);
   slack.add(0x400000, 2 << 20, 2 << 20);  // its operand fills it: nothing to scrub
   CHECK(slack.with_slack() == 1);
+  const auto ranges = slack.ranges();
+  REQUIRE(ranges.size() == 1);
+  CHECK(ranges[0].first == 0x200000 + 4);
+  CHECK(ranges[0].second == (2 << 20) - 4);
   slack.remove(0x200000);
   CHECK(slack.with_slack() == 0);
 }
 
-TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poisoned by a scrub", "[gpu][slack]") {
+TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poisoned before a launch", "[gpu][slack]") {
   if (!test::gpu_or_skip()) return;
   auto gpu = GpuContext::open(0);
   REQUIRE(gpu.ok());
@@ -40,13 +45,31 @@ TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poi
   CHECK(a->ptr() % page == 0);
   CHECK(b->ptr() % page == 0);
   CHECK(a->span() == page);
+  auto checks = DeviceChecks::open(**gpu);
+  REQUIRE(checks.ok());
   const CudaDriver& d = (*gpu)->driver();
   std::vector<unsigned char> bytes(a->span(), 7);
   REQUIRE(d.cuMemcpyHtoD(a->ptr(), bytes.data(), bytes.size()) == CUDA_SUCCESS);
-  REQUIRE((*gpu)->slack()->scrub(d, nullptr) == CUDA_SUCCESS);
+  REQUIRE((*checks)->poison_before_launch((*gpu)->slack().get()).ok());
   REQUIRE(d.cuCtxSynchronize() == CUDA_SUCCESS);
   REQUIRE(d.cuMemcpyDtoH(bytes.data(), a->ptr(), bytes.size()) == CUDA_SUCCESS);
   CHECK(bytes[0] == 7);                     // the operand is the harness's to fill
   CHECK(bytes[4] == kPoisonByte);           // the slack right after it
   CHECK(bytes.back() == kPoisonByte);       // and to the page's end
+  // More live allocations than one launch of the poison takes: each gets its slack poisoned.
+  std::vector<DeviceBuffer> many;
+  for (size_t i = 0; i < DeviceChecks::kSlackRangesPerLaunch + 5; ++i) {
+    auto b = (*gpu)->alloc(3);
+    REQUIRE(b.ok());
+    REQUIRE(d.cuMemsetD8(b->ptr(), 7, b->span()) == CUDA_SUCCESS);
+    many.push_back(std::move(*b));
+  }
+  REQUIRE((*checks)->poison_before_launch((*gpu)->slack().get()).ok());
+  REQUIRE(d.cuCtxSynchronize() == CUDA_SUCCESS);
+  for (const DeviceBuffer& b : {std::cref(many.front()), std::cref(many.back())}) {
+    unsigned char edge[2] = {};
+    REQUIRE(d.cuMemcpyDtoH(edge, b.ptr() + 2, 2) == CUDA_SUCCESS);
+    CHECK(edge[0] == 7);
+    CHECK(edge[1] == kPoisonByte);
+  }
 }
