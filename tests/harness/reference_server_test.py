@@ -4,6 +4,7 @@ message, and the protocol loop on a stand-in server. No torch needed.
 Run by ctest: python3 -m unittest reference_server_test.py"""
 import io
 import json
+import math
 import os
 import sys
 import unittest
@@ -135,12 +136,11 @@ class Messages(unittest.TestCase):
         self.assertTrue(msg.endswith("(tolerance 0.020025 there, atol = 0.02 (the output's magnitude times 0.0001), "
                                      "rtol = 0.0001)"), msg)
 
-    def test_the_atol_grows_with_the_outputs_magnitude_only_for_inputs_scaled_up(self):
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 250.0), 1e-4 * 250.0)
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 0.5), 1e-4)           # never below the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 1.0, 250.0), 1e-4)          # plain inputs: the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 1 / 64, 250.0), 1e-4)       # scaled down: the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, float("inf")), 1e-4)
+    def test_the_atol_grows_with_the_outputs_magnitude_only_where_the_inputs_were_made_large(self):
+        self.assertEqual(R.absolute_tolerance(1e-4, True, 250.0), 1e-4 * 250.0)
+        self.assertEqual(R.absolute_tolerance(1e-4, True, 0.5), 1e-4)            # never below the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, False, 250.0), 1e-4)         # plain inputs: the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, True, float("inf")), 1e-4)
 
     def test_non_finite_values_read_as_such(self):
         self.assertIn("got nan expected 2.0", R.mismatch_message("y", 1, 4, [0], float("nan"), 2.0, 1e-2))
@@ -197,6 +197,158 @@ class Protocol(unittest.TestCase):
             sys.stderr = stderr
         self.assertIn("check: KeyError", replies[0]["error"])
         self.assertEqual(replies[1], {"ok": False, "error": "prepare: the reply held a non-finite number"})
+
+
+class ElementRule(unittest.TestCase):
+    """element_passes: the rule the chunked comparison applies, against the reference rounded to the
+    output's dtype, with the overflow threshold either side of which an honest value may land."""
+    FP16 = R.overflow_threshold("fp16")
+
+    def passes(self, got, reference, expected, tolerance=1e-2, atol=None):
+        return R.element_passes(got, reference, expected, tolerance, tolerance if atol is None else atol, self.FP16)
+
+    def test_the_overflow_thresholds_are_max_plus_half_an_ulp(self):
+        self.assertEqual(R.overflow_threshold("fp16"), 65520.0)
+        self.assertEqual(R.overflow_threshold("bf16"), 2.0 ** 128 - 2.0 ** 119)
+        self.assertEqual(R.overflow_threshold("fp32"), 2.0 ** 128 - 2.0 ** 103)
+
+    def test_an_honest_infinity_where_the_rounded_reference_is_infinite_passes(self):
+        inf = float("inf")
+        self.assertTrue(self.passes(inf, 70000.0, inf))      # fp16 square of 264.6: PyTorch's fp16 gives inf too
+        self.assertTrue(self.passes(-inf, -70000.0, -inf))
+        self.assertFalse(self.passes(-inf, 70000.0, inf))    # the wrong sign
+
+    def test_either_side_of_the_threshold_passes_where_the_reference_is_within_tolerance_of_it(self):
+        inf = float("inf")
+        self.assertTrue(self.passes(inf, 65000.0, 65024.0))   # 65000 * 1.01 reaches 65520
+        self.assertFalse(self.passes(inf, 60000.0, 60000.0))  # far from it: an infinity is wrong
+        self.assertTrue(self.passes(65504.0, 65530.0, inf))   # the reference rounds up, the kernel down
+        self.assertFalse(self.passes(1.0, 65530.0, inf))
+
+    def test_finite_values_compare_with_the_rounded_reference(self):
+        self.assertTrue(self.passes(1.0, 1.0004, 1.0))
+        self.assertTrue(self.passes(1.015, 1.0, 1.0))
+        self.assertFalse(self.passes(1.03, 1.0, 1.0))
+
+    def test_nan_passes_only_where_nan_is_expected_and_a_finite_value_never_where_infinity_is(self):
+        nan, inf = float("nan"), float("inf")
+        self.assertTrue(self.passes(nan, nan, nan))
+        self.assertFalse(self.passes(nan, 1.0, 1.0))
+        self.assertFalse(self.passes(1.0, inf, inf))
+        self.assertFalse(self.passes(-inf, inf, inf))
+
+    def test_chunks_cover_every_element_once_in_order(self):
+        self.assertEqual(R.chunk_bounds(10, 4), [(0, 4), (4, 8), (8, 10)])
+        self.assertEqual(R.chunk_bounds(8, 4), [(0, 4), (4, 8)])
+        self.assertEqual(R.chunk_bounds(0, 4), [])
+
+
+class Tallies(unittest.TestCase):
+    def test_chunks_add_up_to_the_counts_the_worst_and_the_message(self):
+        t = R.Tally()
+        t.add(4, 1, False, 0.5, (0.4, 2, 1.5, 1.0), (0.0, 1.5), (0.0, 1.0, 1.0))
+        t.add(4, 2, True, 0.75, (0.7, 5, 2.75, 2.0), (0.0, 2.75), (0.0, 2.0, 2.0))
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("out", [2, 4], 1e-4, 1e-4, verdict)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["max_abs_error"], 0.75)
+        self.assertTrue(verdict["message"].startswith("output out: 3 of 8 elements differ, worst at [1, 1]: got 2.75 "
+                                                      "expected 2.0"), verdict["message"])
+
+    def test_of_equal_worsts_the_first_stays(self):
+        t = R.Tally()
+        t.add(4, 1, False, 0.5, (0.5, 1, 1.0, 0.5), (0.0, 1.0), None)
+        t.add(4, 1, False, 0.5, (0.5, 6, 1.0, 0.5), (0.0, 1.0), None)
+        self.assertEqual(t.worst[1], 1)
+
+    def test_one_non_finite_error_makes_the_largest_error_unknown(self):
+        t = R.Tally()
+        t.add(4, 0, False, 0.5, None, (0.0, 1.0), None)
+        t.add(4, 1, False, None, (math.inf, 4, math.nan, 1.0), (math.nan, math.nan), None)
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("y", [8], 1e-4, 1e-4, verdict)
+        self.assertIsNone(verdict["max_abs_error"])
+        self.assertIn("got nan", verdict["message"])
+
+    def test_a_constant_output_fails_where_the_reference_varies_even_within_tolerance(self):
+        t = R.Tally()
+        t.add(1000, 0, False, 0.004, None, (0.0, 0.0), (-0.004, 0.004, 0.004))  # KernelBench's allclose passes it
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("out", [1000], 1e-2, 1e-2, verdict)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["message"], "output out: every one of its 1000 elements is 0.0 where the reference "
+                                             "ranges from -0.004 to 0.004: a constant output never passes where the "
+                                             "reference is not constant")
+
+    def test_a_constant_output_passes_where_the_reference_is_constant_or_has_one_element(self):
+        for elements, expected in ((1000, (2.0, 2.0, 2.0)), (1000, (2.0, 2.00001, 2.00001)), (1, (0.0, 0.0, 0.0))):
+            t = R.Tally()
+            t.add(elements, 0, False, 0.0, None, (2.0, 2.0), expected)
+            self.assertIsNone(R.constant_output_message("out", t, 1e-4), expected)
+        t = R.Tally()
+        t.add(8, 0, False, 0.0, None, (0.0, 1.0), (0.0, 1.0, 1.0))
+        self.assertIsNone(R.constant_output_message("out", t, 1e-4), "an output that varies")
+
+
+class EdgeInputs(unittest.TestCase):
+    def test_each_recipe_is_a_ladder_boldest_first(self):
+        special = R.edge_ladder({"inputs": "special"}, "fp16")
+        self.assertIn(math.inf, special[0]["specials"])
+        self.assertNotIn(math.inf, special[-1]["specials"])
+        self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp16")], [8, 4, 2])
+        self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp32")], [20, 10, 5])
+        self.assertTrue(R.edge_ladder({"inputs": "signed"}, "bf16")[0]["signs"])
+
+    def test_special_values_are_those_of_the_dtype(self):
+        values = R.edge_ladder({"inputs": "special"}, "fp16")[1]["specials"]
+        self.assertIn(2.0 ** -24, values)      # fp16's smallest subnormal
+        self.assertIn(-(2.0 ** -14), values)   # its smallest normal
+        self.assertIn(65504.0 / 16, values)
+
+    def test_absent_is_get_inputs_and_an_unknown_recipe_is_refused(self):
+        self.assertIsNone(R.edge_ladder({}, "fp32"))
+        with self.assertRaisesRegex(R.Failure, "expected one of magnitudes, signed, special, zeros"):
+            R.edge_ladder({"inputs": "huge"}, "fp32")
+
+
+class OutOfMemory(unittest.TestCase):
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def test_out_of_memory_is_recognised_by_type_or_by_the_drivers_words(self):
+        self.assertTrue(R.is_out_of_memory(self.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.40 GiB")))
+        self.assertTrue(R.is_out_of_memory(R.Failure("cuIpcOpenMemHandle failed: CUDA_ERROR_OUT_OF_MEMORY (2)")))
+        self.assertTrue(R.is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")))
+        self.assertFalse(R.is_out_of_memory(RuntimeError("shape mismatch")))
+
+    def test_its_reply_is_marked_the_harnesss_and_the_server_recovers(self):
+        recovered = []
+
+        class Stand:
+            def prepare(self, req):
+                raise OutOfMemory.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.40 GiB")
+
+            def check(self, req):
+                raise R.Failure("check before a successful prepare")
+
+            def recover(self):
+                recovered.append(True)
+            hello = load = map_pool = baseline = prepare
+
+        out = io.StringIO()
+        stderr, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            R.serve(Stand(), [json.dumps({"op": "prepare"}), json.dumps({"op": "check"})], out)
+        finally:
+            sys.stderr = stderr
+        replies = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertTrue(replies[0]["harness"])
+        self.assertIn("prepare: the GPU ran out of memory in the reference process (the harness's limit, not the "
+                      "candidate's): OutOfMemoryError: CUDA out of memory", replies[0]["error"])
+        self.assertNotIn("harness", replies[1])
+        self.assertEqual(recovered, [True])
 
 
 if __name__ == "__main__":
