@@ -351,5 +351,139 @@ class OutOfMemory(unittest.TestCase):
         self.assertEqual(recovered, [True])
 
 
+try:
+    import torch as _torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class TensorChecks(unittest.TestCase):
+    """The torch part of a check on CPU tensors: the chunked comparison, the rounding to the output's
+    dtype and the edge inputs."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+
+    def setUp(self):
+        self.chunk = R.CHUNK_ELEMENTS
+        self.torch.manual_seed(1234)
+
+    def tearDown(self):
+        R.CHUNK_ELEMENTS = self.chunk
+
+    def judge(self, got, reference, dtype, tolerance, atol=None, shape=None):
+        t = self.torch
+        out_dtype = R.TORCH_DTYPES[dtype]
+        atol = tolerance if atol is None else atol
+        tally = R.compare_output(got.to(out_dtype).reshape(-1), reference.to(t.float32).reshape(-1), out_dtype,
+                                 tolerance, atol)
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        tally.judge("out", list(shape or got.shape), tolerance, atol, verdict)
+        return verdict
+
+    def test_chunks_give_the_verdict_the_whole_output_gives(self):
+        t = self.torch
+        reference = t.randn(37, 53)
+        got = reference.clone()
+        got[3, 5] += 0.5
+        got[20, 1] += 0.25
+        got[30, 40] = float("nan")
+        whole = self.judge(got, reference, "fp32", 1e-4)
+        R.CHUNK_ELEMENTS = 7
+        chunked = self.judge(got, reference, "fp32", 1e-4)
+        self.assertEqual(whole, chunked)
+        self.assertFalse(chunked["pass"])
+        self.assertIn("3 of 1961 elements differ, worst at [30, 40]: got nan", chunked["message"])
+        got[30, 40] = reference[30, 40]
+        R.CHUNK_ELEMENTS = 5
+        verdict = self.judge(got, reference, "fp32", 1e-4)
+        self.assertIn("2 of 1961 elements differ, worst at [3, 5]", verdict["message"])
+        self.assertAlmostEqual(verdict["max_abs_error"], 0.5, places=5)
+
+    def test_an_honest_fp16_square_at_64x_passes_though_it_overflows(self):
+        t = self.torch
+        x = (t.randn(64, 4096) * 64).half()          # the numerical-stability stage's inputs
+        reference = x.float() * x.float()            # the reference: fp32, from the rounded inputs
+        got = reference.half()                       # an honest kernel: fp32 math, rounded
+        self.assertTrue(bool(t.isinf(got).any()), "the test needs values past fp16's range")
+        R.CHUNK_ELEMENTS = 1000
+        verdict = self.judge(got, reference, "fp16", 1e-2)
+        self.assertTrue(verdict["pass"], verdict["message"])
+        self.assertTrue(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["max_abs_error"], 0.0)
+        got[0, 0] = -got[0, 0] if t.isinf(got[0, 0]) else float("inf")  # one infinity where none is right
+        self.assertFalse(self.judge(got, reference, "fp16", 1e-2)["pass"])
+
+    def test_a_kernel_that_rounds_the_other_way_at_the_overflow_threshold_passes(self):
+        t = self.torch
+        reference = t.tensor([65519.0, 65521.0, 65530.0, -65525.0, 1.0])
+        got = t.tensor([float("inf"), 65504.0, 65504.0, float("-inf"), 1.0])
+        self.assertTrue(self.judge(got, reference, "fp16", 1e-2)["pass"])
+        got[4] = float("inf")
+        self.assertFalse(self.judge(got, reference, "fp16", 1e-2)["pass"])
+
+    def test_a_copy_does_not_pass_as_relu_on_signed_inputs(self):
+        t = self.torch
+        x = t.rand(64, 4096)                                   # KernelBench's torch.rand: a copy passes here
+        self.assertTrue(self.judge(x.clone(), t.relu(x), "fp32", 1e-4)["pass"])
+        rung = R.edge_ladder({"inputs": "signed"}, "fp32")[0]
+        signed = R.edge_values(x, rung)
+        self.assertTrue(bool((signed < 0).any()) and bool((signed > 0).any()))
+        self.assertTrue(t.equal(signed.abs(), x), "only signs change")
+        verdict = self.judge(signed.clone(), t.relu(signed), "fp32", 1e-4)
+        self.assertFalse(verdict["pass"])
+        self.assertIn("elements differ", verdict["message"])
+
+    def test_an_all_zero_output_fails_where_the_small_reference_varies(self):
+        t = self.torch
+        reference = t.rand(256, 64) * 1e-5                   # within atol of zero everywhere
+        verdict = self.judge(t.zeros(256, 64), reference, "fp32", 1e-4)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertIn("every one of its 16384 elements is 0.0", verdict["message"])
+        self.assertTrue(self.judge(t.full((256, 64), 3.0), t.full((256, 64), 3.0), "fp32", 1e-4)["pass"])
+
+    def test_edge_values_reach_zeros_magnitudes_and_the_dtypes_special_values(self):
+        t = self.torch
+        x = t.rand(64, 1024) + 0.5
+        zeros = R.edge_values(x, R.edge_ladder({"inputs": "zeros"}, "fp16")[0])
+        share = float((zeros == 0).float().mean())
+        self.assertTrue(0.2 < share < 0.3, share)
+        self.assertTrue(bool(t.signbit(zeros[zeros == 0]).any()), "-0 among the zeros")
+        big = R.edge_values(x, R.edge_ladder({"inputs": "magnitudes"}, "fp32")[0])
+        ratio = (big / x).log2()
+        self.assertEqual(float(ratio.min()), -20.0)
+        self.assertEqual(float(ratio.max()), 20.0)
+        rung = R.edge_ladder({"inputs": "special"}, "fp16")[0]
+        special = R.edge_values(x, rung).half()
+        self.assertTrue(bool(t.isinf(special).any()))
+        self.assertTrue(bool((special.abs() == 2.0 ** -24).any()), "fp16's smallest subnormal survives the rounding")
+        changed = float((special.float() != x.half().float()).float().mean())
+        self.assertTrue(0.08 < changed < 0.17, changed)
+        self.assertFalse(R.all_finite(special.float().reshape(-1), t.float16))
+        self.assertTrue(R.all_finite(R.edge_values(x, R.edge_ladder({"inputs": "special"}, "fp16")[2]).reshape(-1),
+                                     t.float16))
+
+    def test_bytes_are_compared_a_chunk_at_a_time(self):
+        t = self.torch
+        R.CHUNK_ELEMENTS = 3  # 24 bytes a chunk
+        a = t.arange(100, dtype=t.uint8)
+        b = a.clone()
+        self.assertTrue(R.bytes_equal(a, b))
+        b[99] = 0
+        self.assertFalse(R.bytes_equal(a, b))
+
+    def test_the_rms_counts_finite_values_only(self):
+        t = self.torch
+        R.CHUNK_ELEMENTS = 2
+        self.assertAlmostEqual(R.finite_rms(t.tensor([3.0, float("inf"), -4.0, float("nan"), 0.0])),
+                               math.sqrt(25.0 / 3))
+        self.assertEqual(R.finite_rms(t.tensor([float("inf")])), 0.0)
+
+
 if __name__ == "__main__":
     unittest.main()
