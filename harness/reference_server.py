@@ -207,32 +207,42 @@ def _magnitude_rungs(limits):
     # 2^k with |k| up to a quarter of the dtype's exponent range first: products and short sums of
     # such values stay finite, and the small ones reach the dtype's subnormals in fp16.
     spans = (8, 4, 2) if limits["max"] < 1e6 else (20, 10, 5)
-    return [{"what": "magnitudes (get_inputs() times 2^k, k drawn in [-%d, %d] per element)" % (e, e), "exponent": e}
-            for e in spans]
+    return [{"what": "magnitudes (get_inputs() times 2^k, k drawn in [-%d, %d] per element)" % (e, e), "exponent": e,
+             "follows_magnitude": True} for e in spans]
 
 
-def _special_rungs(limits):
-    tiny, subnormal, big = limits["tiny"], limits["tiny"] * limits["eps"], limits["max"] / 16
-    quiet = [0.0, -0.0, subnormal, -subnormal, tiny, -tiny]
-    return [{"what": "special values (one element in 8: +-0, +-subnormal, +-smallest normal, +-max/16, +-inf)",
-             "specials": quiet + [big, -big, math.inf, -math.inf]},
-            {"what": "special values (one element in 8: +-0, +-subnormal, +-smallest normal, +-max/16)",
-             "specials": quiet + [big, -big]},
-            {"what": "special values (one element in 8: +-0, +-subnormal, +-smallest normal)", "specials": quiet}]
+def _tiny_rungs(limits):
+    tiny, subnormal = limits["tiny"], limits["tiny"] * limits["eps"]
+    return [{"what": "tiny values (one element in 8 set to +-0, +-%s (the smallest subnormal) or +-%s (the smallest "
+                     "normal))" % (number(subnormal), number(tiny)),
+             "specials": [0.0, -0.0, subnormal, -subnormal, tiny, -tiny]}]
+
+
+def _huge_rungs(limits):
+    big = limits["max"] / 16
+    return [{"what": "huge values (one element in 8 set to +-%s (max/16) or +-inf)" % number(big),
+             "specials": [big, -big, math.inf, -math.inf], "follows_magnitude": True},
+            {"what": "huge values (one element in 8 set to +-%s (max/16))" % number(big), "specials": [big, -big],
+             "follows_magnitude": True},
+            {"what": "huge values (one element in 8 set to +-inf)", "specials": [math.inf, -math.inf],
+             "follows_magnitude": True}]
 
 
 # The edge-case stage's inputs beyond what get_inputs() draws (KernelBench's are mostly torch.rand,
 # all >= 0, so a copy passes as ReLU there). Each recipe is a ladder of rungs, boldest first: prepare
 # takes the first rung whose reference, rounded to the dtype, is finite everywhere (a log meets no
-# negative input, an exp no huge one), and get_inputs() itself when none is. Float inputs only;
-# parameters, buffers and int64 inputs stay as drawn.
+# negative input, an exp no huge one), and get_inputs() itself when none is. Float inputs only, kept
+# within a range the spec declares for them; parameters, buffers and int64 inputs stay as drawn.
+# Where a rung makes values large, the check's atol follows the output's magnitude
+# (absolute_tolerance): a sum of huge terms keeps their rounding, which any correct order moves.
 EDGE_INPUTS = {
     "signed": lambda limits: [{"what": "signed (get_inputs() with a random sign per element)", "signs": True}],
     "zeros": lambda limits: [
         {"what": "zeros (one element in 4 set to +-0, the others with a random sign)", "zeros": 0.25, "signs": True},
         {"what": "zeros (one element in 4 set to +-0)", "zeros": 0.25}],
     "magnitudes": _magnitude_rungs,
-    "special": _special_rungs,
+    "tiny": _tiny_rungs,
+    "huge": _huge_rungs,
 }
 
 # Largest finite value, smallest normal and machine epsilon of each dtype (torch.finfo's).
@@ -469,11 +479,11 @@ def compare_chunk(got, reference, out_dtype, tolerance, atol, overflow):
     return g.numel(), count, kb_bad, max_abs_error, worst, (float(g.min()), float(g.max())), expected_range
 
 
-def edge_values(value, rung):
+def edge_values(value, rung, low=None, high=None):
     """A float input (any dtype) changed as an edge rung says, in fp32, from torch's generator (seeded
     by build() from the CSPRNG): times 2^k ("exponent": k uniform in [-e, e] per element), a random
     sign per element ("signs"), a share of elements set to +-0 ("zeros"), one element in 8 replaced
-    by one of the values "specials" lists."""
+    by one of the values "specials" lists; then kept within [low, high] where the spec declares them."""
     x = value.float()
     device = x.device
 
@@ -491,6 +501,8 @@ def edge_values(value, rung):
         specials = torch.tensor(rung["specials"], dtype=torch.float32, device=device)
         pick = specials[torch.randint(0, specials.numel(), x.shape, device=device)]
         x = torch.where(uniform() < 0.125, pick, x)
+    if low is not None or high is not None:
+        x = x.clamp(min=low, max=high)
     return x
 
 
@@ -662,7 +674,7 @@ class Server:
                 kept.append((role, name, value))
         del found, values
         torch.cuda.synchronize()
-        follows_magnitude = scale > 1 or bool(rung and ("exponent" in rung or "specials" in rung))
+        follows_magnitude = scale > 1 or bool(rung and rung.get("follows_magnitude"))
         self.prepared = {"model": model, "kept": kept, "dims": dims, "dtype": dtype, "layout": req["layout"],
                          "follows_magnitude": follows_magnitude}
         if ladder is None:
@@ -685,8 +697,9 @@ class Server:
         values with its float inputs), or (None, `values`) when none is. Parameters, buffers and
         int64 inputs stay as drawn. The draws come from the generator build() seeded from the CSPRNG."""
         for rung in ladder:
-            trial = [edge_values(v, rung).to(v.dtype) if role == "input" and v.is_floating_point() else v
-                     for (role, _, _), v in zip(found, values)]
+            trial = [edge_values(v, rung, spec.get("low"), spec.get("high")).to(v.dtype)
+                     if role == "input" and v.is_floating_point() else v
+                     for spec, (role, _, _), v in zip(self.spec["tensors"], found, values)]
             outputs = self.forward(model, [v for (role, _, _), v in zip(found, trial) if role == "input"])
             finite = all(all_finite(o.detach().reshape(-1), TORCH_DTYPES[dtype]) for o in outputs)
             del outputs

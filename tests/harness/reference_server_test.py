@@ -294,23 +294,29 @@ class Tallies(unittest.TestCase):
 
 class EdgeInputs(unittest.TestCase):
     def test_each_recipe_is_a_ladder_boldest_first(self):
-        special = R.edge_ladder({"inputs": "special"}, "fp16")
-        self.assertIn(math.inf, special[0]["specials"])
-        self.assertNotIn(math.inf, special[-1]["specials"])
+        huge = R.edge_ladder({"inputs": "huge"}, "fp16")
+        self.assertEqual(huge[0]["specials"], [4094.0, -4094.0, math.inf, -math.inf])
+        self.assertNotIn(math.inf, huge[1]["specials"])
         self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp16")], [8, 4, 2])
         self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp32")], [20, 10, 5])
         self.assertTrue(R.edge_ladder({"inputs": "signed"}, "bf16")[0]["signs"])
 
-    def test_special_values_are_those_of_the_dtype(self):
-        values = R.edge_ladder({"inputs": "special"}, "fp16")[1]["specials"]
+    def test_the_atol_follows_the_magnitude_only_where_a_rung_makes_values_large(self):
+        for name in R.EDGE_INPUTS:
+            for rung in R.edge_ladder({"inputs": name}, "fp32"):
+                self.assertEqual(bool(rung.get("follows_magnitude")), name in ("magnitudes", "huge"), rung["what"])
+
+    def test_tiny_values_are_those_of_the_dtype(self):
+        values = R.edge_ladder({"inputs": "tiny"}, "fp16")[0]["specials"]
         self.assertIn(2.0 ** -24, values)      # fp16's smallest subnormal
         self.assertIn(-(2.0 ** -14), values)   # its smallest normal
-        self.assertIn(65504.0 / 16, values)
+        self.assertIn(2.0 ** -149, R.edge_ladder({"inputs": "tiny"}, "fp32")[0]["specials"])
+        self.assertIn(2.0 ** -133, R.edge_ladder({"inputs": "tiny"}, "bf16")[0]["specials"])
 
     def test_absent_is_get_inputs_and_an_unknown_recipe_is_refused(self):
         self.assertIsNone(R.edge_ladder({}, "fp32"))
-        with self.assertRaisesRegex(R.Failure, "expected one of magnitudes, signed, special, zeros"):
-            R.edge_ladder({"inputs": "huge"}, "fp32")
+        with self.assertRaisesRegex(R.Failure, "expected one of huge, magnitudes, signed, tiny, zeros"):
+            R.edge_ladder({"inputs": "enormous"}, "fp32")
 
 
 class OutOfMemory(unittest.TestCase):
@@ -458,15 +464,23 @@ class TensorChecks(unittest.TestCase):
         ratio = (big / x).log2()
         self.assertEqual(float(ratio.min()), -20.0)
         self.assertEqual(float(ratio.max()), 20.0)
-        rung = R.edge_ladder({"inputs": "special"}, "fp16")[0]
-        special = R.edge_values(x, rung).half()
-        self.assertTrue(bool(t.isinf(special).any()))
-        self.assertTrue(bool((special.abs() == 2.0 ** -24).any()), "fp16's smallest subnormal survives the rounding")
-        changed = float((special.float() != x.half().float()).float().mean())
+        huge = R.edge_values(x, R.edge_ladder({"inputs": "huge"}, "fp16")[0]).half()
+        self.assertTrue(bool(t.isinf(huge).any()) and bool((huge.abs() == 4094.0).any()))
+        changed = float((huge.float() != x.half().float()).float().mean())
         self.assertTrue(0.08 < changed < 0.17, changed)
-        self.assertFalse(R.all_finite(special.float().reshape(-1), t.float16))
-        self.assertTrue(R.all_finite(R.edge_values(x, R.edge_ladder({"inputs": "special"}, "fp16")[2]).reshape(-1),
-                                     t.float16))
+        self.assertFalse(R.all_finite(huge.float().reshape(-1), t.float16))
+        tiny = R.edge_values(x, R.edge_ladder({"inputs": "tiny"}, "fp16")[0]).half()
+        self.assertTrue(bool((tiny.abs() == 2.0 ** -24).any()), "fp16's smallest subnormal survives the rounding")
+        self.assertTrue(R.all_finite(tiny.float().reshape(-1), t.float16))
+
+    def test_edge_values_stay_within_a_declared_range(self):
+        t = self.torch
+        x = t.rand(64, 1024)
+        for name in R.EDGE_INPUTS:
+            for rung in R.edge_ladder({"inputs": name}, "fp32"):
+                v = R.edge_values(x, rung, 0.0, 1.0)
+                self.assertTrue(bool(((v >= 0) & (v <= 1)).all()), rung["what"])
+        self.assertTrue(bool((R.edge_values(x, R.edge_ladder({"inputs": "signed"}, "fp32")[0], -0.5) >= -0.5).all()))
 
     def test_bytes_are_compared_a_chunk_at_a_time(self):
         t = self.torch

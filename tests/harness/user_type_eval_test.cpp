@@ -102,8 +102,25 @@ TEST_CASE("a user type runs the five stages in run_five_stages' order over every
   CHECK_THAT(plan[2].detail, Contains("not among them"));
   CHECK(plan[3].repeats == 3);
   CHECK(plan[3].cases.size() == 2);
-  CHECK(plan[4].cases.size() == 2 * 2);
+  REQUIRE(plan[4].cases.size() == 2 * 2 + 5 * 2);   // two edge shapes, then five recipes, x two dtypes
+  CHECK(plan[4].cases[0].inputs.empty());
+  CHECK(plan[4].cases[3].inputs.empty());
+  for (size_t i = 4; i < plan[4].cases.size(); ++i) {
+    CHECK(plan[4].cases[i].shape == Shape{64, 4096});   // the stability shape
+    CHECK(plan[4].cases[i].scale == 1);
+    CHECK(plan[4].cases[i].inputs == kEdgeRecipes[(i - 4) % 5]);
+  }
+  CHECK(plan[4].cases[4].dtype == DType::F32);
+  CHECK(plan[4].cases[9].dtype == DType::F16);
+  CHECK_THAT(plan[4].detail, Contains("random signs"));
   for (int i : {0, 1, 2, 4}) CHECK(plan[size_t(i)].repeats == 1);
+  for (int i : {0, 1, 2, 3}) CHECK(plan[size_t(i)].cases[0].inputs.empty());
+}
+
+TEST_CASE("a case's inputs are named for the verdict: as drawn, scaled or an edge recipe", "[user_type_eval]") {
+  CHECK(inputs_name({{4, 8}, DType::F32}) == "get_inputs()");
+  CHECK(inputs_name({{4, 8}, DType::F32, 64}) == "get_inputs() x64");
+  CHECK(inputs_name({{4, 8}, DType::F16, 1, "signed"}) == "get_inputs() edge: signed");
 }
 
 TEST_CASE("the load request gives the reference process the spec's tensors, fixed globals and tolerances", "[user_type_eval]") {
