@@ -297,6 +297,7 @@ class EdgeInputs(unittest.TestCase):
         huge = R.edge_ladder({"inputs": "huge"}, "fp16")
         self.assertEqual(huge[0]["specials"], [4094.0, -4094.0, math.inf, -math.inf])
         self.assertNotIn(math.inf, huge[1]["specials"])
+        self.assertEqual(R.edge_ladder({"inputs": "huge"}, "fp32")[1]["specials"][0], (2.0 ** 128 - 2.0 ** 104) / 2 ** 24)
         self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp16")], [8, 4, 2])
         self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp32")], [20, 10, 5])
         self.assertTrue(R.edge_ladder({"inputs": "signed"}, "bf16")[0]["signs"])
