@@ -45,6 +45,8 @@ nlohmann::json load_request(const UserTypeSpec& spec, int device) {
                         {"type", t.int64 ? "int64" : "float"}};
     if (t.low) j["low"] = size_term(*t.low);
     if (t.high) j["high"] = size_term(*t.high);
+    if (t.least) j["low"] = *t.least;   // a float input's range: the edge inputs stay in it
+    if (t.most) j["high"] = *t.most;
     tensors.push_back(j);
   }
   for (DType d : spec.dtypes) tolerance[dtype_name(d)] = spec.tolerance_for(d).atol;
