@@ -61,8 +61,8 @@ std::vector<UserStage> user_stage_plan(const KernelSpec& spec) {
   for (double s : kStabilityScales) scales += (scales.empty() ? "" : " and ") + scale_name(s);
   plan[2] = {"numerical stability", {}, 1,
              "get_inputs() at " + shape_str(spec.stability_shape) + " with its float inputs scaled " + scales + " x " + n_dt +
-                 " (the reference process draws what get_inputs() draws: values near the dtype's limits, denormals "
-                 "and constant rows are not among them)"};
+                 " (values near the dtype's limits, subnormals and mixed signs come in the edge cases; one huge "
+                 "value in a row and constant rows are not among them)"};
   plan[3] = {"determinism", {}, 3, "3 runs bitwise equal at " + shape_str(spec.determinism_shape) + " x " + n_dt};
   plan[4] = {"edge cases", {}, 1,
              std::to_string(spec.edge_shapes.size()) + " shapes x " + n_dt + ", then get_inputs() at " +
