@@ -382,6 +382,8 @@ def median(values):
 # ---- torch ------------------------------------------------------------------------------------
 
 TORCH_DTYPES = {}
+# Where the reference runs: the worker's GPU. A test of prepare and check on the CPU sets "cpu".
+DEVICE = "cuda"
 DTYPE_NAMES = {}   # torch's dtypes back to ours
 
 
@@ -414,6 +416,17 @@ def bytes_equal(a, b):
     """Two flat uint8 tensors of one length hold the same bytes, compared a chunk at a time."""
     chunk = CHUNK_ELEMENTS * 8
     return all(torch.equal(a[i:j], b[i:j]) for i, j in chunk_bounds(a.numel(), chunk))
+
+
+def synchronize():
+    """Waits for the device's work: the kernel's launch before a check reads the pool."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def same_storage(a, b):
+    """Two tensors that share memory (one a view of the other, or the same tensor)."""
+    return isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
 def all_finite(reference, out_dtype):
@@ -577,8 +590,9 @@ class Server:
         for key in ("name", "reference_source", "dims", "tensors"):
             if key not in req:
                 raise Failure("load needs %r" % key)
-        torch.cuda.set_device(int(req.get("device", 0)))
-        torch.zeros(1, device="cuda")  # initialises the primary context now, not at the first draw
+        if DEVICE == "cuda":
+            torch.cuda.set_device(int(req.get("device", 0)))
+            torch.zeros(1, device="cuda")  # initialises the primary context now, not at the first draw
         import types
         module = types.ModuleType("reference_" + str(req["name"]))
         code = compile(req["reference_source"], "<reference of %s>" % req["name"], "exec")
@@ -621,14 +635,14 @@ class Server:
         torch.manual_seed(seed)
         import random
         random.seed(secrets.randbits(63))
-        with torch.device("cuda"):
+        with torch.device(DEVICE):
             model = self.module.Model(*self.module.get_init_inputs()).eval()
             inputs = list(self.module.get_inputs())
         for i, x in enumerate(inputs):
             if not isinstance(x, torch.Tensor):
                 raise Failure("get_inputs() returned a %s at position %d: the inputs of a user type are tensors"
                               % (type(x).__name__, i))
-        return model, [x.cuda() for x in inputs], dims
+        return model, [x.to(DEVICE) for x in inputs], dims
 
     def module_tensors(self, model, inputs):
         """(role, torch name, tensor) for every tensor the kernel takes, in the spec's order."""
@@ -677,13 +691,13 @@ class Server:
                 self.region(slot).copy_(value.reshape(-1).view(torch.uint8))
                 kept.append((role, name, value))
         del found, values
-        torch.cuda.synchronize()
+        synchronize()
         follows_magnitude = scale > 1 or bool(rung and rung.get("follows_magnitude"))
         self.prepared = {"model": model, "kept": kept, "dims": dims, "dtype": dtype, "layout": req["layout"],
                          "follows_magnitude": follows_magnitude}
         if ladder is None:
             return {}
-        return {"inputs": rung["what"] if rung else "get_inputs() as drawn (no edge recipe of %s gave a finite "
+        return {"inputs": rung["what"] if rung else "get_inputs() as drawn (no rung of the %s recipe gives a finite "
                                                     "reference)" % req["inputs"]}
 
     @staticmethod
@@ -704,7 +718,8 @@ class Server:
             trial = [edge_values(v, rung, spec.get("low"), spec.get("high")).to(v.dtype)
                      if role == "input" and v.is_floating_point() else v
                      for spec, (role, _, _), v in zip(self.spec["tensors"], found, values)]
-            outputs = self.forward(model, [v for (role, _, _), v in zip(found, trial) if role == "input"])
+            # Copies: a forward that works in place must not change the values the kernel will get.
+            outputs = self.forward(model, [v.clone() for (role, _, _), v in zip(found, trial) if role == "input"])
             finite = all(all_finite(o.detach().reshape(-1), TORCH_DTYPES[dtype]) for o in outputs)
             del outputs
             if finite:
@@ -733,7 +748,7 @@ class Server:
             self.release()
 
     def judge(self, p):
-        torch.cuda.synchronize()
+        synchronize()
         for (role, name, value), slot in zip(p["kept"], p["layout"]):
             if not bytes_equal(self.region(slot), value.reshape(-1).view(torch.uint8)):
                 return {"pass": False, "kernelbench_pass": False, "max_abs_error": None,
@@ -747,6 +762,8 @@ class Server:
         for value, slot in kept_inputs:
             if value.dtype in (torch.float32, torch.int64) and not bytes_equal(self.region(slot),
                                                                                  value.reshape(-1).view(torch.uint8)):
+                # An output that is the changed input itself (relu_(x)) is the reference: kept aside first.
+                expected = [o.clone() if same_storage(o, value) else o for o in expected]
                 value.reshape(-1).view(torch.uint8).copy_(self.region(slot))
         outputs = [t for t in self.spec["tensors"] if t["role"] == "output"]
         if len(expected) != len(outputs):
@@ -775,14 +792,15 @@ class Server:
     def recover(self):
         """After running out of memory: drops the last launch's copies and every cached block."""
         self.prepared = None
-        torch.cuda.empty_cache()
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
 
     @staticmethod
     def release():
         """Gives the memory torch's allocator keeps cached back to the driver when it is more than a
         little: the worker's pool and the next type's reference need it, and a check of a large
         output leaves gigabytes of temporaries cached."""
-        if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_BYTES:
+        if DEVICE == "cuda" and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_BYTES:
             torch.cuda.empty_cache()
 
     def baseline(self, req):

@@ -500,5 +500,106 @@ class TensorChecks(unittest.TestCase):
         self.assertEqual(R.finite_rms(t.tensor([float("inf")])), 0.0)
 
 
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class ServerOnCpu(unittest.TestCase):
+    """prepare and check of the real Server on the CPU, with a tensor standing for the worker's pool
+    and the test playing the kernel."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+        cls.device = R.DEVICE
+        R.DEVICE = "cpu"
+
+    @classmethod
+    def tearDownClass(cls):
+        R.DEVICE = cls.device
+
+    def server(self, forward, draw="torch.rand(batch_size, dim)", x_range=None):
+        source = ("import torch\nbatch_size = 4\ndim = 8\nclass Model(torch.nn.Module):\n"
+                  "    def forward(self, x):\n        return %s\n"
+                  "def get_inputs():\n    return [%s]\ndef get_init_inputs():\n    return []\n" % (forward, draw))
+        x = {"name": "x", "role": "input", "shape": ["batch_size", "dim"], "type": "float"}
+        if x_range:
+            x["low"], x["high"] = x_range
+        server = R.Server()
+        server.load({"name": "t", "reference_source": source, "dims": ["batch_size", "dim"],
+                     "tensors": [x, {"name": "out", "role": "output", "shape": ["batch_size", "dim"], "type": "float"}],
+                     "tolerance": {"fp32": 1e-4, "fp16": 1e-2}})
+        server.pool = self.torch.zeros(1024, dtype=self.torch.uint8)
+        return server
+
+    def prepare(self, server, shape=(64, 256), dtype="fp32", **extra):
+        n = shape[0] * shape[1] * R.DTYPE_BYTES[dtype]
+        server.pool = self.torch.zeros(2 * ((n + 255) // 256 * 256), dtype=self.torch.uint8)
+        self.layout = [{"offset": 0, "bytes": n}, {"offset": (n + 255) // 256 * 256, "bytes": n}]
+        self.dtype = R.TORCH_DTYPES[dtype]
+        reply = server.prepare(dict({"shape": list(shape), "dtype": dtype, "layout": self.layout}, **extra))
+        return reply
+
+    def slot(self, server, i):
+        return server.region(self.layout[i]).view(self.dtype)
+
+    def run_kernel(self, server, kernel):
+        x = self.slot(server, 0)
+        self.slot(server, 1).copy_(kernel(x.float()).to(self.dtype))
+
+    def test_a_copy_passes_as_relu_on_torch_rand_and_fails_on_the_signed_edge_inputs(self):
+        server = self.server("torch.relu(x)")
+        self.assertEqual(self.prepare(server), {})
+        self.run_kernel(server, lambda x: x)
+        self.assertTrue(server.check({})["pass"])
+        reply = self.prepare(server, inputs="signed")
+        self.assertEqual(reply["inputs"], "signed (get_inputs() with a random sign per element)")
+        self.run_kernel(server, lambda x: x)
+        verdict = server.check({})
+        self.assertFalse(verdict["pass"])
+        self.assertIn("elements differ", verdict["message"])
+        self.run_kernel(server, self.torch.relu)
+        self.assertTrue(server.check({})["pass"])
+
+    def test_an_unwritten_output_fails_and_a_written_input_is_named(self):
+        server = self.server("torch.relu(x)")
+        self.prepare(server)
+        self.assertIn("got nan", server.check({})["message"])
+        self.run_kernel(server, self.torch.relu)
+        self.slot(server, 0)[3] = 7.0
+        self.assertEqual(server.check({})["message"], "the kernel wrote into its input x: inputs, parameters and "
+                                                      "buffers are read-only")
+
+    def test_a_forward_that_works_in_place_is_judged_right_again_and_again(self):
+        server = self.server("torch.relu_(x.sub_(0.5))")
+        for recipe in (None, "signed"):
+            self.prepare(server, **({"inputs": recipe} if recipe else {}))
+            self.run_kernel(server, lambda x: self.torch.relu(x - 0.5))
+            for _ in range(3):  # the determinism stage checks one drawing three times
+                verdict = server.check({})
+                self.assertTrue(verdict["pass"], verdict["message"])
+
+    def test_an_honest_fp16_square_passes_at_64x(self):
+        server = self.server("x * x", "torch.randn(batch_size, dim)")
+        self.prepare(server, dtype="fp16", scale=64)
+        self.run_kernel(server, lambda x: x * x)
+        self.assertTrue(bool(self.torch.isinf(self.slot(server, 1)).any()), "the test needs an overflow")
+        verdict = server.check({})
+        self.assertTrue(verdict["pass"], verdict["message"])
+
+    def test_a_recipe_whose_reference_is_never_finite_falls_back_to_get_inputs(self):
+        server = self.server("torch.log(x)")
+        reply = self.prepare(server, inputs="signed")
+        self.assertIn("get_inputs() as drawn (no rung of the signed recipe gives a finite reference)", reply["inputs"])
+        self.assertTrue(bool((self.slot(server, 0) >= 0).all()))
+        self.assertTrue(self.prepare(server, inputs="magnitudes")["inputs"].startswith("magnitudes (get_inputs() "
+                                                                                       "times 2^k, k drawn in [-20, 20]"))
+
+    def test_edge_inputs_stay_in_the_declared_range(self):
+        server = self.server("torch.relu(x)", x_range=(0.0, 1.0))
+        self.prepare(server, inputs="huge")
+        x = self.slot(server, 0)
+        self.assertTrue(bool(((x >= 0) & (x <= 1)).all()))
+        self.assertTrue(bool((x == 1).any()), "the huge values clamped to the range's top")
+
+
 if __name__ == "__main__":
     unittest.main()
