@@ -264,9 +264,10 @@ def overflow_threshold(dtype):
 
 
 def is_out_of_memory(e):
-    """An exception that says the GPU ran out of memory: torch's OutOfMemoryError, or a CUDA, cuBLAS
-    or cuDNN allocation failure in its text. The harness's limit, never the candidate's fault."""
-    if any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
+    """An exception that says the GPU (or the host) ran out of memory: torch's OutOfMemoryError,
+    Python's MemoryError, or a CUDA, cuBLAS or cuDNN allocation failure in its text. The harness's
+    limit, never the candidate's fault."""
+    if isinstance(e, MemoryError) or any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
         return True
     text = str(e)
     return any(s in text for s in ("out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED",

@@ -328,6 +328,7 @@ class OutOfMemory(unittest.TestCase):
         self.assertTrue(R.is_out_of_memory(self.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.40 GiB")))
         self.assertTrue(R.is_out_of_memory(R.Failure("cuIpcOpenMemHandle failed: CUDA_ERROR_OUT_OF_MEMORY (2)")))
         self.assertTrue(R.is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")))
+        self.assertTrue(R.is_out_of_memory(MemoryError()))
         self.assertFalse(R.is_out_of_memory(RuntimeError("shape mismatch")))
 
     def test_its_reply_is_marked_the_harnesss_and_the_server_recovers(self):
