@@ -858,7 +858,7 @@ def failure_reply(op, e):
     if is_out_of_memory(e):
         traceback.print_exc()
         return {"ok": False, "harness": True,
-                "error": "%s: the GPU ran out of memory in the reference process (the harness's limit, not the "
+                "error": "%s: the reference process ran out of memory (the harness's limit, not the "
                          "candidate's): %s: %s" % (op, type(e).__name__, str(e)[:2000])}
     if isinstance(e, Failure):
         return {"ok": False, "error": "%s: %s" % (op, e)}

@@ -353,7 +353,7 @@ class OutOfMemory(unittest.TestCase):
             sys.stderr = stderr
         replies = [json.loads(line) for line in out.getvalue().splitlines()]
         self.assertTrue(replies[0]["harness"])
-        self.assertIn("prepare: the GPU ran out of memory in the reference process (the harness's limit, not the "
+        self.assertIn("prepare: the reference process ran out of memory (the harness's limit, not the "
                       "candidate's): OutOfMemoryError: CUDA out of memory", replies[0]["error"])
         self.assertNotIn("harness", replies[1])
         self.assertEqual(recovered, [True])
