@@ -790,6 +790,12 @@ class Server:
             tally.judge(t["name"], shape, tolerance, atol, verdict)
         return verdict
 
+    def free(self, req):
+        """Drops the last launch's copies and gives every cached block back: the worker is done with
+        this type for now, and another type's process or pool may need the memory."""
+        self.recover()
+        return {}
+
     def recover(self):
         """After running out of memory: drops the last launch's copies and every cached block."""
         self.prepared = None
@@ -871,6 +877,10 @@ def reply_line(obj):
     return json.dumps(obj, allow_nan=False) + "\n"
 
 
+# The requests a server answers, each by its method of that name.
+OPS = ("hello", "load", "map_pool", "prepare", "check", "baseline", "free")
+
+
 def serve(server, requests, out):
     for line in requests:
         if not line.strip():
@@ -888,10 +898,9 @@ def serve(server, requests, out):
                 out.write(reply_line({"ok": True}))
                 out.flush()
                 return
-            handler = {"hello": server.hello, "load": server.load, "map_pool": server.map_pool,
-                       "prepare": server.prepare, "check": server.check, "baseline": server.baseline}.get(op)
+            handler = getattr(server, op, None) if op in OPS else None
             if handler is None:
-                raise Failure("unknown op %r (hello, load, map_pool, prepare, check, baseline, quit)" % op)
+                raise Failure("unknown op %r (%s, quit)" % (op, ", ".join(OPS)))
             reply = dict(handler(req), ok=True)
         except Exception as e:
             reply = failure_reply(op, e)

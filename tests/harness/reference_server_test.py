@@ -172,7 +172,7 @@ class Protocol(unittest.TestCase):
         def check(self, req):
             raise KeyError("layout")
 
-        map_pool = baseline = hello
+        map_pool = baseline = free = hello
 
     def run_lines(self, *lines):
         out = io.StringIO()
@@ -184,7 +184,8 @@ class Protocol(unittest.TestCase):
                                  {"op": "hello"})
         self.assertEqual(replies[0], {"torch": "none", "ok": True})
         self.assertEqual(replies[1], {"ok": False, "error": "load: the reference of t has no Model"})
-        self.assertIn("unknown op 'nope'", replies[2]["error"])
+        self.assertIn("unknown op 'nope' (hello, load, map_pool, prepare, check, baseline, free, quit)",
+                      replies[2]["error"])
         self.assertIn("?: the request is not JSON", replies[3]["error"])
         self.assertEqual(replies[4], {"ok": True})
         self.assertEqual(len(replies), 5, "nothing is answered after quit")
@@ -568,6 +569,13 @@ class ServerOnCpu(unittest.TestCase):
         self.slot(server, 0)[3] = 7.0
         self.assertEqual(server.check({})["message"], "the kernel wrote into its input x: inputs, parameters and "
                                                       "buffers are read-only")
+
+    def test_free_drops_the_last_launchs_copies(self):
+        server = self.server("torch.relu(x)")
+        self.prepare(server)
+        self.assertEqual(server.free({}), {})
+        with self.assertRaisesRegex(R.Failure, "check before a successful prepare"):
+            server.check({})
 
     def test_a_forward_that_works_in_place_is_judged_right_again_and_again(self):
         server = self.server("torch.relu_(x.sub_(0.5))")
