@@ -32,7 +32,8 @@ std::string keep_candidate_text(const std::string& log, const std::string& candi
   size_t removed = 0;
   while (std::getline(in, line)) {
     if (diagnostic_file(line, file)) keeping = may_quote(file, candidate, cuda_include);
-    else if (line.find(" detected in the compilation of ") != std::string::npos) keeping = true;
+    // ptxas speaks of the PTX compiled from the candidate (and CUDA's headers), never of another file.
+    else if (line.find(" detected in the compilation of ") != std::string::npos || line.rfind("ptxas", 0) == 0) keeping = true;
     if (keeping) out += line + "\n";
     else ++removed;
   }

@@ -3,13 +3,10 @@
 #include <nvrtc.h>
 
 #include <chrono>
-#include <limits>
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
-#include <sstream>
 
-#include "common/parse_number.hpp"
+#include "harness/ptxas_log.hpp"
 
 namespace ak {
 namespace {
@@ -30,47 +27,14 @@ std::string program_log(nvrtcProgram p) {
   return log;
 }
 
-/// One number of a ptxas statistics line; a line a candidate forged with a number past an int
-/// (through a #pragma message) reads as the largest int rather than ending the worker.
-int statistic(const std::string& digits) {
-  auto v = parse_integer(digits);
-  return v && *v <= std::numeric_limits<int>::max() ? int(*v) : std::numeric_limits<int>::max();
-}
-
-/// Splits NVRTC's log into diagnostics (returned) and ptxas statistics (parsed into functions).
-std::string parse_ptxas(const std::string& log, std::vector<FunctionInfo>& functions) {
-  static const std::regex entry(R"(Function properties for (\S+))");
-  static const std::regex compiling(R"(Compiling entry function '([^']+)')");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex regs(R"(Used (\d+) registers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
-  std::istringstream in(log);
-  std::string line, diagnostics;
-  FunctionInfo* current = nullptr;
-  std::smatch m;
-  auto find = [&](const std::string& lowered) -> FunctionInfo* {
-    for (auto& f : functions)
-      if (f.lowered_name == lowered) return &f;
-    return nullptr;
-  };
-  while (std::getline(in, line)) {
-    if (line.rfind("ptxas", 0) != 0) {
-      diagnostics += line + "\n";
-      continue;
-    }
-    if (std::regex_search(line, m, compiling) || std::regex_search(line, m, entry)) {
-      current = find(m[1]);
-    } else if (current && std::regex_search(line, m, frame)) {
-      current->stack_bytes = statistic(m[1]);
-      current->spill_stores = statistic(m[2]);
-      current->spill_loads = statistic(m[3]);
-    } else if (current && std::regex_search(line, m, regs)) {
-      current->registers = statistic(m[1]);
-      if (std::regex_search(line, m, smem)) current->static_smem_bytes = statistic(m[1]);
-    }
-  }
-  while (!diagnostics.empty() && diagnostics.back() == '\n') diagnostics.pop_back();
-  return diagnostics;
+/// The PTX NVRTC made, which it keeps when ptxas fails on it; empty when there is none.
+std::string program_ptx(nvrtcProgram p) {
+  size_t n = 0;
+  if (nvrtcGetPTXSize(p, &n) != NVRTC_SUCCESS || n == 0) return "";
+  std::string ptx(n, '\0');
+  if (nvrtcGetPTX(p, ptx.data()) != NVRTC_SUCCESS) return "";
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
 }
 
 }  // namespace
@@ -134,7 +98,10 @@ Result<CompileOutput> nvrtc_compile(const CompileRequest& req) {
       f.lowered_name = lowered;
     out.functions.push_back(f);
   }
-  out.log = truncate_log(parse_ptxas(program_log(prog.p), out.functions));
+  std::string diagnostics = split_ptxas_log(program_log(prog.p), out.functions);
+  if (diagnostics.find("ptxas") != std::string::npos)
+    diagnostics = annotate_ptxas_lines(diagnostics, program_ptx(prog.p), req.filename);
+  out.log = truncate_log(diagnostics);
   if (r == NVRTC_ERROR_INVALID_OPTION)
     return error("NVRTC rejected the options for " + req.filename + " (arch '" + req.arch +
                  "'; expected sm_NN such as sm_80 or sm_90a): " + out.log);

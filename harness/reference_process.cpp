@@ -114,7 +114,10 @@ Result<nlohmann::json> ReferenceProcess::request(const nlohmann::json& req, doub
   if (!reply["ok"].get<bool>()) {
     const std::string why = reply.contains("error") && reply["error"].is_string() ? reply["error"].get<std::string>()
                                                                                    : reply.dump();
-    return error("the reference process failed " + op + ": " + why);
+    Error e = error("the reference process failed " + op + ": " + why);
+    // Out of memory in the process: the harness's limit, whatever it was judging.
+    e.harness = reply.contains("harness") && reply["harness"].is_boolean() && reply["harness"].get<bool>();
+    return e;
   }
   return reply;
 }

@@ -44,7 +44,8 @@ class ReferenceProcess {
   ~ReferenceProcess();
 
   /// Sends `req` and waits up to `timeout_s` for its reply line. The reply when it says "ok";
-  /// otherwise an Error naming the op and quoting the server's "error". A reply that is not a JSON
+  /// otherwise an Error naming the op and quoting the server's "error", Error::harness set when
+  /// the reply says "harness": true (the process ran out of memory). A reply that is not a JSON
   /// object with "ok", a timeout or the process's death is an Error that says so, with the last
   /// lines of its stderr; the process is then stopped and every later request fails at once.
   Result<nlohmann::json> request(const nlohmann::json& req, double timeout_s);

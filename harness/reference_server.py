@@ -144,14 +144,15 @@ def number(x):
     return repr(float(x)) if math.isfinite(x) else str(float(x))
 
 
-def absolute_tolerance(tolerance, scale, expected_rms):
-    """The atol of a check: the spec's tolerance; for inputs scaled up (the numerical-stability
-    stage), times the output's own magnitude (its root mean square, at least 1). A sum of large terms
-    that cancels to a small value keeps the rounding of those terms, which the summation order of any
-    correct kernel moves: seen on an H100, an fp32 GEMM + ReLU at 64x its inputs, 1.1e-4 off on an
-    output of 0.038 where the reference summed in another order. What the stage is for, overflow,
-    NaN and lost precision, is errors far past that."""
-    if scale > 1 and math.isfinite(expected_rms):
+def absolute_tolerance(tolerance, follows_magnitude, expected_rms):
+    """The atol of a check: the spec's tolerance; where the inputs were made large (the numerical-
+    stability stage's scaled-up inputs, the edge-case stage's own), times the output's own magnitude
+    (its root mean square, at least 1). A sum of large terms that cancels to a small value keeps the
+    rounding of those terms, which the summation order of any correct kernel moves: seen on an H100,
+    an fp32 GEMM + ReLU at 64x its inputs, 1.1e-4 off on an output of 0.038 where the reference
+    summed in another order. What those inputs are for, overflow, NaN and lost precision, is errors
+    far past that."""
+    if follows_magnitude and math.isfinite(expected_rms):
         return tolerance * max(1.0, expected_rms)
     return tolerance
 
@@ -189,6 +190,190 @@ def input_scale(req):
     return float(scale)
 
 
+def edge_ladder(req, dtype):
+    """prepare's "inputs": the name of an edge recipe (EDGE_INPUTS) and so its rungs, mildest last,
+    for `dtype`; None when absent (the inputs as get_inputs() draws them)."""
+    name = req.get("inputs")
+    if name is None:
+        return None
+    if name not in EDGE_INPUTS:
+        raise Failure("inputs = %s: expected one of %s" % (json.dumps(name), ", ".join(sorted(EDGE_INPUTS))))
+    if dtype not in DTYPE_LIMITS:
+        raise Failure("dtype %r is not one of fp32, fp16, bf16" % dtype)
+    return EDGE_INPUTS[name](DTYPE_LIMITS[dtype])
+
+
+def _magnitude_rungs(limits):
+    # 2^k with |k| up to a quarter of the dtype's exponent range first: products and short sums of
+    # such values stay finite, and the small ones reach the dtype's subnormals in fp16.
+    spans = (8, 4, 2) if limits["max"] < 1e6 else (20, 10, 5)
+    return [{"what": "magnitudes (get_inputs() times 2^k, k drawn in [-%d, %d] per element)" % (e, e), "exponent": e,
+             "follows_magnitude": True} for e in spans]
+
+
+def _tiny_rungs(limits):
+    tiny, subnormal = limits["tiny"], limits["tiny"] * limits["eps"]
+    return [{"what": "tiny values (one element in 8 set to +-0, +-%s (the smallest subnormal) or +-%s (the smallest "
+                     "normal))" % (number(subnormal), number(tiny)),
+             "specials": [0.0, -0.0, subnormal, -subnormal, tiny, -tiny]}]
+
+
+def _huge_rungs(limits):
+    # fp16's max/16 overflows nothing a kernel sums in fp32; fp32's and bf16's max/2^24 lets a sum of
+    # up to 2^20 of them overflow in no order, where max/16 would overflow in some orders and not in
+    # the reference's: a verdict on the summation order, not on the kernel.
+    shift = 4 if limits["max"] < 1e6 else 24
+    big = limits["max"] / 2 ** shift
+    return [{"what": "huge values (one element in 8 set to +-%s (max/2^%d) or +-inf)" % (number(big), shift),
+             "specials": [big, -big, math.inf, -math.inf], "follows_magnitude": True},
+            {"what": "huge values (one element in 8 set to +-%s (max/2^%d))" % (number(big), shift),
+             "specials": [big, -big], "follows_magnitude": True},
+            {"what": "huge values (one element in 8 set to +-inf)", "specials": [math.inf, -math.inf],
+             "follows_magnitude": True}]
+
+
+# The edge-case stage's inputs beyond what get_inputs() draws (KernelBench's are mostly torch.rand,
+# all >= 0, so a copy passes as ReLU there). Each recipe is a ladder of rungs, boldest first: prepare
+# takes the first rung whose reference, rounded to the dtype, is finite everywhere (a log meets no
+# negative input, an exp no huge one), and get_inputs() itself when none is. Float inputs only, kept
+# within a range the spec declares for them; parameters, buffers and int64 inputs stay as drawn.
+# Where a rung makes values large, the check's atol follows the output's magnitude
+# (absolute_tolerance): a sum of huge terms keeps their rounding, which any correct order moves.
+EDGE_INPUTS = {
+    "signed": lambda limits: [{"what": "signed (get_inputs() with a random sign per element)", "signs": True}],
+    "zeros": lambda limits: [
+        {"what": "zeros (one element in 4 set to +-0, the others with a random sign)", "zeros": 0.25, "signs": True},
+        {"what": "zeros (one element in 4 set to +-0)", "zeros": 0.25}],
+    "magnitudes": _magnitude_rungs,
+    "tiny": _tiny_rungs,
+    "huge": _huge_rungs,
+}
+
+# Largest finite value, smallest normal and machine epsilon of each dtype (torch.finfo's).
+DTYPE_LIMITS = {"fp32": {"max": 3.4028234663852886e38, "tiny": 2.0 ** -126, "eps": 2.0 ** -23},
+                "fp16": {"max": 65504.0, "tiny": 2.0 ** -14, "eps": 2.0 ** -10},
+                "bf16": {"max": 3.3895313892515355e38, "tiny": 2.0 ** -126, "eps": 2.0 ** -7}}
+
+
+def overflow_threshold(dtype):
+    """The magnitude from which a value rounds to infinity in `dtype` (round to nearest even): its
+    largest finite value plus half a unit in its last place (65520 in fp16)."""
+    limits = DTYPE_LIMITS[dtype]
+    _, exponent = math.frexp(limits["max"])
+    return limits["max"] + math.ldexp(limits["eps"] / 2, exponent - 1)
+
+
+def is_out_of_memory(e):
+    """An exception that says the GPU (or the host) ran out of memory: torch's OutOfMemoryError,
+    Python's MemoryError, or a CUDA, cuBLAS or cuDNN allocation failure in its text. The harness's
+    limit, never the candidate's fault."""
+    if isinstance(e, MemoryError) or any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
+        return True
+    text = str(e)
+    return any(s in text for s in ("out of memory", "CUDA_ERROR_OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED",
+                                   "CUDNN_STATUS_ALLOC_FAILED"))
+
+
+def constant_output_message(name, tally, tolerance):
+    """The message of an output that holds one value where the reference holds several: all zeros
+    (or any constant) can be within an absolute tolerance of an output whose values are all small,
+    which is how KernelBench's allclose passes it. None when the output varies or the reference
+    does not (by more than the tolerance relative to its magnitude)."""
+    if tally.elements < 2 or tally.got_nan or tally.got_low is None or tally.got_low != tally.got_high:
+        return None
+    if tally.expected_low is None or tally.expected_high - tally.expected_low <= tolerance * tally.expected_absmax:
+        return None
+    return ("output %s: every one of its %d elements is %s where the reference ranges from %s to %s: a constant "
+            "output never passes where the reference is not constant"
+            % (name, tally.elements, number(tally.got_low), number(tally.expected_low), number(tally.expected_high)))
+
+
+class Tally:
+    """What the chunks of one output add up to: the elements out of the verdict's tolerance (and
+    the worst of them), whether any is out of KernelBench's, the largest absolute error (None once
+    one is not finite), and the ranges of the output and of the reference's finite values."""
+
+    def __init__(self):
+        self.elements = 0
+        self.bad = 0
+        self.kernelbench_bad = False
+        self.max_abs_error = 0.0
+        self.worst = None          # (excess over the tolerance, flat index, got, expected)
+        self.got_nan = False
+        self.got_low = self.got_high = None
+        self.expected_low = self.expected_high = None
+        self.expected_absmax = 0.0
+
+    def add(self, elements, bad, kernelbench_bad, max_abs_error, worst, got_range, expected_range):
+        """One chunk: `max_abs_error` None when one of its errors is not finite; `worst` as above with
+        its index in the whole output, or None; `got_range` (low, high), NaN when the chunk holds a
+        NaN; `expected_range` (low, high, largest magnitude) of its finite values, or None."""
+        self.elements += elements
+        self.bad += bad
+        self.kernelbench_bad = self.kernelbench_bad or kernelbench_bad
+        if max_abs_error is None or self.max_abs_error is None:
+            self.max_abs_error = None
+        else:
+            self.max_abs_error = max(self.max_abs_error, max_abs_error)
+        if worst is not None and (self.worst is None or worst[0] > self.worst[0]):
+            self.worst = worst  # strictly larger: the first of equal ones stays, as argmax's
+        low, high = got_range
+        if math.isnan(low) or math.isnan(high):
+            self.got_nan = True
+        elif self.got_low is None:
+            self.got_low, self.got_high = low, high
+        else:
+            self.got_low, self.got_high = min(self.got_low, low), max(self.got_high, high)
+        if expected_range is not None:
+            low, high, absmax = expected_range
+            self.expected_low = low if self.expected_low is None else min(self.expected_low, low)
+            self.expected_high = high if self.expected_high is None else max(self.expected_high, high)
+            self.expected_absmax = max(self.expected_absmax, absmax)
+
+    def judge(self, name, shape, tolerance, atol, verdict):
+        """Folds this output into the check's verdict: the first failing output names itself."""
+        if self.max_abs_error is None:
+            verdict["max_abs_error"] = None
+        elif verdict["max_abs_error"] is not None:
+            verdict["max_abs_error"] = max(verdict["max_abs_error"], self.max_abs_error)
+        constant = constant_output_message(name, self, tolerance)
+        if self.kernelbench_bad or constant:
+            verdict["kernelbench_pass"] = False
+        if not verdict["pass"]:
+            return
+        if self.bad:
+            _, flat, got, expected = self.worst
+            verdict["pass"] = False
+            verdict["message"] = mismatch_message(name, self.bad, self.elements, unravel(flat, shape), got, expected,
+                                                  tolerance, atol)
+        elif constant:
+            verdict["pass"] = False
+            verdict["message"] = constant
+
+
+def chunk_bounds(count, chunk):
+    """(start, end) of each chunk of `chunk` elements over `count` elements, in order."""
+    return [(start, min(count, start + chunk)) for start in range(0, count, chunk)]
+
+
+def element_passes(got, reference, expected, tolerance, atol, overflow):
+    """The verdict's rule for one element, as compare_chunk applies it to a whole chunk: `expected` is
+    the fp32 `reference` rounded to the output's dtype (what PyTorch returns in it). Equal values or
+    NaN where NaN is expected pass; finite ones within atol + tolerance * |expected|. Where the
+    reference lies within tolerance of the dtype's overflow threshold (`overflow`), either side of
+    it is right: an infinity of the reference's sign, or a finite value within tolerance of the
+    unrounded reference where the rounded one is infinite."""
+    if got == expected or (math.isnan(got) and math.isnan(expected)):
+        return True
+    if math.isfinite(expected) and math.isfinite(got):
+        return abs(got - expected) <= atol + tolerance * abs(expected)
+    if not math.isfinite(reference):
+        return False
+    if math.isinf(got):
+        return (got > 0) == (reference > 0) and abs(reference) * (1 + tolerance) + atol >= overflow
+    return math.isinf(expected) and math.isfinite(got) and abs(got - reference) <= atol + tolerance * abs(reference)
+
+
 def median(values):
     s = sorted(values)
     n = len(s)
@@ -198,6 +383,9 @@ def median(values):
 # ---- torch ------------------------------------------------------------------------------------
 
 TORCH_DTYPES = {}
+# Where the reference runs: the worker's GPU. A test of prepare and check on the CPU sets "cpu".
+DEVICE = "cuda"
+DTYPE_NAMES = {}   # torch's dtypes back to ours
 
 
 def setup_torch():
@@ -205,6 +393,7 @@ def setup_torch():
     import torch as t
     torch = t
     TORCH_DTYPES.update(fp32=torch.float32, fp16=torch.float16, bf16=torch.bfloat16)
+    DTYPE_NAMES.update({v: k for k, v in TORCH_DTYPES.items()})
     # The reference is exact fp32: TF32 would make it as loose as the kernels it judges.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -215,6 +404,124 @@ def type_name(t):
     if t.is_floating_point():
         return "float"
     return "int64" if t.dtype == torch.int64 else str(t.dtype).replace("torch.", "")
+
+
+# A check walks an output in chunks of this many elements: its float64 temporaries take a few hundred
+# MiB whatever the output's size (KernelBench's Softplus is 6.4 GB an fp32 tensor).
+CHUNK_ELEMENTS = 1 << 24
+# Cached memory past this goes back to the driver after a check or a baseline.
+RELEASE_BYTES = 1 << 30
+
+
+def bytes_equal(a, b):
+    """Two flat uint8 tensors of one length hold the same bytes, compared a chunk at a time."""
+    chunk = CHUNK_ELEMENTS * 8
+    return all(torch.equal(a[i:j], b[i:j]) for i, j in chunk_bounds(a.numel(), chunk))
+
+
+def synchronize():
+    """Waits for the device's work: the kernel's launch before a check reads the pool."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def same_storage(a, b):
+    """Two tensors that share memory (one a view of the other, or the same tensor)."""
+    return isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def all_finite(reference, out_dtype):
+    """Every element of the flat `reference`, rounded to `out_dtype`, is finite."""
+    return all(bool(torch.isfinite(reference[i:j].to(out_dtype)).all())
+               for i, j in chunk_bounds(reference.numel(), CHUNK_ELEMENTS))
+
+
+def finite_rms(reference):
+    """The root mean square of the flat `reference`'s finite elements (0 when none is)."""
+    total, count = 0.0, 0
+    for i, j in chunk_bounds(reference.numel(), CHUNK_ELEMENTS):
+        r = reference[i:j].double()
+        finite = torch.isfinite(r)
+        total += float(torch.where(finite, r, torch.zeros_like(r)).pow(2).sum())
+        count += int(finite.sum())
+    return math.sqrt(total / count) if count else 0.0
+
+
+def compare_output(got, reference, out_dtype, tolerance, atol):
+    """The Tally of a flat output against the flat fp32 reference, chunk by chunk."""
+    tally = Tally()
+    overflow = overflow_threshold(DTYPE_NAMES[out_dtype])
+    for i, j in chunk_bounds(got.numel(), CHUNK_ELEMENTS):
+        elements, bad, kb_bad, max_abs_error, worst, got_range, expected_range = compare_chunk(
+            got[i:j], reference[i:j], out_dtype, tolerance, atol, overflow)
+        if worst is not None:
+            worst = (worst[0], worst[1] + i, worst[2], worst[3])
+        tally.add(elements, bad, kb_bad, max_abs_error, worst, got_range, expected_range)
+    return tally
+
+
+def compare_chunk(got, reference, out_dtype, tolerance, atol, overflow):
+    """One chunk judged by element_passes's rule at the verdict's tolerance and at KernelBench's:
+    what Tally.add takes, the worst's index within the chunk."""
+    g = got.double()
+    r = reference.double()
+    e = reference.to(out_dtype).double()  # what PyTorch returns in the output's dtype
+    same = (g == e) | (torch.isnan(g) & torch.isnan(e))  # equal infinities, NaN where NaN is expected
+    diff = torch.where(same, torch.zeros_like(g), (g - e).abs())
+    both_finite = torch.isfinite(g) & torch.isfinite(e)
+    r_finite = torch.isfinite(r)
+
+    def passes(rtol, a):
+        ok = same | (both_finite & (diff <= a + rtol * e.abs()))
+        # Either side of the overflow threshold is right where the reference is within tolerance of it.
+        ok |= torch.isinf(g) & r_finite & (torch.sign(g) == torch.sign(r)) & (r.abs() * (1 + rtol) + a >= overflow)
+        ok |= torch.isinf(e) & r_finite & torch.isfinite(g) & ((g - r).abs() <= a + rtol * r.abs())
+        return ok
+
+    bad = ~passes(tolerance, atol)
+    count = int(bad.sum())
+    kb_bad = bool((~passes(KERNELBENCH_TOLERANCE, KERNELBENCH_TOLERANCE)).any())
+    max_abs_error = float(diff.max()) if bool(torch.isfinite(diff).all()) else None
+    worst = None
+    if count:
+        excess = torch.where(bad, diff - tolerance * e.abs(), torch.full_like(diff, -math.inf))
+        excess = torch.where(torch.isnan(excess), torch.full_like(excess, math.inf), excess)
+        at = int(excess.argmax())
+        worst = (float(excess[at]), at, float(g[at]), float(e[at]))
+    finite = torch.isfinite(e)
+    expected_range = None
+    if bool(finite.any()):
+        expected_range = (float(torch.where(finite, e, torch.full_like(e, math.inf)).min()),
+                          float(torch.where(finite, e, torch.full_like(e, -math.inf)).max()),
+                          float(torch.where(finite, e.abs(), torch.zeros_like(e)).max()))
+    return g.numel(), count, kb_bad, max_abs_error, worst, (float(g.min()), float(g.max())), expected_range
+
+
+def edge_values(value, rung, low=None, high=None):
+    """A float input (any dtype) changed as an edge rung says, in fp32, from torch's generator (seeded
+    by build() from the CSPRNG): times 2^k ("exponent": k uniform in [-e, e] per element), a random
+    sign per element ("signs"), a share of elements set to +-0 ("zeros"), one element in 8 replaced
+    by one of the values "specials" lists; then kept within [low, high] where the spec declares them."""
+    x = value.float()
+    device = x.device
+
+    def uniform():
+        return torch.rand(x.shape, device=device)
+    if "exponent" in rung:
+        e = rung["exponent"]
+        x = x * torch.exp2(torch.randint(-e, e + 1, x.shape, device=device).float())
+    if rung.get("signs"):
+        x = torch.where(uniform() < 0.5, -x, x)
+    if "zeros" in rung:
+        zero = torch.where(uniform() < 0.5, torch.zeros_like(x), torch.full_like(x, -0.0))
+        x = torch.where(uniform() < rung["zeros"], zero, x)
+    if "specials" in rung:
+        specials = torch.tensor(rung["specials"], dtype=torch.float32, device=device)
+        pick = specials[torch.randint(0, specials.numel(), x.shape, device=device)]
+        x = torch.where(uniform() < 0.125, pick, x)
+    if low is not None or high is not None:
+        x = x.clamp(min=low, max=high)
+    return x
 
 
 class CudaArray:
@@ -284,8 +591,9 @@ class Server:
         for key in ("name", "reference_source", "dims", "tensors"):
             if key not in req:
                 raise Failure("load needs %r" % key)
-        torch.cuda.set_device(int(req.get("device", 0)))
-        torch.zeros(1, device="cuda")  # initialises the primary context now, not at the first draw
+        if DEVICE == "cuda":
+            torch.cuda.set_device(int(req.get("device", 0)))
+            torch.zeros(1, device="cuda")  # initialises the primary context now, not at the first draw
         import types
         module = types.ModuleType("reference_" + str(req["name"]))
         code = compile(req["reference_source"], "<reference of %s>" % req["name"], "exec")
@@ -328,14 +636,14 @@ class Server:
         torch.manual_seed(seed)
         import random
         random.seed(secrets.randbits(63))
-        with torch.device("cuda"):
+        with torch.device(DEVICE):
             model = self.module.Model(*self.module.get_init_inputs()).eval()
             inputs = list(self.module.get_inputs())
         for i, x in enumerate(inputs):
             if not isinstance(x, torch.Tensor):
                 raise Failure("get_inputs() returned a %s at position %d: the inputs of a user type are tensors"
                               % (type(x).__name__, i))
-        return model, [x.cuda() for x in inputs], dims
+        return model, [x.to(DEVICE) for x in inputs], dims
 
     def module_tensors(self, model, inputs):
         """(role, torch name, tensor) for every tensor the kernel takes, in the spec's order."""
@@ -349,10 +657,13 @@ class Server:
     def prepare(self, req):
         if self.pool is None:
             raise Failure("prepare before map_pool")
+        self.prepared = None  # the last launch's copies go before new ones are drawn: one set at a time
         dtype = req["dtype"]
         scale = input_scale(req)
+        ladder = edge_ladder(req, dtype)
         model, inputs, dims = self.build(req["shape"], dtype)
         found = self.module_tensors(model, inputs)
+        del inputs
         described = [{"role": r, "name": n, "type": type_name(t), "shape": list(t.shape)} for r, n, t in found]
         mismatch = check_tensors(self.spec["tensors"], described, dims)
         if mismatch:
@@ -365,26 +676,65 @@ class Server:
                     raise Failure("the reference of %s at shape %s: %s"
                                   % (self.spec["name"], json.dumps(req["shape"]), mismatch))
         check_layout(self.spec["tensors"], req["layout"], dims, dtype, self.pool.numel())
-        self.prepared = None
-        # No byte of an earlier launch survives in the pool, and 0xFF is NaN in every float dtype:
-        # an output element the candidate leaves unwritten fails.
-        self.pool.fill_(0xFF)
-        kept = []
         with torch.no_grad():
-            for (role, name, t), slot in zip(found, req["layout"]):
-                value = t.detach()
-                if role == "input" and scale != 1 and value.is_floating_point():
-                    value = value * scale  # before the rounding to dtype: the kernel and the reference see the same
-                value = value.to(TORCH_DTYPES[dtype]) if value.is_floating_point() else value
-                value = value.clone(memory_format=torch.contiguous_format)  # ours alone
-                self.region(slot).copy_(value.reshape(-1).view(torch.uint8))
-                kept.append((role, name, value))
+            values = [self.rounded(role, t, dtype, scale) for role, _, t in found]
+            for (role, _, t), value in zip(found, values):
                 if role != "input":
                     t.copy_(value.float() if t.is_floating_point() else value)  # the rounded values
-        torch.cuda.synchronize()
+            rung = None
+            if ladder is not None:
+                rung, values = self.edge_inputs(model, found, values, ladder, dtype)
+            # No byte of an earlier launch survives in the pool, and 0xFF is NaN in every float dtype:
+            # an output element the candidate leaves unwritten fails.
+            self.pool.fill_(0xFF)
+            kept = []
+            for (role, name, _), value, slot in zip(found, values, req["layout"]):
+                self.region(slot).copy_(value.reshape(-1).view(torch.uint8))
+                kept.append((role, name, value))
+        del found, values
+        synchronize()
+        follows_magnitude = scale > 1 or bool(rung and rung.get("follows_magnitude"))
         self.prepared = {"model": model, "kept": kept, "dims": dims, "dtype": dtype, "layout": req["layout"],
-                         "scale": scale}
-        return {}
+                         "follows_magnitude": follows_magnitude}
+        if ladder is None:
+            return {}
+        return {"inputs": rung["what"] if rung else "get_inputs() as drawn (no rung of the %s recipe gives a finite "
+                                                    "reference)" % req["inputs"]}
+
+    @staticmethod
+    def rounded(role, t, dtype, scale):
+        """A tensor of the module as the kernel gets it: an input scaled by `scale`, floats rounded to
+        `dtype`, contiguous and ours alone."""
+        value = t.detach()
+        if role == "input" and scale != 1 and value.is_floating_point():
+            value = value * scale  # before the rounding to dtype: the kernel and the reference see the same
+        value = value.to(TORCH_DTYPES[dtype]) if value.is_floating_point() else value
+        return value.clone(memory_format=torch.contiguous_format)
+
+    def edge_inputs(self, model, found, values, ladder, dtype):
+        """The first rung of an edge recipe whose reference, rounded to `dtype`, is finite: (rung, the
+        values with its float inputs), or (None, `values`) when none is. Parameters, buffers and
+        int64 inputs stay as drawn. The draws come from the generator build() seeded from the CSPRNG."""
+        for rung in ladder:
+            trial = [edge_values(v, rung, spec.get("low"), spec.get("high")).to(v.dtype)
+                     if role == "input" and v.is_floating_point() else v
+                     for spec, (role, _, _), v in zip(self.spec["tensors"], found, values)]
+            # Copies: a forward that works in place must not change the values the kernel will get.
+            outputs = self.forward(model, [v.clone() for (role, _, _), v in zip(found, trial) if role == "input"])
+            finite = all(all_finite(o.detach().reshape(-1), TORCH_DTYPES[dtype]) for o in outputs)
+            del outputs
+            if finite:
+                return rung, trial
+        return None, values
+
+    @staticmethod
+    def forward(model, inputs):
+        """The module's outputs, as a list, for inputs in the dtype under test (floats upcast to fp32:
+        the reference is full precision whatever the kernel's dtype)."""
+        inputs = [v.float() if v.is_floating_point() and v.dtype != torch.float32 else v for v in inputs]
+        with torch.no_grad():
+            result = model(*inputs)
+        return list(result) if isinstance(result, (tuple, list)) else [result]
 
     def region(self, slot):
         return self.pool[slot["offset"]:slot["offset"] + slot["bytes"]]
@@ -393,63 +743,81 @@ class Server:
         p = self.prepared
         if p is None:
             raise Failure("check before a successful prepare")
-        torch.cuda.synchronize()
-        tensors = self.spec["tensors"]
+        try:
+            return self.judge(p)
+        finally:
+            self.release()
+
+    def judge(self, p):
+        synchronize()
         for (role, name, value), slot in zip(p["kept"], p["layout"]):
-            if not torch.equal(self.region(slot), value.reshape(-1).view(torch.uint8)):
+            if not bytes_equal(self.region(slot), value.reshape(-1).view(torch.uint8)):
                 return {"pass": False, "kernelbench_pass": False, "max_abs_error": None,
                         "message": "the kernel wrote into its %s %s: inputs, parameters and buffers are "
                                    "read-only" % (role, name)}
-        # Copies: a forward that works in place must not change what a later check compares with.
-        inputs = [v.to(torch.float32, copy=True) if v.is_floating_point() else v.clone()
-                  for role, _, v in p["kept"] if role == "input"]
-        with torch.no_grad():
-            result = p["model"](*inputs)
-        expected = list(result) if isinstance(result, (tuple, list)) else [result]
-        outputs = [t for t in tensors if t["role"] == "output"]
+        # The kept fp32 and int64 inputs go to forward as they are, with no copy of the size of the
+        # input; a forward that works in place changes them, and they are put back from the pool,
+        # which holds their bytes unchanged (checked above).
+        kept_inputs = [(value, slot) for (role, _, value), slot in zip(p["kept"], p["layout"]) if role == "input"]
+        expected = self.forward(p["model"], [v for v, _ in kept_inputs])
+        for value, slot in kept_inputs:
+            if value.dtype in (torch.float32, torch.int64) and not bytes_equal(self.region(slot),
+                                                                                 value.reshape(-1).view(torch.uint8)):
+                # An output that is the changed input itself (relu_(x)) is the reference: kept aside first.
+                expected = [o.clone() if same_storage(o, value) else o for o in expected]
+                value.reshape(-1).view(torch.uint8).copy_(self.region(slot))
+        outputs = [t for t in self.spec["tensors"] if t["role"] == "output"]
         if len(expected) != len(outputs):
             raise Failure("forward returned %d outputs where the spec declares %d" % (len(expected), len(outputs)))
         tolerance = float(self.spec.get("tolerance", {}).get(p["dtype"], 0))
         if tolerance <= 0:
             raise Failure("load gave no tolerance for %s" % p["dtype"])
+        out_dtype = TORCH_DTYPES[p["dtype"]]
         verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
         slots = p["layout"][len(p["kept"]):]
-        for t, exp, slot in zip(outputs, expected, slots):
+        for i, (t, slot) in enumerate(zip(outputs, slots)):
             shape = tensor_shape(t["shape"], p["dims"])
-            if list(exp.shape) != shape:
+            if list(expected[i].shape) != shape:
                 raise Failure("output %s has shape %s in the module; the spec's is %s here"
-                              % (t["name"], list(exp.shape), shape))
-            got = self.region(slot).view(TORCH_DTYPES[p["dtype"]]).reshape(shape)
-            finite = exp.detach().double()[torch.isfinite(exp)]
-            rms = float(finite.pow(2).mean().sqrt()) if finite.numel() else 0.0
-            self.compare(t["name"], got, exp, tolerance, verdict, absolute_tolerance(tolerance, p["scale"], rms))
+                              % (t["name"], list(expected[i].shape), shape))
+            reference = expected[i].detach().reshape(-1)
+            expected[i] = None  # the reference's output goes as soon as it is judged
+            got = self.region(slot).view(out_dtype)
+            rms = finite_rms(reference) if p["follows_magnitude"] else 0.0
+            atol = absolute_tolerance(tolerance, p["follows_magnitude"], rms)
+            tally = compare_output(got, reference, out_dtype, tolerance, atol)
+            del reference
+            tally.judge(t["name"], shape, tolerance, atol, verdict)
         return verdict
 
-    def compare(self, name, got, exp, tolerance, verdict, atol):
-        got, exp = got.double(), exp.detach().double()
-        diff = (got - exp).abs()
-        finite_diff = torch.where(torch.isfinite(diff), diff, torch.zeros_like(diff))
-        if not bool(torch.isfinite(diff).all()):
-            verdict["max_abs_error"] = None
-        elif verdict["max_abs_error"] is not None:
-            verdict["max_abs_error"] = max(verdict["max_abs_error"], float(finite_diff.max()) if diff.numel() else 0.0)
-        same = (got == exp) | (torch.isnan(got) & torch.isnan(exp))  # equal infinities, NaN where NaN is expected
-        kb_bad = ~((diff <= KERNELBENCH_TOLERANCE + KERNELBENCH_TOLERANCE * exp.abs()) | same)
-        if bool(kb_bad.any()):
-            verdict["kernelbench_pass"] = False
-        bad = ~((diff <= atol + tolerance * exp.abs()) | same)
-        count = int(bad.sum())
-        if count == 0 or not verdict["pass"]:
-            return
-        excess = torch.where(bad, diff - tolerance * exp.abs(), torch.full_like(diff, -math.inf))
-        excess = torch.where(torch.isnan(excess), torch.full_like(excess, math.inf), excess)
-        worst = int(excess.reshape(-1).argmax())
-        verdict["pass"] = False
-        verdict["message"] = mismatch_message(name, count, got.numel(), unravel(worst, list(got.shape)),
-                                              float(got.reshape(-1)[worst]), float(exp.reshape(-1)[worst]), tolerance,
-                                              atol)
+    def free(self, req):
+        """Drops the last launch's copies and gives every cached block back: the worker is done with
+        this type for now, and another type's process or pool may need the memory."""
+        self.recover()
+        return {}
+
+    def recover(self):
+        """After running out of memory: drops the last launch's copies and every cached block."""
+        self.prepared = None
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+
+    @staticmethod
+    def release():
+        """Gives the memory torch's allocator keeps cached back to the driver when it is more than a
+        little: the worker's pool and the next type's reference need it, and a check of a large
+        output leaves gigabytes of temporaries cached."""
+        if DEVICE == "cuda" and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_BYTES:
+            torch.cuda.empty_cache()
 
     def baseline(self, req):
+        self.prepared = None  # the last launch's copies: the baseline draws its own
+        try:
+            return self.time_module(req)
+        finally:
+            self.release()
+
+    def time_module(self, req):
         repetitions = max(1, int(req.get("repetitions", 20)))
         model, inputs, _ = self.build(req["shape"], req["dtype"])
         dtype = TORCH_DTYPES[req["dtype"]]
@@ -466,7 +834,9 @@ class Server:
         except Exception as e:
             traceback.print_exc()
             reply["compile_us"] = None
-            reply["compile_error"] = "torch.compile failed: %s: %s" % (type(e).__name__, str(e)[:2000])
+            reply["compile_error"] = "torch.compile failed%s: %s: %s" % (
+                " (out of GPU memory: the harness's limit, not the candidate's)" if is_out_of_memory(e) else "",
+                type(e).__name__, str(e)[:2000])
         return reply
 
     @staticmethod
@@ -487,8 +857,28 @@ class Server:
         return median(times)
 
 
+def failure_reply(op, e):
+    """The reply to a request that raised `e`: a Failure's text, or the exception's with the
+    traceback logged. Out of GPU memory is the harness's limit, never the candidate's fault: the
+    reply says so and carries "harness": true."""
+    if is_out_of_memory(e):
+        traceback.print_exc()
+        return {"ok": False, "harness": True,
+                "error": "%s: the reference process ran out of memory (the harness's limit, not the "
+                         "candidate's): %s: %s" % (op, type(e).__name__, str(e)[:2000])}
+    if isinstance(e, Failure):
+        return {"ok": False, "error": "%s: %s" % (op, e)}
+    traceback.print_exc()
+    return {"ok": False, "error": "%s: %s: %s (the traceback is in the reference process's log)"
+                                  % (op, type(e).__name__, e)}
+
+
 def reply_line(obj):
     return json.dumps(obj, allow_nan=False) + "\n"
+
+
+# The requests a server answers, each by its method of that name.
+OPS = ("hello", "load", "map_pool", "prepare", "check", "baseline", "free")
 
 
 def serve(server, requests, out):
@@ -508,17 +898,16 @@ def serve(server, requests, out):
                 out.write(reply_line({"ok": True}))
                 out.flush()
                 return
-            handler = {"hello": server.hello, "load": server.load, "map_pool": server.map_pool,
-                       "prepare": server.prepare, "check": server.check, "baseline": server.baseline}.get(op)
+            handler = getattr(server, op, None) if op in OPS else None
             if handler is None:
-                raise Failure("unknown op %r (hello, load, map_pool, prepare, check, baseline, quit)" % op)
+                raise Failure("unknown op %r (%s, quit)" % (op, ", ".join(OPS)))
             reply = dict(handler(req), ok=True)
-        except Failure as e:
-            reply = {"ok": False, "error": "%s: %s" % (op, e)}
         except Exception as e:
-            traceback.print_exc()
-            reply = {"ok": False, "error": "%s: %s: %s (the traceback is in the reference process's log)"
-                                           % (op, type(e).__name__, e)}
+            reply = failure_reply(op, e)
+        if reply.get("harness"):
+            recover = getattr(server, "recover", None)
+            if recover:  # outside the except block: the traceback's frames, and their tensors, are gone
+                recover()
         try:
             text = reply_line(reply)
         except ValueError:  # a non-finite number slipped in: say so rather than send invalid JSON

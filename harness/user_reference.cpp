@@ -45,6 +45,8 @@ nlohmann::json load_request(const UserTypeSpec& spec, int device) {
                         {"type", t.int64 ? "int64" : "float"}};
     if (t.low) j["low"] = size_term(*t.low);
     if (t.high) j["high"] = size_term(*t.high);
+    if (t.least) j["low"] = *t.least;   // a float input's range: the edge inputs stay in it
+    if (t.most) j["high"] = *t.most;
     tensors.push_back(j);
   }
   for (DType d : spec.dtypes) tolerance[dtype_name(d)] = spec.tolerance_for(d).atol;
@@ -91,13 +93,14 @@ Status UserReference::ensure_pool(size_t bytes) {
   return ok();
 }
 
-Result<PreparedRun> UserReference::prepare(const Shape& shape, DType d, double scale) {
+Result<PreparedRun> UserReference::prepare(const Shape& shape, DType d, double scale, const std::string& edge) {
   std::vector<size_t> sizes;
   for (const UserTensor& t : spec_.tensors) sizes.push_back(size_t(spec_.numel(t, shape)) * (t.int64 ? 8 : dtype_size(d)));
   const PoolLayout layout = layout_pool(sizes);
   if (auto s = ensure_pool(layout.total_bytes); !s) return s.error();
   nlohmann::json req = {{"op", "prepare"}, {"shape", shape}, {"dtype", dtype_name(d)}, {"layout", layout_json(layout)}};
   if (scale != 1) req["scale"] = scale;
+  if (!edge.empty()) req["inputs"] = edge;
   auto reply = process_->request(req, kRunSeconds);
   if (!reply) return reply.error();
   PreparedRun run;
@@ -108,6 +111,7 @@ Result<PreparedRun> UserReference::prepare(const Shape& shape, DType d, double s
     end = std::max(end, slot.offset + slot.bytes);
   }
   if (pool_->bytes() > end) run.gaps.push_back({pool_->base() + end, pool_->bytes() - end});
+  if (reply->contains("inputs") && (*reply)["inputs"].is_string()) run.edge_inputs = (*reply)["inputs"].get<std::string>();
   for (size_t i = 0; i < spec_.tensors.size(); ++i) {
     DeviceBuffer view(nullptr, pool_->at(layout.slots[i]), layout.slots[i].bytes);  // no driver: owns nothing
     (spec_.tensors[i].role == TensorRole::Output ? run.outputs : run.inputs).push_back(std::move(view));

@@ -52,6 +52,7 @@ struct PreparedRun {
   /// finds them poisoned again (poison_gaps), so no launch leaves anything there for the next.
   std::vector<std::pair<CUdeviceptr, size_t>> gaps;
   Status poison_gaps(const CudaDriver& d) const;
+  std::string edge_inputs;                     ///< with an edge recipe: the inputs drawn, as the process says them
 };
 
 class UserReference {
@@ -63,8 +64,9 @@ class UserReference {
 
   /// Draws new inputs for `shape` in `d` into the pool (growing it when needed), outputs poisoned;
   /// the pointers of every tensor in the spec's order. `scale` multiplies the float inputs (1: as
-  /// get_inputs draws them). The pool must not be in use by a kernel (synchronise first).
-  Result<PreparedRun> prepare(const Shape& shape, DType d, double scale = 1);
+  /// get_inputs draws them); `edge` names an edge recipe that changes them (kEdgeRecipes, empty:
+  /// none). The pool must not be in use by a kernel (synchronise first).
+  Result<PreparedRun> prepare(const Shape& shape, DType d, double scale = 1, const std::string& edge = "");
   /// Judges the outputs now in the pool against the reference for the last prepare's inputs.
   /// The candidate's launch must have finished.
   Result<UserCheck> check();

@@ -11,8 +11,9 @@ namespace {
 
 RunCase run_case(const UserRunCase& c) { return {c.shape, c.dtype, Recipe::Normal, 0, 0}; }
 
-std::string where(const UserRunCase& c) {
-  return shape_str(c.shape) + " " + dtype_name(c.dtype) + " (get_inputs()" + (c.scale != 1 ? " " + scale_name(c.scale) : "") + ")";
+/// The case, with what the reference process said of its edge inputs when it drew them.
+std::string where(const UserRunCase& c, const std::string& drawn = "") {
+  return shape_str(c.shape) + " " + dtype_name(c.dtype) + " (" + (drawn.empty() ? inputs_name(c) : "edge inputs: " + drawn) + ")";
 }
 
 StageFailure failure(Correctness k, std::string msg, const UserRunCase& c, bool lost = false) {
@@ -45,6 +46,11 @@ std::string scale_name(double scale) {
   return o.str();
 }
 
+std::string inputs_name(const UserRunCase& c) {
+  if (!c.inputs.empty()) return "get_inputs() edge: " + c.inputs;
+  return c.scale != 1 ? "get_inputs() " + scale_name(c.scale) : "get_inputs()";
+}
+
 std::vector<UserStage> user_stage_plan(const KernelSpec& spec) {
   const DType first = spec.dtypes.front();
   const std::string n_dt = std::to_string(spec.dtypes.size()) + " dtypes";
@@ -55,16 +61,22 @@ std::vector<UserStage> user_stage_plan(const KernelSpec& spec) {
   for (double s : kStabilityScales) scales += (scales.empty() ? "" : " and ") + scale_name(s);
   plan[2] = {"numerical stability", {}, 1,
              "get_inputs() at " + shape_str(spec.stability_shape) + " with its float inputs scaled " + scales + " x " + n_dt +
-                 " (the reference process draws what get_inputs() draws: values near the dtype's limits, denormals "
-                 "and constant rows are not among them)"};
+                 " (values near the dtype's limits, subnormals and mixed signs come in the edge cases; one huge "
+                 "value in a row and constant rows are not among them)"};
   plan[3] = {"determinism", {}, 3, "3 runs bitwise equal at " + shape_str(spec.determinism_shape) + " x " + n_dt};
-  plan[4] = {"edge cases", {}, 1, std::to_string(spec.edge_shapes.size()) + " shapes x " + n_dt};
+  plan[4] = {"edge cases", {}, 1,
+             std::to_string(spec.edge_shapes.size()) + " shapes x " + n_dt + ", then get_inputs() at " +
+                 shape_str(spec.stability_shape) + " x " + n_dt + " with random signs, with zeros, at magnitudes 2^k "
+                 "apart, with the dtype's tiny values and with its huge ones (each where the reference stays finite; "
+                 "int64 inputs, parameters and buffers as drawn)"};
   for (DType d : spec.dtypes) {
     for (auto& s : spec.sweep_shapes) plan[1].cases.push_back({s, d});
     for (double scale : kStabilityScales) plan[2].cases.push_back({spec.stability_shape, d, scale});
     plan[3].cases.push_back({spec.determinism_shape, d});
     for (auto& s : spec.edge_shapes) plan[4].cases.push_back({s, d});
   }
+  for (DType d : spec.dtypes)
+    for (const char* recipe : kEdgeRecipes) plan[4].cases.push_back({spec.stability_shape, d, 1, recipe});
   return plan;
 }
 
@@ -96,8 +108,9 @@ std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeat
     harness_error_ = true;
     return failure(Correctness::Fail, "the reference process failed on " + where(c) + " (the harness's problem, not the candidate's): " + msg, c);
   };
-  auto prepared = ref_.prepare(c.shape, c.dtype, c.scale);
+  auto prepared = ref_.prepare(c.shape, c.dtype, c.scale, c.inputs);
   if (!prepared) return harness_failure(prepared.error().message);
+  const std::string at = where(c, prepared->edge_inputs);
   peak_bytes_ = std::max(peak_bytes_, prepared->bytes);
   std::vector<std::vector<char>> first(prepared->outputs.size());
   for (int rep = 0; rep < repeats; ++rep) {
@@ -111,7 +124,7 @@ std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeat
     auto verdict = ref_.check();
     if (!verdict) return harness_failure(verdict.error().message);
     kernelbench_pass_ = kernelbench_pass_ && verdict->kernelbench_pass;
-    if (!verdict->pass) return failure(Correctness::Fail, "wrong output on " + where(c) + ": " + verdict->message, c);
+    if (!verdict->pass) return failure(Correctness::Fail, "wrong output on " + at + ": " + verdict->message, c);
     for (size_t i = 0; i < prepared->outputs.size() && repeats > 1; ++i) {
       std::vector<char> bytes(prepared->outputs[i].bytes());
       if (auto s = cu_check(gpu_.driver().cuMemcpyDtoH(bytes.data(), prepared->outputs[i].ptr(), bytes.size()), "reading an output"); !s)
@@ -142,7 +155,7 @@ bool run_user_stages(UserCaseRunner& runner, const KernelSpec& spec, Verdict& v,
     v.stages.push_back({stage.name, !f, s, f ? f->message : stage.detail});
     if (f) {
       record_failure(*f, stage.name, v);
-      v.failed_input = at->scale != 1 ? "get_inputs() " + scale_name(at->scale) : "get_inputs()";
+      v.failed_input = inputs_name(*at);
       v.harness_error = runner.harness_error();
       passed = false;
       break;

@@ -18,13 +18,20 @@
 
 namespace ak {
 
-/// One run of the candidate on a user type: a shape, a dtype and the factor the float inputs are
-/// multiplied by after get_inputs() drew them.
+/// One run of the candidate on a user type: a shape, a dtype, the factor the float inputs are
+/// multiplied by after get_inputs() drew them, and the edge recipe that changes them (empty: none).
 struct UserRunCase {
   Shape shape;
   DType dtype = DType::F32;
   double scale = 1;
+  std::string inputs;
 };
+
+/// The edge recipes of the reference process (harness/reference_server.py, EDGE_INPUTS): the float
+/// inputs of get_inputs() with random signs, with zeros, at magnitudes 2^k apart, with the dtype's
+/// tiny values (+-0, subnormals, the smallest normal) and its huge ones (max/16, infinities); each
+/// where the reference stays finite, within a range the spec declares.
+inline constexpr const char* kEdgeRecipes[] = {"signed", "zeros", "magnitudes", "tiny", "huge"};
 
 struct UserStage {
   std::string name;                ///< as run_five_stages names it
@@ -36,7 +43,8 @@ struct UserStage {
 /// The stages of a user type, in run_five_stages' order: smoke (the smoke shape, the first
 /// dtype), shape sweep (every sweep shape in every dtype), numerical stability (the stability
 /// shape in every dtype, inputs scaled by kStabilityScales), determinism (3 launches at the
-/// determinism shape in every dtype) and edge cases (every edge shape in every dtype).
+/// determinism shape in every dtype) and edge cases (every edge shape in every dtype, then each of
+/// kEdgeRecipes at the stability shape in every dtype).
 std::vector<UserStage> user_stage_plan(const KernelSpec& spec);
 inline constexpr double kStabilityScales[] = {64.0, 1.0 / 64};
 
@@ -73,5 +81,9 @@ bool run_user_stages(UserCaseRunner& runner, const KernelSpec& spec, Verdict& v,
 
 /// "x64" or "x0.015625": how a case's inputs were scaled, for the verdict's failed_input.
 std::string scale_name(double scale);
+
+/// A case's inputs as the verdict's failed_input says them: "get_inputs()", "get_inputs() x64",
+/// "get_inputs() edge: signed".
+std::string inputs_name(const UserRunCase& c);
 
 }  // namespace ak

@@ -1,6 +1,7 @@
 #include "kernels_cuda/user_type.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -217,6 +218,20 @@ std::optional<SizeTerm> size_term(const toml::node& n, const std::string& key, c
   return c.fail(n, key, "is " + toml_value_kind(n) + ": expected a dim's name or an integer"), std::nullopt;
 }
 
+std::string number_text(double x) {
+  std::ostringstream o;
+  o << x;
+  return o.str();
+}
+
+/// A float input's low or high: a finite number, integer or not.
+void read_float_bound(const toml::node& n, const std::string& key, Checker& c, std::optional<double>& out) {
+  auto x = n.value<double>();
+  if (!x || n.is_boolean() || !std::isfinite(*x))
+    return c.fail(n, key, "is " + toml_value_kind(n) + ": expected a finite number, a bound of the values this float input takes");
+  out = *x;
+}
+
 void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s) {
   const std::string q = "tensor[" + std::to_string(index) + "]";
   c.unknown_keys(t, "[[tensor]]", {"name", "role", "shape", "type", "low", "high"});
@@ -240,13 +255,20 @@ void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s
     c.errors.push_back(c.at(t) + ": " + q + ".shape is missing: expected an array of dims' names and positive integers");
   }
   const bool drawn_int = out.int64 && out.role == TensorRole::Input;
+  const bool float_input = !out.int64 && out.role == TensorRole::Input;
   for (auto [key, bound] : {std::pair{"low", &out.low}, std::pair{"high", &out.high}}) {
     const toml::node* n = t.get(key);
-    if (n && !drawn_int) c.fail(*n, q + "." + key, "is set on a tensor that is not an int64 input: only int64 inputs are drawn in [low, high)");
+    if (n && float_input) read_float_bound(*n, q + "." + key, c, *key == 'l' ? out.least : out.most);
+    else if (n && !drawn_int)
+      c.fail(*n, q + "." + key, "is set on a tensor that is not an input: int64 inputs are drawn in [low, high), float "
+                                "inputs may declare the range [low, high] their values lie in");
     else if (n) *bound = size_term(*n, q + "." + key, s, c, false);
     else if (drawn_int) c.errors.push_back(c.at(t) + ": " + q + " (\"" + out.name + "\") is an int64 input without " + key +
                                            ": expected low and high, its values being drawn in [low, high) (integers or dims' names)");
   }
+  if (out.least && out.most && !(*out.least < *out.most))
+    c.fail(t, q, "(\"" + out.name + "\") declares low = " + number_text(*out.least) + " and high = " + number_text(*out.most) +
+                     ": expected low < high");
   if (out.int64 && (out.role == TensorRole::Output || out.role == TensorRole::Parameter))
     c.fail(t, q, std::string("is an int64 ") + tensor_role_name(out.role) + ": expected float (outputs are T*; parameters are floating point)");
   s.tensors.push_back(std::move(out));

@@ -38,6 +38,9 @@ struct UserTensor {
   std::vector<SizeTerm> shape;
   bool int64 = false;                ///< type = "int64" (else "float": the dtype under test)
   std::optional<SizeTerm> low, high; ///< int64 inputs: values drawn in [low, high)
+  /// Float inputs, optional: the range [least, most] their values lie in, so that the edge-case
+  /// stage's inputs stay in it (a log's input above 0, a probability in [0, 1]).
+  std::optional<double> least, most;
 };
 
 struct UserTypeSpec {

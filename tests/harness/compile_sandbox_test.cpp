@@ -158,6 +158,19 @@ TEST_CASE("a compile log keeps the candidate's and CUDA's diagnostics and drops 
   CHECK(keep_candidate_text("rmsnorm.cu(3): error: x\n  y", "rmsnorm.cu", "/usr/local/cuda/include") == "rmsnorm.cu(3): error: x\n  y");
 }
 
+TEST_CASE("ptxas's errors stay in the log even after a diagnostic quoting another file was removed", "[sandbox]") {
+  const std::string log =
+      "/etc/secret(1): warning: SECRET-VALUE\n"
+      "ptxas application ptx input, line 28; error   : Unknown modifier '.u33'\n"
+      "    at rmsnorm.cu line 4, PTX line 28: add.u33 %r2, %r2, 1;\n"
+      "ptxas fatal   : Ptx assembly aborted due to errors";
+  const std::string kept = keep_candidate_text(log, "rmsnorm.cu", "/usr/local/cuda/include");
+  CHECK_THAT(kept, !Catch::Contains("SECRET-VALUE"));
+  CHECK_THAT(kept, Catch::StartsWith("ptxas application ptx input, line 28; error   : Unknown modifier '.u33'\n"
+                                     "    at rmsnorm.cu line 4, PTX line 28: add.u33 %r2, %r2, 1;\n"
+                                     "ptxas fatal   : Ptx assembly aborted due to errors"));
+}
+
 TEST_CASE("CUDA's libcu++ headers (<cuda/std/...>) can be included, wherever the toolkit keeps them", "[sandbox]") {
   Markers m;
   auto r = compile(m, "libcu.cu",

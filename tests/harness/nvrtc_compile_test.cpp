@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 
 #include "harness/kernel_contract.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "harness/ptxas_log.hpp"
 #include "kernels_cuda/registry.hpp"
 
 using namespace ak;
@@ -47,6 +49,76 @@ TEST_CASE("a compile error comes back verbatim with the line", "[nvrtc]") {
   CHECK_FALSE(out->ok);
   CHECK_THAT(out->log, Catch::Contains("softmax.cu(") && Catch::Contains("flaot"));
   CHECK(out->cubin.empty());
+}
+
+TEST_CASE("a typo in inline PTX reaches the log with ptxas's error, its PTX line and the file's line", "[nvrtc]") {
+  std::string src = softmax_spec().starter_source();
+  // One line of the file, the first statement of the entry point's body, becomes bad inline PTX.
+  const std::string bad = "  { unsigned ak_probe; asm volatile(\"mov.u33 %0, 7;\" : \"=r\"(ak_probe)); (void)ak_probe; }\n";
+  const size_t body = src.find('{', src.find("softmax_kernel(")) + 1;
+  const size_t line_end = src.find('\n', body) + 1;
+  src.insert(line_end, bad);
+  const int bad_line = int(std::count(src.begin(), src.begin() + long(line_end), '\n')) + 1;
+  auto out = nvrtc_compile(request(softmax_spec(), src, "sm_90a"));
+  REQUIRE(out.ok());
+  CHECK_FALSE(out->ok);
+  INFO(out->log);
+  CHECK_THAT(out->log, Catch::Contains("ptxas application ptx input, line ") && Catch::Contains("error") &&
+                           Catch::Contains(".u33"));
+  CHECK_THAT(out->log, Catch::Contains("at softmax.cu line " + std::to_string(bad_line) + ", PTX line ") &&
+                           Catch::Contains(": mov.u33 %r"));
+  CHECK_THAT(out->log, !Catch::Contains("Compiling entry function") && !Catch::Contains("bytes stack frame"));
+  CHECK(out->log != "NVRTC_ERROR_COMPILATION");
+}
+
+TEST_CASE("ptxas statistics are read and dropped, its errors and warnings kept in order", "[nvrtc]") {
+  std::vector<FunctionInfo> functions(1);
+  functions[0].lowered_name = "_Z1kPf";
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _Z1kPf\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem\n"
+      "ptxas application ptx input, line 2; warning : Unused variable\n"
+      "ptxas application ptx input, line 5; error   : Unknown symbol '%bogus'\n"
+      "ptxas fatal   : Ptx assembly aborted due to errors";
+  const std::string kept = split_ptxas_log(log, functions);
+  CHECK(kept ==
+        "ptxas application ptx input, line 2; warning : Unused variable\n"
+        "ptxas application ptx input, line 5; error   : Unknown symbol '%bogus'\n"
+        "ptxas fatal   : Ptx assembly aborted due to errors");
+  CHECK(functions[0].registers == 40);
+  CHECK(functions[0].stack_bytes == 16);
+  CHECK(functions[0].spill_stores == 8);
+  CHECK(functions[0].spill_loads == 4);
+  CHECK(functions[0].static_smem_bytes == 2048);
+
+  const std::string ptx = ".loc 1 12 3\n  mov.u32 %r1, 0;\n.loc 2 40 1\n  // header\n  mov.u32 %r2, %bogus;\n"
+                          ".file 1 \"/usr/local/cuda/include/k.cu\"\n.file 2 \"/usr/local/cuda/include/cuda_fp16.hpp\"";
+  const std::string annotated = annotate_ptxas_lines(kept, ptx, "k.cu");
+  CHECK_THAT(annotated, Catch::Contains("Unused variable\n    at k.cu line 12, PTX line 2: mov.u32 %r1, 0;\n"));
+  CHECK_THAT(annotated, Catch::Contains("Unknown symbol '%bogus'\n    at PTX line 5: mov.u32 %r2, %bogus;\n"));
+}
+
+TEST_CASE("ptxas's numbers are read with checked parsing: one past an int reads as the largest int", "[nvrtc]") {
+  std::vector<FunctionInfo> functions(1);
+  functions[0].lowered_name = "k";
+  (void)split_ptxas_log("ptxas info    : Function properties for k\n"
+                        "ptxas info    : Used 99999999999999999999 registers, 12 bytes smem",
+                        functions);
+  CHECK(functions[0].registers == std::numeric_limits<int>::max());
+  CHECK(functions[0].static_smem_bytes == 12);
+  int n = 7;
+  CHECK_FALSE(parse_count("", n));
+  CHECK_FALSE(parse_count("12x", n));
+  CHECK_FALSE(parse_count("-3", n));
+  CHECK(n == 7);
+  CHECK(parse_count("2147483647", n));
+  CHECK(n == 2147483647);
+  // An annotation never reads past the PTX: a line number beyond it adds nothing.
+  CHECK(annotate_ptxas_lines("ptxas application ptx input, line 99; error : x", ".loc 1 1 1", "k.cu") ==
+        "ptxas application ptx input, line 99; error : x");
 }
 
 TEST_CASE("a file that lacks an instantiation says which", "[nvrtc]") {

@@ -26,6 +26,8 @@ for line in sys.stdin:
         print(json.dumps({"ok": True, "echo": req["value"]}))
     elif op == "fail":
         print(json.dumps({"ok": False, "error": "load: the reference of t has no Model"}))
+    elif op == "oom":
+        print(json.dumps({"ok": False, "harness": True, "error": "check: the reference process ran out of memory"}))
     elif op == "garbage":
         print("this is not json")
     elif op == "no_ok":
@@ -68,6 +70,17 @@ TEST_CASE("the server's own error names the op and keeps the process", "[referen
   CHECK(r.error().message == "the reference process failed fail: load: the reference of t has no Model");
   CHECK(p->running());
   CHECK(p->request({{"op", "echo"}, {"value", 1}}, 10).ok());
+}
+
+TEST_CASE("a reply that says the process ran out of memory is the harness's error", "[reference_process]") {
+  auto p = fake();
+  auto r = p->request({{"op", "oom"}}, 10);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().harness);
+  CHECK_THAT(r.error().message, Catch::Contains("ran out of memory"));
+  auto plain = p->request({{"op", "fail"}}, 10);
+  REQUIRE_FALSE(plain.ok());
+  CHECK_FALSE(plain.error().harness);
 }
 
 TEST_CASE("a reply that is not a JSON object with ok stops the process, and later requests say why",

@@ -4,6 +4,7 @@ message, and the protocol loop on a stand-in server. No torch needed.
 Run by ctest: python3 -m unittest reference_server_test.py"""
 import io
 import json
+import math
 import os
 import sys
 import unittest
@@ -135,12 +136,11 @@ class Messages(unittest.TestCase):
         self.assertTrue(msg.endswith("(tolerance 0.020025 there, atol = 0.02 (the output's magnitude times 0.0001), "
                                      "rtol = 0.0001)"), msg)
 
-    def test_the_atol_grows_with_the_outputs_magnitude_only_for_inputs_scaled_up(self):
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 250.0), 1e-4 * 250.0)
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, 0.5), 1e-4)           # never below the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 1.0, 250.0), 1e-4)          # plain inputs: the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 1 / 64, 250.0), 1e-4)       # scaled down: the spec's
-        self.assertEqual(R.absolute_tolerance(1e-4, 64.0, float("inf")), 1e-4)
+    def test_the_atol_grows_with_the_outputs_magnitude_only_where_the_inputs_were_made_large(self):
+        self.assertEqual(R.absolute_tolerance(1e-4, True, 250.0), 1e-4 * 250.0)
+        self.assertEqual(R.absolute_tolerance(1e-4, True, 0.5), 1e-4)            # never below the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, False, 250.0), 1e-4)         # plain inputs: the spec's
+        self.assertEqual(R.absolute_tolerance(1e-4, True, float("inf")), 1e-4)
 
     def test_non_finite_values_read_as_such(self):
         self.assertIn("got nan expected 2.0", R.mismatch_message("y", 1, 4, [0], float("nan"), 2.0, 1e-2))
@@ -172,7 +172,7 @@ class Protocol(unittest.TestCase):
         def check(self, req):
             raise KeyError("layout")
 
-        map_pool = baseline = hello
+        map_pool = baseline = free = hello
 
     def run_lines(self, *lines):
         out = io.StringIO()
@@ -184,7 +184,8 @@ class Protocol(unittest.TestCase):
                                  {"op": "hello"})
         self.assertEqual(replies[0], {"torch": "none", "ok": True})
         self.assertEqual(replies[1], {"ok": False, "error": "load: the reference of t has no Model"})
-        self.assertIn("unknown op 'nope'", replies[2]["error"])
+        self.assertIn("unknown op 'nope' (hello, load, map_pool, prepare, check, baseline, free, quit)",
+                      replies[2]["error"])
         self.assertIn("?: the request is not JSON", replies[3]["error"])
         self.assertEqual(replies[4], {"ok": True})
         self.assertEqual(len(replies), 5, "nothing is answered after quit")
@@ -197,6 +198,416 @@ class Protocol(unittest.TestCase):
             sys.stderr = stderr
         self.assertIn("check: KeyError", replies[0]["error"])
         self.assertEqual(replies[1], {"ok": False, "error": "prepare: the reply held a non-finite number"})
+
+
+class ElementRule(unittest.TestCase):
+    """element_passes: the rule the chunked comparison applies, against the reference rounded to the
+    output's dtype, with the overflow threshold either side of which an honest value may land."""
+    FP16 = R.overflow_threshold("fp16")
+
+    def passes(self, got, reference, expected, tolerance=1e-2, atol=None):
+        return R.element_passes(got, reference, expected, tolerance, tolerance if atol is None else atol, self.FP16)
+
+    def test_the_overflow_thresholds_are_max_plus_half_an_ulp(self):
+        self.assertEqual(R.overflow_threshold("fp16"), 65520.0)
+        self.assertEqual(R.overflow_threshold("bf16"), 2.0 ** 128 - 2.0 ** 119)
+        self.assertEqual(R.overflow_threshold("fp32"), 2.0 ** 128 - 2.0 ** 103)
+
+    def test_an_honest_infinity_where_the_rounded_reference_is_infinite_passes(self):
+        inf = float("inf")
+        self.assertTrue(self.passes(inf, 70000.0, inf))      # fp16 square of 264.6: PyTorch's fp16 gives inf too
+        self.assertTrue(self.passes(-inf, -70000.0, -inf))
+        self.assertFalse(self.passes(-inf, 70000.0, inf))    # the wrong sign
+
+    def test_either_side_of_the_threshold_passes_where_the_reference_is_within_tolerance_of_it(self):
+        inf = float("inf")
+        self.assertTrue(self.passes(inf, 65000.0, 65024.0))   # 65000 * 1.01 reaches 65520
+        self.assertFalse(self.passes(inf, 60000.0, 60000.0))  # far from it: an infinity is wrong
+        self.assertTrue(self.passes(65504.0, 65530.0, inf))   # the reference rounds up, the kernel down
+        self.assertFalse(self.passes(1.0, 65530.0, inf))
+
+    def test_finite_values_compare_with_the_rounded_reference(self):
+        self.assertTrue(self.passes(1.0, 1.0004, 1.0))
+        self.assertTrue(self.passes(1.015, 1.0, 1.0))
+        self.assertFalse(self.passes(1.03, 1.0, 1.0))
+
+    def test_nan_passes_only_where_nan_is_expected_and_a_finite_value_never_where_infinity_is(self):
+        nan, inf = float("nan"), float("inf")
+        self.assertTrue(self.passes(nan, nan, nan))
+        self.assertFalse(self.passes(nan, 1.0, 1.0))
+        self.assertFalse(self.passes(1.0, inf, inf))
+        self.assertFalse(self.passes(-inf, inf, inf))
+
+    def test_chunks_cover_every_element_once_in_order(self):
+        self.assertEqual(R.chunk_bounds(10, 4), [(0, 4), (4, 8), (8, 10)])
+        self.assertEqual(R.chunk_bounds(8, 4), [(0, 4), (4, 8)])
+        self.assertEqual(R.chunk_bounds(0, 4), [])
+
+
+class Tallies(unittest.TestCase):
+    def test_chunks_add_up_to_the_counts_the_worst_and_the_message(self):
+        t = R.Tally()
+        t.add(4, 1, False, 0.5, (0.4, 2, 1.5, 1.0), (0.0, 1.5), (0.0, 1.0, 1.0))
+        t.add(4, 2, True, 0.75, (0.7, 5, 2.75, 2.0), (0.0, 2.75), (0.0, 2.0, 2.0))
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("out", [2, 4], 1e-4, 1e-4, verdict)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["max_abs_error"], 0.75)
+        self.assertTrue(verdict["message"].startswith("output out: 3 of 8 elements differ, worst at [1, 1]: got 2.75 "
+                                                      "expected 2.0"), verdict["message"])
+
+    def test_of_equal_worsts_the_first_stays(self):
+        t = R.Tally()
+        t.add(4, 1, False, 0.5, (0.5, 1, 1.0, 0.5), (0.0, 1.0), None)
+        t.add(4, 1, False, 0.5, (0.5, 6, 1.0, 0.5), (0.0, 1.0), None)
+        self.assertEqual(t.worst[1], 1)
+
+    def test_one_non_finite_error_makes_the_largest_error_unknown(self):
+        t = R.Tally()
+        t.add(4, 0, False, 0.5, None, (0.0, 1.0), None)
+        t.add(4, 1, False, None, (math.inf, 4, math.nan, 1.0), (math.nan, math.nan), None)
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("y", [8], 1e-4, 1e-4, verdict)
+        self.assertIsNone(verdict["max_abs_error"])
+        self.assertIn("got nan", verdict["message"])
+
+    def test_a_constant_output_fails_where_the_reference_varies_even_within_tolerance(self):
+        t = R.Tally()
+        t.add(1000, 0, False, 0.004, None, (0.0, 0.0), (-0.004, 0.004, 0.004))  # KernelBench's allclose passes it
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        t.judge("out", [1000], 1e-2, 1e-2, verdict)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["message"], "output out: every one of its 1000 elements is 0.0 where the reference "
+                                             "ranges from -0.004 to 0.004: a constant output never passes where the "
+                                             "reference is not constant")
+
+    def test_a_constant_output_passes_where_the_reference_is_constant_or_has_one_element(self):
+        for elements, expected in ((1000, (2.0, 2.0, 2.0)), (1000, (2.0, 2.00001, 2.00001)), (1, (0.0, 0.0, 0.0))):
+            t = R.Tally()
+            t.add(elements, 0, False, 0.0, None, (2.0, 2.0), expected)
+            self.assertIsNone(R.constant_output_message("out", t, 1e-4), expected)
+        t = R.Tally()
+        t.add(8, 0, False, 0.0, None, (0.0, 1.0), (0.0, 1.0, 1.0))
+        self.assertIsNone(R.constant_output_message("out", t, 1e-4), "an output that varies")
+
+
+class EdgeInputs(unittest.TestCase):
+    def test_each_recipe_is_a_ladder_boldest_first(self):
+        huge = R.edge_ladder({"inputs": "huge"}, "fp16")
+        self.assertEqual(huge[0]["specials"], [4094.0, -4094.0, math.inf, -math.inf])
+        self.assertNotIn(math.inf, huge[1]["specials"])
+        self.assertEqual(R.edge_ladder({"inputs": "huge"}, "fp32")[1]["specials"][0], (2.0 ** 128 - 2.0 ** 104) / 2 ** 24)
+        self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp16")], [8, 4, 2])
+        self.assertEqual([r["exponent"] for r in R.edge_ladder({"inputs": "magnitudes"}, "fp32")], [20, 10, 5])
+        self.assertTrue(R.edge_ladder({"inputs": "signed"}, "bf16")[0]["signs"])
+
+    def test_the_atol_follows_the_magnitude_only_where_a_rung_makes_values_large(self):
+        for name in R.EDGE_INPUTS:
+            for rung in R.edge_ladder({"inputs": name}, "fp32"):
+                self.assertEqual(bool(rung.get("follows_magnitude")), name in ("magnitudes", "huge"), rung["what"])
+
+    def test_tiny_values_are_those_of_the_dtype(self):
+        values = R.edge_ladder({"inputs": "tiny"}, "fp16")[0]["specials"]
+        self.assertIn(2.0 ** -24, values)      # fp16's smallest subnormal
+        self.assertIn(-(2.0 ** -14), values)   # its smallest normal
+        self.assertIn(2.0 ** -149, R.edge_ladder({"inputs": "tiny"}, "fp32")[0]["specials"])
+        self.assertIn(2.0 ** -133, R.edge_ladder({"inputs": "tiny"}, "bf16")[0]["specials"])
+
+    def test_absent_is_get_inputs_and_an_unknown_recipe_is_refused(self):
+        self.assertIsNone(R.edge_ladder({}, "fp32"))
+        with self.assertRaisesRegex(R.Failure, "expected one of huge, magnitudes, signed, tiny, zeros"):
+            R.edge_ladder({"inputs": "enormous"}, "fp32")
+
+
+class OutOfMemory(unittest.TestCase):
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def test_out_of_memory_is_recognised_by_type_or_by_the_drivers_words(self):
+        self.assertTrue(R.is_out_of_memory(self.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.40 GiB")))
+        self.assertTrue(R.is_out_of_memory(R.Failure("cuIpcOpenMemHandle failed: CUDA_ERROR_OUT_OF_MEMORY (2)")))
+        self.assertTrue(R.is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")))
+        self.assertTrue(R.is_out_of_memory(MemoryError()))
+        self.assertFalse(R.is_out_of_memory(RuntimeError("shape mismatch")))
+
+    def test_its_reply_is_marked_the_harnesss_and_the_server_recovers(self):
+        recovered = []
+
+        class Stand:
+            def prepare(self, req):
+                raise OutOfMemory.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.40 GiB")
+
+            def check(self, req):
+                raise R.Failure("check before a successful prepare")
+
+            def recover(self):
+                recovered.append(True)
+            hello = load = map_pool = baseline = prepare
+
+        out = io.StringIO()
+        stderr, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            R.serve(Stand(), [json.dumps({"op": "prepare"}), json.dumps({"op": "check"})], out)
+        finally:
+            sys.stderr = stderr
+        replies = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertTrue(replies[0]["harness"])
+        self.assertIn("prepare: the reference process ran out of memory (the harness's limit, not the "
+                      "candidate's): OutOfMemoryError: CUDA out of memory", replies[0]["error"])
+        self.assertNotIn("harness", replies[1])
+        self.assertEqual(recovered, [True])
+
+
+try:
+    import torch as _torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class TensorChecks(unittest.TestCase):
+    """The torch part of a check on CPU tensors: the chunked comparison, the rounding to the output's
+    dtype and the edge inputs."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+
+    def setUp(self):
+        self.chunk = R.CHUNK_ELEMENTS
+        self.torch.manual_seed(1234)
+
+    def tearDown(self):
+        R.CHUNK_ELEMENTS = self.chunk
+
+    def judge(self, got, reference, dtype, tolerance, atol=None, shape=None):
+        t = self.torch
+        out_dtype = R.TORCH_DTYPES[dtype]
+        atol = tolerance if atol is None else atol
+        tally = R.compare_output(got.to(out_dtype).reshape(-1), reference.to(t.float32).reshape(-1), out_dtype,
+                                 tolerance, atol)
+        verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
+        tally.judge("out", list(shape or got.shape), tolerance, atol, verdict)
+        return verdict
+
+    def test_chunks_give_the_verdict_the_whole_output_gives(self):
+        t = self.torch
+        reference = t.randn(37, 53)
+        got = reference.clone()
+        got[3, 5] += 0.5
+        got[20, 1] += 0.25
+        got[30, 40] = float("nan")
+        whole = self.judge(got, reference, "fp32", 1e-4)
+        R.CHUNK_ELEMENTS = 7
+        chunked = self.judge(got, reference, "fp32", 1e-4)
+        self.assertEqual(whole, chunked)
+        self.assertFalse(chunked["pass"])
+        self.assertIn("3 of 1961 elements differ, worst at [30, 40]: got nan", chunked["message"])
+        got[30, 40] = reference[30, 40]
+        R.CHUNK_ELEMENTS = 5
+        verdict = self.judge(got, reference, "fp32", 1e-4)
+        self.assertIn("2 of 1961 elements differ, worst at [3, 5]", verdict["message"])
+        self.assertAlmostEqual(verdict["max_abs_error"], 0.5, places=5)
+
+    def test_an_honest_fp16_square_at_64x_passes_though_it_overflows(self):
+        t = self.torch
+        x = (t.randn(64, 4096) * 64).half()          # the numerical-stability stage's inputs
+        reference = x.float() * x.float()            # the reference: fp32, from the rounded inputs
+        got = reference.half()                       # an honest kernel: fp32 math, rounded
+        self.assertTrue(bool(t.isinf(got).any()), "the test needs values past fp16's range")
+        R.CHUNK_ELEMENTS = 1000
+        verdict = self.judge(got, reference, "fp16", 1e-2)
+        self.assertTrue(verdict["pass"], verdict["message"])
+        self.assertTrue(verdict["kernelbench_pass"])
+        self.assertEqual(verdict["max_abs_error"], 0.0)
+        got[0, 0] = -got[0, 0] if t.isinf(got[0, 0]) else float("inf")  # one infinity where none is right
+        self.assertFalse(self.judge(got, reference, "fp16", 1e-2)["pass"])
+
+    def test_a_kernel_that_rounds_the_other_way_at_the_overflow_threshold_passes(self):
+        t = self.torch
+        reference = t.tensor([65519.0, 65521.0, 65530.0, -65525.0, 1.0])
+        got = t.tensor([float("inf"), 65504.0, 65504.0, float("-inf"), 1.0])
+        self.assertTrue(self.judge(got, reference, "fp16", 1e-2)["pass"])
+        got[4] = float("inf")
+        self.assertFalse(self.judge(got, reference, "fp16", 1e-2)["pass"])
+
+    def test_a_copy_does_not_pass_as_relu_on_signed_inputs(self):
+        t = self.torch
+        x = t.rand(64, 4096)                                   # KernelBench's torch.rand: a copy passes here
+        self.assertTrue(self.judge(x.clone(), t.relu(x), "fp32", 1e-4)["pass"])
+        rung = R.edge_ladder({"inputs": "signed"}, "fp32")[0]
+        signed = R.edge_values(x, rung)
+        self.assertTrue(bool((signed < 0).any()) and bool((signed > 0).any()))
+        self.assertTrue(t.equal(signed.abs(), x), "only signs change")
+        verdict = self.judge(signed.clone(), t.relu(signed), "fp32", 1e-4)
+        self.assertFalse(verdict["pass"])
+        self.assertIn("elements differ", verdict["message"])
+
+    def test_an_all_zero_output_fails_where_the_small_reference_varies(self):
+        t = self.torch
+        reference = t.rand(256, 64) * 1e-5                   # within atol of zero everywhere
+        verdict = self.judge(t.zeros(256, 64), reference, "fp32", 1e-4)
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertIn("every one of its 16384 elements is 0.0", verdict["message"])
+        self.assertTrue(self.judge(t.full((256, 64), 3.0), t.full((256, 64), 3.0), "fp32", 1e-4)["pass"])
+
+    def test_edge_values_reach_zeros_magnitudes_and_the_dtypes_special_values(self):
+        t = self.torch
+        x = t.rand(64, 1024) + 0.5
+        zeros = R.edge_values(x, R.edge_ladder({"inputs": "zeros"}, "fp16")[0])
+        share = float((zeros == 0).float().mean())
+        self.assertTrue(0.2 < share < 0.3, share)
+        self.assertTrue(bool(t.signbit(zeros[zeros == 0]).any()), "-0 among the zeros")
+        big = R.edge_values(x, R.edge_ladder({"inputs": "magnitudes"}, "fp32")[0])
+        ratio = (big / x).log2()
+        self.assertEqual(float(ratio.min()), -20.0)
+        self.assertEqual(float(ratio.max()), 20.0)
+        huge = R.edge_values(x, R.edge_ladder({"inputs": "huge"}, "fp16")[0]).half()
+        self.assertTrue(bool(t.isinf(huge).any()) and bool((huge.abs() == 4094.0).any()))
+        changed = float((huge.float() != x.half().float()).float().mean())
+        self.assertTrue(0.08 < changed < 0.17, changed)
+        self.assertFalse(R.all_finite(huge.float().reshape(-1), t.float16))
+        tiny = R.edge_values(x, R.edge_ladder({"inputs": "tiny"}, "fp16")[0]).half()
+        self.assertTrue(bool((tiny.abs() == 2.0 ** -24).any()), "fp16's smallest subnormal survives the rounding")
+        self.assertTrue(R.all_finite(tiny.float().reshape(-1), t.float16))
+
+    def test_edge_values_stay_within_a_declared_range(self):
+        t = self.torch
+        x = t.rand(64, 1024)
+        for name in R.EDGE_INPUTS:
+            for rung in R.edge_ladder({"inputs": name}, "fp32"):
+                v = R.edge_values(x, rung, 0.0, 1.0)
+                self.assertTrue(bool(((v >= 0) & (v <= 1)).all()), rung["what"])
+        self.assertTrue(bool((R.edge_values(x, R.edge_ladder({"inputs": "signed"}, "fp32")[0], -0.5) >= -0.5).all()))
+
+    def test_bytes_are_compared_a_chunk_at_a_time(self):
+        t = self.torch
+        R.CHUNK_ELEMENTS = 3  # 24 bytes a chunk
+        a = t.arange(100, dtype=t.uint8)
+        b = a.clone()
+        self.assertTrue(R.bytes_equal(a, b))
+        b[99] = 0
+        self.assertFalse(R.bytes_equal(a, b))
+
+    def test_the_rms_counts_finite_values_only(self):
+        t = self.torch
+        R.CHUNK_ELEMENTS = 2
+        self.assertAlmostEqual(R.finite_rms(t.tensor([3.0, float("inf"), -4.0, float("nan"), 0.0])),
+                               math.sqrt(25.0 / 3))
+        self.assertEqual(R.finite_rms(t.tensor([float("inf")])), 0.0)
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class ServerOnCpu(unittest.TestCase):
+    """prepare and check of the real Server on the CPU, with a tensor standing for the worker's pool
+    and the test playing the kernel."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+        cls.device = R.DEVICE
+        R.DEVICE = "cpu"
+
+    @classmethod
+    def tearDownClass(cls):
+        R.DEVICE = cls.device
+
+    def server(self, forward, draw="torch.rand(batch_size, dim)", x_range=None):
+        source = ("import torch\nbatch_size = 4\ndim = 8\nclass Model(torch.nn.Module):\n"
+                  "    def forward(self, x):\n        return %s\n"
+                  "def get_inputs():\n    return [%s]\ndef get_init_inputs():\n    return []\n" % (forward, draw))
+        x = {"name": "x", "role": "input", "shape": ["batch_size", "dim"], "type": "float"}
+        if x_range:
+            x["low"], x["high"] = x_range
+        server = R.Server()
+        server.load({"name": "t", "reference_source": source, "dims": ["batch_size", "dim"],
+                     "tensors": [x, {"name": "out", "role": "output", "shape": ["batch_size", "dim"], "type": "float"}],
+                     "tolerance": {"fp32": 1e-4, "fp16": 1e-2}})
+        server.pool = self.torch.zeros(1024, dtype=self.torch.uint8)
+        return server
+
+    def prepare(self, server, shape=(64, 256), dtype="fp32", **extra):
+        n = shape[0] * shape[1] * R.DTYPE_BYTES[dtype]
+        server.pool = self.torch.zeros(2 * ((n + 255) // 256 * 256), dtype=self.torch.uint8)
+        self.layout = [{"offset": 0, "bytes": n}, {"offset": (n + 255) // 256 * 256, "bytes": n}]
+        self.dtype = R.TORCH_DTYPES[dtype]
+        reply = server.prepare(dict({"shape": list(shape), "dtype": dtype, "layout": self.layout}, **extra))
+        return reply
+
+    def slot(self, server, i):
+        return server.region(self.layout[i]).view(self.dtype)
+
+    def run_kernel(self, server, kernel):
+        x = self.slot(server, 0)
+        self.slot(server, 1).copy_(kernel(x.float()).to(self.dtype))
+
+    def test_a_copy_passes_as_relu_on_torch_rand_and_fails_on_the_signed_edge_inputs(self):
+        server = self.server("torch.relu(x)")
+        self.assertEqual(self.prepare(server), {})
+        self.run_kernel(server, lambda x: x)
+        self.assertTrue(server.check({})["pass"])
+        reply = self.prepare(server, inputs="signed")
+        self.assertEqual(reply["inputs"], "signed (get_inputs() with a random sign per element)")
+        self.run_kernel(server, lambda x: x)
+        verdict = server.check({})
+        self.assertFalse(verdict["pass"])
+        self.assertIn("elements differ", verdict["message"])
+        self.run_kernel(server, self.torch.relu)
+        self.assertTrue(server.check({})["pass"])
+
+    def test_an_unwritten_output_fails_and_a_written_input_is_named(self):
+        server = self.server("torch.relu(x)")
+        self.prepare(server)
+        self.assertIn("got nan", server.check({})["message"])
+        self.run_kernel(server, self.torch.relu)
+        self.slot(server, 0)[3] = 7.0
+        self.assertEqual(server.check({})["message"], "the kernel wrote into its input x: inputs, parameters and "
+                                                      "buffers are read-only")
+
+    def test_free_drops_the_last_launchs_copies(self):
+        server = self.server("torch.relu(x)")
+        self.prepare(server)
+        self.assertEqual(server.free({}), {})
+        with self.assertRaisesRegex(R.Failure, "check before a successful prepare"):
+            server.check({})
+
+    def test_a_forward_that_works_in_place_is_judged_right_again_and_again(self):
+        server = self.server("torch.relu_(x.sub_(0.5))")
+        for recipe in (None, "signed"):
+            self.prepare(server, **({"inputs": recipe} if recipe else {}))
+            self.run_kernel(server, lambda x: self.torch.relu(x - 0.5))
+            for _ in range(3):  # the determinism stage checks one drawing three times
+                verdict = server.check({})
+                self.assertTrue(verdict["pass"], verdict["message"])
+
+    def test_an_honest_fp16_square_passes_at_64x(self):
+        server = self.server("x * x", "torch.randn(batch_size, dim)")
+        self.prepare(server, dtype="fp16", scale=64)
+        self.run_kernel(server, lambda x: x * x)
+        self.assertTrue(bool(self.torch.isinf(self.slot(server, 1)).any()), "the test needs an overflow")
+        verdict = server.check({})
+        self.assertTrue(verdict["pass"], verdict["message"])
+
+    def test_a_recipe_whose_reference_is_never_finite_falls_back_to_get_inputs(self):
+        server = self.server("torch.log(x)")
+        reply = self.prepare(server, inputs="signed")
+        self.assertIn("get_inputs() as drawn (no rung of the signed recipe gives a finite reference)", reply["inputs"])
+        self.assertTrue(bool((self.slot(server, 0) >= 0).all()))
+        self.assertTrue(self.prepare(server, inputs="magnitudes")["inputs"].startswith("magnitudes (get_inputs() "
+                                                                                       "times 2^k, k drawn in [-20, 20]"))
+
+    def test_edge_inputs_stay_in_the_declared_range(self):
+        server = self.server("torch.relu(x)", x_range=(0.0, 1.0))
+        self.prepare(server, inputs="huge")
+        x = self.slot(server, 0)
+        self.assertTrue(bool(((x >= 0) & (x <= 1)).all()))
+        self.assertTrue(bool((x == 1).any()), "the huge values clamped to the range's top")
 
 
 if __name__ == "__main__":

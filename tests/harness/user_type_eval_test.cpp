@@ -102,8 +102,25 @@ TEST_CASE("a user type runs the five stages in run_five_stages' order over every
   CHECK_THAT(plan[2].detail, Contains("not among them"));
   CHECK(plan[3].repeats == 3);
   CHECK(plan[3].cases.size() == 2);
-  CHECK(plan[4].cases.size() == 2 * 2);
+  REQUIRE(plan[4].cases.size() == 2 * 2 + 5 * 2);   // two edge shapes, then five recipes, x two dtypes
+  CHECK(plan[4].cases[0].inputs.empty());
+  CHECK(plan[4].cases[3].inputs.empty());
+  for (size_t i = 4; i < plan[4].cases.size(); ++i) {
+    CHECK(plan[4].cases[i].shape == Shape{64, 4096});   // the stability shape
+    CHECK(plan[4].cases[i].scale == 1);
+    CHECK(plan[4].cases[i].inputs == kEdgeRecipes[(i - 4) % 5]);
+  }
+  CHECK(plan[4].cases[4].dtype == DType::F32);
+  CHECK(plan[4].cases[9].dtype == DType::F16);
+  CHECK_THAT(plan[4].detail, Contains("random signs"));
   for (int i : {0, 1, 2, 4}) CHECK(plan[size_t(i)].repeats == 1);
+  for (int i : {0, 1, 2, 3}) CHECK(plan[size_t(i)].cases[0].inputs.empty());
+}
+
+TEST_CASE("a case's inputs are named for the verdict: as drawn, scaled or an edge recipe", "[user_type_eval]") {
+  CHECK(inputs_name({{4, 8}, DType::F32}) == "get_inputs()");
+  CHECK(inputs_name({{4, 8}, DType::F32, 64}) == "get_inputs() x64");
+  CHECK(inputs_name({{4, 8}, DType::F16, 1, "signed"}) == "get_inputs() edge: signed");
 }
 
 TEST_CASE("the load request gives the reference process the spec's tensors, fixed globals and tolerances", "[user_type_eval]") {
@@ -303,4 +320,118 @@ TEST_CASE("a user type's kernel that counts its launches in the pool's tail neve
   Verdict v = judge("gelu_tanh", "", true, cheat);
   std::printf("a counter in the pool's tail: %s: %s\n", correctness_name(v.correctness), v.message.c_str());
   CHECK(v.correctness == Correctness::Pass);  // it never reached 3: every launch computed, and was checked doing so
+}
+
+// ---- honest verdicts: inputs that tell ops apart, overflow judged in the output's dtype ----------
+
+namespace {
+
+/// An elementwise user type `name` over x[batch_size, dim] -> out, in `dtype`, whose reference's
+/// forward returns `forward` and whose get_inputs() draws `draw` (KernelBench's convention).
+UserTypeSpec elementwise_type(const std::string& name, const std::string& dtype, const std::string& forward,
+                              const std::string& draw) {
+  const std::string spec = "name = \"" + name + "\"\nreference = \"" + name + ".py\"\nkind = \"elementwise\"\n"
+                           "grid = \"elements\"\ndtypes = [\"" + dtype + "\"]\ndims = [\"batch_size\", \"dim\"]\n"
+                           "bench = [256, 4096]\nsmoke = [4, 1000]\nsweep = [[64, 4096], [33, 1531]]\n"
+                           "edge = [[1, 1], [3, 7]]\n\n"
+                           "[[tensor]]\nname = \"x\"\nrole = \"input\"\nshape = [\"batch_size\", \"dim\"]\ntype = \"float\"\n\n"
+                           "[[tensor]]\nname = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"dim\"]\ntype = \"float\"\n";
+  const std::string reference = "import torch\nimport torch.nn as nn\n\nbatch_size = 256\ndim = 4096\n\n"
+                                "class Model(nn.Module):\n    def forward(self, x):\n        return " + forward + "\n\n"
+                                "def get_inputs():\n    return [" + draw + "]\n\n"
+                                "def get_init_inputs():\n    return []\n";
+  auto s = parse_user_type(spec, "types/" + name + ".toml");
+  INFO((s.ok() ? "" : s.error().message));
+  REQUIRE(s.ok());
+  REQUIRE(with_sources(*s, reference, "").ok());
+  return *s;
+}
+
+/// A kernel file of such a type: out[i] = `expr` of the float v = x[i], stored in T (rounded to nearest).
+std::string elementwise_file(const std::string& name, const std::string& expr) {
+  return "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
+         "extern \"C\" __constant__ int ak_block_threads = 256;\n"
+         "__device__ __forceinline__ float ak_f(__half v) { return __half2float(v); }\n"
+         "__device__ __forceinline__ float ak_f(__nv_bfloat16 v) { return __bfloat162float(v); }\n"
+         "__device__ __forceinline__ float ak_f(float v) { return v; }\n"
+         "__device__ __forceinline__ void ak_put(__half* p, float v) { *p = __float2half_rn(v); }\n"
+         "__device__ __forceinline__ void ak_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }\n"
+         "__device__ __forceinline__ void ak_put(float* p, float v) { *p = v; }\n"
+         "template <typename T>\n__global__ void " + name + "_kernel(const T* __restrict__ x, T* __restrict__ out, "
+         "int batch_size, int dim) {\n"
+         "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i >= (long long)batch_size * dim) return;\n"
+         "  const float v = ak_f(x[i]);\n"
+         "  ak_put(out + i, " + expr + ");\n}\n";
+}
+
+/// The verdict of `source` for `spec` at its first sweep shape, in its first dtype.
+Verdict judge_type(const UserTypeSpec& spec, const std::string& source) {
+  EvalRequest r;
+  r.kernel_type = spec.name;
+  r.user_type = spec.to_json();
+  r.source = source;
+  r.dtype = dtype_name(spec.dtypes.front());
+  r.shape = spec.sweep.front();
+  r.warmup = 2;
+  r.repetitions = 12;
+  r.time_starter = false;
+  r.torch_compile = false;
+  Verdict v = shared_harness().evaluate(r);
+  INFO(spec.name + ": " + json(v).dump(1));
+  INFO("the reference process needs a Python with torch and CUDA: set AK_REFERENCE_PYTHON");
+  REQUIRE_FALSE(v.harness_error);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a plain copy submitted as ReLU on torch.rand inputs fails at the edge stage's signed inputs",
+          "[gpu][user_type_eval][cheat]") {
+  // KernelBench's ReLU draws torch.rand (all >= 0), where a copy is right: every stage of get_inputs()
+  // passes it. The edge recipes give the inputs signs.
+  if (!test::gpu_or_skip()) return;
+  const UserTypeSpec relu = elementwise_type("edge_relu_copy", "fp32", "torch.relu(x)",
+                                             "torch.rand(batch_size, dim)");
+  const Verdict honest = judge_type(relu, elementwise_file(relu.name, "fmaxf(v, 0.f)"));
+  INFO(honest.message);
+  CHECK(honest.correctness == Correctness::Pass);
+
+  const Verdict copy = judge_type(relu, elementwise_file(relu.name, "v"));
+  INFO(copy.message);
+  CHECK(copy.correctness == Correctness::Fail);
+  CHECK(copy.failed_stage == "edge cases");
+  CHECK(copy.failed_input == "get_inputs() edge: signed");
+  CHECK_THAT(copy.message, Contains("edge inputs: signed") && Contains("elements differ"));
+}
+
+TEST_CASE("an all-zero output fails where the reference's small values vary, though within the tolerance",
+          "[gpu][user_type_eval][cheat]") {
+  // KernelBench's open blind spot: zeros pass allclose(atol=1e-2) where every output is small.
+  if (!test::gpu_or_skip()) return;
+  const UserTypeSpec small = elementwise_type("edge_small_zeros", "fp32", "x * 1e-6", "torch.randn(batch_size, dim)");
+  const Verdict zeros = judge_type(small, elementwise_file(small.name, "0.f"));
+  INFO(zeros.message);
+  CHECK(zeros.correctness == Correctness::Fail);
+  CHECK(zeros.failed_stage == "smoke");
+  CHECK_THAT(zeros.message, Contains("a constant output never passes where the reference is not constant"));
+  CHECK(zeros.kernelbench_pass == std::optional<bool>(false));
+}
+
+TEST_CASE("an honest fp16 square passes numerical stability, where x64 inputs overflow to inf as PyTorch's fp16 does",
+          "[gpu][user_type_eval]") {
+  if (!test::gpu_or_skip()) return;
+  const UserTypeSpec square = elementwise_type("honest_fp16_square", "fp16", "x * x", "torch.randn(batch_size, dim)");
+  const Verdict v = judge_type(square, elementwise_file(square.name, "v * v"));
+  INFO(v.message);
+  CHECK(v.correctness == Correctness::Pass);
+  REQUIRE(v.stages.size() == 7);
+  CHECK(v.stages[3].name == "numerical stability");
+  CHECK(v.stages[3].passed);
+
+  // A kernel that saturates at fp16's max instead of overflowing is not what PyTorch returns.
+  const Verdict saturating = judge_type(square, elementwise_file(square.name, "fminf(v * v, 65504.f)"));
+  INFO(saturating.message);
+  CHECK(saturating.correctness == Correctness::Fail);
+  CHECK(saturating.failed_stage == "numerical stability");
 }

@@ -107,7 +107,12 @@ TEST_CASE("every broken rule of a spec is an error naming the file, the line and
       {gelu_with("role = \"input\"", "role = \"weight\""), "tensor[0].role = \"weight\": expected one of"},
       {gelu_with("type = \"float\"", "type = \"double\""), "tensor[0].type = \"double\""},
       {gelu_with("type = \"float\"", "type = \"int64\""), "tensor[0] (\"x\") is an int64 input without low"},
-      {gelu_with("type = \"float\"", "type = \"float\"\nlow = 0"), "tensor[0].low is set on a tensor that is not an int64 input"},
+      {gelu_with("role = \"output\"\nshape = [\"batch_size\", \"dim\"]\ntype = \"float\"",
+                 "role = \"output\"\nshape = [\"batch_size\", \"dim\"]\ntype = \"float\"\nlow = 0"),
+       "tensor[1].low is set on a tensor that is not an input"},
+      {gelu_with("type = \"float\"", "type = \"float\"\nlow = \"dim\""), "tensor[0].low is a string: expected a finite number"},
+      {gelu_with("type = \"float\"", "type = \"float\"\nlow = 1.0\nhigh = 1"), "declares low = 1 and high = 1: expected low < high"},
+      {gelu_with("type = \"float\"", "type = \"float\"\nlow = -1\nhigh = 0.5"), ""},
       {gelu_with("type = \"float\"", "type = \"int64\"\nlow = 5\nhigh = 2"), "low (5 = 5) is not below high (2 = 2)"},
       {gelu_with("name = \"out\"", "name = \"x\""), "tensor \"x\" is named twice"},
       {gelu_with("name = \"out\"", "name = \"dim\""), "tensor \"dim\" is named twice (or like a dim)"},
@@ -216,6 +221,17 @@ TEST_CASE("an int64 input becomes a long long argument drawn between its low and
   CHECK(k.args[0].int_range(Shape{3, 7}) == std::pair<int64_t, int64_t>{0, 7});
   CHECK_THAT(k.abi(), Contains("const long long* __restrict__ x"));
   CHECK(k.bytes(Shape{2, 5}, DType::F16) == 10.0 * 10);
+}
+
+TEST_CASE("a float input may declare the range its values lie in, which the edge stage keeps to", "[user_type]") {
+  const UserTypeSpec s = parsed(gelu_with("type = \"float\"", "type = \"float\"\nlow = 0\nhigh = 1.5"));
+  REQUIRE(s.tensors[0].least.has_value());
+  CHECK(*s.tensors[0].least == 0.0);
+  CHECK(*s.tensors[0].most == 1.5);
+  CHECK_FALSE(s.tensors[0].low.has_value());
+  CHECK_FALSE(s.tensors[1].least.has_value());
+  const KernelSpec k = user_kernel_spec(s);
+  CHECK(k.args[0].elem != Elem::I64);   // still the dtype under test
 }
 
 TEST_CASE("a user type travels as its texts and parses again the same", "[user_type]") {
