@@ -123,7 +123,9 @@ std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeat
     if (auto f = launch_once(c, *prepared, run_case(c))) return f;
     auto verdict = ref_.check();
     if (!verdict) return harness_failure(verdict.error().message);
-    kernelbench_pass_ = kernelbench_pass_ && verdict->kernelbench_pass;
+    // KernelBench judges a problem on what its get_inputs() draws: our scaled and edge inputs, where
+    // an honest log-softmax or sum rounds past 1e-4, are our own verdict's, not KernelBench's.
+    if (c.scale == 1 && c.inputs.empty()) kernelbench_pass_ = kernelbench_pass_ && verdict->kernelbench_pass;
     if (!verdict->pass) return failure(Correctness::Fail, "wrong output on " + at + ": " + verdict->message, c);
     for (size_t i = 0; i < prepared->outputs.size() && repeats > 1; ++i) {
       std::vector<char> bytes(prepared->outputs[i].bytes());
