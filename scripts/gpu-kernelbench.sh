@@ -15,7 +15,7 @@
 #   scripts/gpu-kernelbench.sh kb6     six KernelBench problems at their own timed sizes together in ONE
 #                                      `autokernel run` on one GPU: level 1's 29_Softplus (4096 x 393216
 #                                      fp32) and 39_L2Norm_ (32768 x 65535 fp32), level 2's
-#                                      12_Gemm_Multiply_LeakyReLU, 59_Matmul_Swish_Scaling, 76_Gemm_Add_ReLU
+#                                      12_Gemm_Multiply_LeakyReLU, 59_Matmul_Swish_Scaling, 63_Gemm_ReLU_Divide
 #                                      and 86_Matmul_Divide_GELU. KernelBench's files are not ours to
 #                                      commit: copy them first into .gpu-bundle/kb6/problems/ (from
 #                                      ScalingIntelligence/KernelBench's KernelBench/level1/ and level2/,

@@ -1,19 +1,12 @@
-// kb_76_gemm_add_relu, honest: out = relu(x @ W^T + bias), like nn.Linear without a bias, then the
-// module's own bias parameter [out_features] added and torch.relu. The module's own parameter comes
-// first in named_parameters(), so `bias` precedes `gemm_weight` in the arguments. The user type
-// `autokernel kernelbench` writes for KernelBench level 2 problem 76 (Gemm_Add_ReLU): x
-// [batch_size, in_features], the layer's weight [out_features, in_features] (each output the dot
-// product of two K-contiguous rows), timed at 1024 x 8192 by 8192 x 8192 fp32.
+// kb_63_gemm_relu_divide, honest: out = relu(x @ W^T + b) / 2.0, like nn.Linear, then torch.relu
+// and `/ divisor` (2.0). The user type `autokernel kernelbench` writes for KernelBench level 2
+// problem 63 (Gemm_ReLU_Divide): x [batch_size, in_features], the layer's weight [out_features,
+// in_features] (each output the dot product of two K-contiguous rows), timed at 1024 x 8192 by
+// 8192 x 8192 fp32.
 //
-// A plain tiled SIMT GEMM: one AK_TILE x AK_TILE output tile a block, K walked AK_BK at a time
-// through shared memory (stored k-major, so a thread's reads of its micro tile are broadcasts or
-// consecutive), each thread an AK_MICRO x AK_MICRO micro tile strided by the block's side, so the
-// warps' reads and the output's writes stay coalesced. Out-of-range rows, columns and the K tail
-// load as zero, so every shape is right. fp32 FMA accumulation in a fixed order (no TF32: the
-// reference runs with TF32 off; bitwise repeatable), the epilogue in fp32 as the module does it,
-// step by step. Any power-of-two AK_TILE up to 256 is correct (past 32 * AK_MICRO the micro
-// tile grows so that a block stays at most 32 x 32 threads; 512 would need 64 KiB of static shared
-// memory, past the 48 KiB a launch takes).
+// The GEMM of the level-2 problem 86's file beside this one (a plain tiled SIMT GEMM, its micro
+// tiles, knobs and grid rule, fp32 FMA in a fixed order with no TF32), with this module's epilogue
+// in fp32, step by step.
 // Grid rule `tiles`: blocks = ceil(batch_size / ak_tile_m) * ceil(out_features / ak_tile_n);
 // the block's tile is blockIdx.x as (row tile, column tile), column tiles fastest.
 #include <cuda_bf16.h>
@@ -40,14 +33,18 @@ template <> __device__ __forceinline__ __half ak_from_float<__half>(float v) { r
 template <> __device__ __forceinline__ __nv_bfloat16 ak_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ float ak_from_float<float>(float v) { return v; }
 
-// The module's steps after the GEMM: `+ self.bias`, ReLU.
-__device__ __forceinline__ float epilogue(float dot, float bias) { return fmaxf(dot + bias, 0.f); }
+// The module's steps after the GEMM: the layer's bias, ReLU, `/ divisor`.
+__device__ __forceinline__ float epilogue(float dot, float bias) {
+  const float divisor = 2.0f;
+  return fmaxf(dot + bias, 0.f) / divisor;
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-kb_76_gemm_add_relu_kernel(
-    const T* __restrict__ x, const T* __restrict__ bias, const T* __restrict__ gemm_weight,
-    T* __restrict__ out, int batch_size, int in_features, int out_features) {
+kb_63_gemm_relu_divide_kernel(
+    const T* __restrict__ x, const T* __restrict__ linear_weight,
+    const T* __restrict__ linear_bias, T* __restrict__ out, int batch_size,
+    int in_features, int out_features) {
   __shared__ float xs[AK_BK][AK_TILE + 1];  // +1: the k-major stores of one warp spread over banks
   __shared__ float ws[AK_BK][AK_TILE + 1];
   const int col_tiles = (out_features + AK_TILE - 1) / AK_TILE;
@@ -67,7 +64,7 @@ kb_76_gemm_add_relu_kernel(
       const int r = idx / AK_BK, kk = idx % AK_BK;
       const long long k = k0 + kk, m = m0 + r, n = n0 + r;
       xs[kk][r] = m < batch_size && k < in_features ? ak_to_float(x[m * in_features + k]) : 0.f;
-      ws[kk][r] = n < out_features && k < in_features ? ak_to_float(gemm_weight[n * in_features + k]) : 0.f;
+      ws[kk][r] = n < out_features && k < in_features ? ak_to_float(linear_weight[n * in_features + k]) : 0.f;
     }
     __syncthreads();
 #pragma unroll
@@ -91,7 +88,7 @@ kb_76_gemm_add_relu_kernel(
 #pragma unroll
     for (int j = 0; j < kMicro; ++j) {
       const long long n = n0 + tx + j * kSide;
-      if (m < batch_size && n < out_features) out[m * out_features + n] = ak_from_float<T>(epilogue(acc[i][j], ak_to_float(bias[n])));
+      if (m < batch_size && n < out_features) out[m * out_features + n] = ak_from_float<T>(epilogue(acc[i][j], ak_to_float(linear_bias[n])));
     }
   }
 }
