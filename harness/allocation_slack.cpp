@@ -18,11 +18,41 @@ void AllocationSlack::remove(CUdeviceptr at) {
   live_.erase(at);
 }
 
+CUdeviceptr AllocationSlack::take_kept(size_t span) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kept_.find(span);
+  if (it == kept_.end()) return 0;
+  const CUdeviceptr at = it->second;
+  kept_bytes_ -= span;
+  kept_.erase(it);
+  return at;
+}
+
+bool AllocationSlack::keep(CUdeviceptr at, size_t span) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (span > kKeptSpanBytes || kept_bytes_ + span > kKeptBytes) return false;
+  kept_.emplace(span, at);
+  kept_bytes_ += span;
+  return true;
+}
+
+std::vector<CUdeviceptr> AllocationSlack::drain_kept() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<CUdeviceptr> out;
+  for (const auto& entry : kept_) out.push_back(entry.second);
+  kept_.clear();
+  kept_bytes_ = 0;
+  return out;
+}
+
 std::vector<std::pair<CUdeviceptr, size_t>> AllocationSlack::ranges() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<CUdeviceptr, size_t>> out;
   for (const auto& [at, a] : live_)
     if (a.span > a.used) out.push_back({at + a.used, a.span - a.used});
+  // A kept allocation is mapped and no one's: all of it, or it would hold a byte for a kernel that
+  // finds it by address.
+  for (const auto& [span, at] : kept_) out.push_back({at, span});
   return out;
 }
 

@@ -25,7 +25,22 @@ class AllocationSlack {
   /// An allocation of `span` bytes at `at`, of which the first `used` are its operand.
   void add(CUdeviceptr at, size_t used, size_t span);
   void remove(CUdeviceptr at);
-  /// Where each live allocation's slack starts, and its bytes: what to poison before a launch.
+
+  /// Freed allocations kept for the next of the same span: a stage case allocates and frees a
+  /// handful of small buffers, and a fresh 2 MiB page costs far more than a sub-allocated slot
+  /// did. Bounded (kKeptSpanBytes each, kKeptBytes together), so memory does not grow. While kept,
+  /// all of it is among ranges(), poisoned before every launch; once taken, its next user
+  /// overwrites what it held (inputs drawn, outputs poisoned, copies written) before any launch.
+  /// 0 when none is kept for `span`.
+  CUdeviceptr take_kept(size_t span);
+  /// Keeps `at` (`span` bytes) for reuse; false when over the bounds (free it then).
+  bool keep(CUdeviceptr at, size_t span);
+  /// Hands every kept allocation over, to be freed (the context is going away).
+  std::vector<CUdeviceptr> drain_kept();
+  static constexpr size_t kKeptSpanBytes = size_t(8) << 20;
+  static constexpr size_t kKeptBytes = size_t(32) << 20;
+  /// Where each live allocation's slack starts, and its bytes, and every kept allocation whole:
+  /// what to poison before a launch.
   std::vector<std::pair<CUdeviceptr, size_t>> ranges() const;
   /// How many allocations have slack to poison (for the tests and the log).
   size_t with_slack() const;
@@ -36,6 +51,8 @@ class AllocationSlack {
   };
   mutable std::mutex mutex_;
   std::map<CUdeviceptr, Span> live_;
+  std::multimap<size_t, CUdeviceptr> kept_;   ///< span -> a freed allocation of that span
+  size_t kept_bytes_ = 0;
 };
 
 }  // namespace ak

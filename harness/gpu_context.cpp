@@ -25,6 +25,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   if (slack_ && ptr_) slack_->remove(ptr_);
+  if (slack_ && ptr_ && slack_->keep(ptr_, span_)) return;
   if (d_ && ptr_) d_->cuMemFree(ptr_);
 }
 
@@ -128,12 +129,14 @@ Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
 }
 
 GpuContext::~GpuContext() {
+  for (CUdeviceptr p : slack_->drain_kept()) d_->cuMemFree(p);
   if (ctx_) d_->cuDevicePrimaryCtxRelease(dev_);
 }
 
 Result<DeviceBuffer> GpuContext::alloc(size_t bytes) {
   CUdeviceptr p = 0;
   const size_t span = whole_pages(bytes, info_.allocation_granularity);
+  if (CUdeviceptr kept = slack_->take_kept(span)) return DeviceBuffer(d_, kept, bytes, span, slack_);
   if (auto s = cu_check(d_->cuMemAlloc(&p, span), "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU"); !s) {
     Error e = s.error();
     e.harness = true;  // the harness asked for it: whatever the candidate is, it did not cause this

@@ -32,6 +32,24 @@ TEST_CASE("only allocations with slack are listed for the scrub, and only while 
   CHECK(slack.with_slack() == 0);
 }
 
+TEST_CASE("freed allocations are kept for the next of the same span, within their bounds", "[harness][slack]") {
+  AllocationSlack slack;
+  const size_t page = 2 << 20;
+  CHECK(slack.take_kept(page) == 0);
+  CHECK(slack.keep(0x200000, page));
+  REQUIRE(slack.ranges().size() == 1);          // kept, it is poisoned whole before every launch
+  CHECK(slack.ranges()[0] == std::make_pair(CUdeviceptr(0x200000), page));
+  CHECK(slack.take_kept(2 * page) == 0);        // another span: not this one
+  CHECK(slack.take_kept(page) == 0x200000);
+  CHECK(slack.take_kept(page) == 0);            // taken once
+  CHECK_FALSE(slack.keep(0x400000, AllocationSlack::kKeptSpanBytes + page));   // too large to keep
+  size_t kept = 0;
+  while (slack.keep(0x800000 + kept * page, page)) ++kept;
+  CHECK(kept * page == AllocationSlack::kKeptBytes);   // never more than the bound together
+  CHECK(slack.drain_kept().size() == kept);
+  CHECK(slack.take_kept(page) == 0);
+}
+
 TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poisoned before a launch", "[gpu][slack]") {
   if (!test::gpu_or_skip()) return;
   auto gpu = GpuContext::open(0);
