@@ -23,6 +23,22 @@
 
 namespace ak::test {
 
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks (written to `port`).
+inline int listen_on_loopback(int& port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  listen(fd, 16);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 struct Scripted {
   int status = 200;
   std::string body;                             ///< empty: a success in the API of the request's path
@@ -41,17 +57,7 @@ struct Received {
 class FakeLlmServer {
  public:
   FakeLlmServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = listen_on_loopback(port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~FakeLlmServer() {

@@ -286,18 +286,8 @@ TEST_CASE("llm check shows the model's reply with its escape codes as text, neve
 namespace {
 /// A server that takes connections (the kernel does, from the listen backlog) and never answers.
 struct SilentServer {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
   int port = 0;
-  SilentServer() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
+  int fd = test::listen_on_loopback(port);
   ~SilentServer() { close(fd); }
 };
 }  // namespace
