@@ -25,6 +25,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// An API key, as a user might paste it into the config where a variable's name belongs.
+const std::string kPastedKey = "sk-ant-api03-Zx81kQ2mP0vL9rT4yW7uB3nC6dE5fG";
+
 /// Stands for a folder where a file's text would be: the path is made a folder.
 const std::string kFolder = "\x01" "folder";
 /// Stands for taking every permission off the path (the case then runs as an unprivileged user).
@@ -158,6 +161,16 @@ const std::vector<BadInput> kCases = {
   {"plan with --top not a number", {}, "{ak} plan profile.json --top many", "--top many"},
   {"verify with a profile that is a folder", {{"p.json", kFolder}}, "{ak} verify --model m.py --ops ops --profile p.json", "p.json: is a directory"},
   {"verify with a profile that is an array", {{"p.json", "[]"}}, "{ak} verify --model m.py --ops ops --profile p.json", "p.json: not an autokernel profile"},
+  // Text that belongs elsewhere: a key where its variable's name goes, a base_url with no scheme.
+  {"an API key pasted into api_key_env", {{"k.toml", "[llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_env = \"" + kPastedKey + "\"\n" + kernel_entry("[8, 8]")}},
+   "{ak} config check k.toml", "k.toml:4: llm.api_key_env holds what looks like an API key itself, not the name of a variable (the value is not shown)"},
+  {"an API key pasted into api_key_file, for llm check", {{"k.toml", "[llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_file = \"" + kPastedKey + "\"\n" + kernel_entry("[8, 8]")}},
+   "{ak} llm check --config k.toml", "llm.api_key_file holds what looks like an API key itself"},
+  {"llm check with a base_url that is no URL", {{"u.toml", "[llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_env = \"K\"\nbase_url = \"localhost:8000/v1\"\n" + kernel_entry("[8, 8]")}},
+   "{ak} llm check --config u.toml", "u.toml:5: llm.base_url = \"localhost:8000/v1\": not a URL the client can use"},
+  // An output that is there already.
+  {"kernelbench --out onto an existing config", {{"kb.toml", "# the user's own\n"}},
+   "{ak} kernelbench " + std::string(AK_SOURCE_DIR) + "/examples/kernelbench/gelu_tanh.py --out kb.toml", "kb.toml exists: give --force to overwrite it"},
   // A kernel file.
   {"compile of a kernel file that is a folder", {{"k.cu", kFolder}}, "{ak} compile k.cu --kernel rmsnorm", "k.cu: is a directory"},
   {"compile of a kernel file that does not exist", {}, "{ak} compile nothing.cu --kernel rmsnorm", "nothing.cu: no such file"},
@@ -220,6 +233,7 @@ TEST_CASE("every bad input ends with exit 1 or 2 and a message naming it, never 
     CHECK(r.exit_code == c.exit_code);
     CHECK_THAT(r.out, Catch::Contains(c.says));
     CHECK_THAT(r.out, !Catch::Contains("terminate called") && !Catch::Contains("what():") && !Catch::Contains("Aborted"));
+    CHECK_THAT(r.out, !Catch::Contains(kPastedKey));   // a secret given where it does not belong is never shown
     for (auto& [rel, text] : c.files)   // given back, so the folder can be removed
       if (text == kNoAccess) fs::permissions(d.path / rel, fs::perms::owner_all);
   }
