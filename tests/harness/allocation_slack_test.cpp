@@ -91,3 +91,13 @@ TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poi
     CHECK(edge[1] == kPoisonByte);
   }
 }
+
+TEST_CASE("an allocation the GPU cannot give is the harness's failure, saying how much is in use", "[gpu][blame]") {
+  if (!test::gpu_or_skip()) return;
+  auto gpu = GpuContext::open(0);
+  REQUIRE(gpu.ok());
+  auto huge = (*gpu)->alloc(size_t(1) << 50);   // a petabyte
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().harness);
+  CHECK_THAT(huge.error().message, Catch::Contains("the harness's own failure, not the candidate's") && Catch::Contains("MiB of the GPU are in use"));
+}

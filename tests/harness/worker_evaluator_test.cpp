@@ -147,6 +147,20 @@ TEST_CASE("after a lost CUDA context the verdict stands and the next candidate g
   CHECK(e.starts() == 2);
 }
 
+TEST_CASE("after a verdict the harness failed on, the candidate is judged again by a new worker", "[worker][blame]") {
+  // The worker stays up after it (its context is not lost); the memory it could not get, or the
+  // reference process that broke, may be its own state: a fresh worker starts it all anew.
+  ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                               "while read line; do echo '{\"event\":\"verdict\",\"verdict\":{\"correctness\":\"FAIL\","
+                               "\"message\":\"benchmark: allocating 100 MiB on the GPU failed\",\"harness_error\":true}}'; done\n"));
+  WorkerEvaluator e(w.options());
+  auto v = e.evaluate(request());
+  REQUIRE(v.ok());
+  CHECK(v->harness_error);
+  REQUIRE(e.evaluate(request()).ok());
+  CHECK(e.starts() == 2);
+}
+
 TEST_CASE("cancelling abandons the evaluation in flight within a fraction of a second", "[worker]") {
   ScriptedWorker w("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line\nexec sleep 30\n");
   std::atomic<bool> cancel{false};
