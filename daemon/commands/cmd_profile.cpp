@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/parse_number.hpp"
+#include "common/text_escape.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/arg_parser.hpp"
@@ -77,13 +78,22 @@ int profile_command(const Args& args) {
       .option("from-records", "FILE", "build the profile from records kept earlier instead of running CMD", &from_records)
       .rest("CMD ARGS...", "the program to profile", &cmd);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
+  // Checked before CMD runs: a profile of minutes is not lost to a typo in how it is printed.
+  const double warmup_s = parse_decimal(warmup).value_or(-1);
+  if (warmup_s < 0)
+    return std::fprintf(stderr, "autokernel profile: --warmup-s %s: expected a number of seconds, 0 or more\n",
+                        terminal_safe(warmup).c_str()), kExitUsage;
+  const long long rows = parse_integer(top).value_or(0);
+  if (rows < 1)
+    return std::fprintf(stderr, "autokernel profile: --top %s: expected a number of kernels, at least 1\n", terminal_safe(top).c_str()),
+           kExitUsage;
   if (!from_records.empty()) {
     auto raw = read_records(from_records);
-    Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
+    Result<Profile> profile = raw ? build_profile(*raw, warmup_s) : Result<Profile>(raw.error());
     if (!profile) return std::fprintf(stderr, "autokernel profile: %s\n", profile.error().message.c_str()), kExitFailure;
     if (auto s = write_file_atomic(out, nlohmann::json(*profile).dump(2) + "\n"); !s)
       return std::fprintf(stderr, "autokernel profile: %s\n", s.error().message.c_str()), kExitFailure;
-    std::printf("%s: %s", out.c_str(), profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
+    std::printf("%s: %s", out.c_str(), profile_table(*profile, size_t(rows)).c_str());
     return kExitOk;
   }
   if (cmd.empty()) return std::fprintf(stderr, "autokernel profile: give the program after --: autokernel profile -- python3 model.py\n"), kExitUsage;
@@ -101,7 +111,7 @@ int profile_command(const Args& args) {
   if (modules) fs::remove_all(hook_dir, ec);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto raw = read_records(records);
-  Result<Profile> profile = raw ? build_profile(*raw, std::atof(warmup.c_str())) : Result<Profile>(raw.error());
+  Result<Profile> profile = raw ? build_profile(*raw, warmup_s) : Result<Profile>(raw.error());
   if (!profile) {
     std::fprintf(stderr, "autokernel profile: %s\n", profile.error().message.c_str());
     return rc != 0 ? rc : kExitFailure;
@@ -116,7 +126,7 @@ int profile_command(const Args& args) {
   // The records stay beside the profile only when asked (--keep-records): they are large.
   if (!keep) std::remove(records.c_str());
   std::fprintf(stderr, "\nautokernel profile: %s (%.1f s wall)\n%s", out.c_str(), wall,
-               profile_table(*profile, size_t(std::atoi(top.c_str()))).c_str());
+               profile_table(*profile, size_t(rows)).c_str());
   return rc;
 }
 

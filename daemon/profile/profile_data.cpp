@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/text_escape.hpp"
 #include "common/file_text.hpp"
 #include "common/parse_number.hpp"
 #include "common/untrusted_text.hpp"
@@ -324,9 +325,11 @@ std::string profile_table(const Profile& p, size_t top) {
   std::string out = line;
   for (size_t i = 0; i < p.kernels.size() && i < top; ++i) {
     const ProfiledKernel& k = p.kernels[i];
-    std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
+    // Names come from the profiled program or a profile file: shown, never obeyed by the terminal.
+    const std::string shown = terminal_safe(k.name);
+    const std::string name = shown.size() > 90 ? shown.substr(0, 87) + "..." : shown;
     std::snprintf(line, sizeof line, "%5zu %5.1f%% %10.3f %7lld %10.2f  %-16s  %s\n", i + 1, k.share * 100,
-                  k.total_us / 1000, k.calls, k.mean_us, k.type.c_str(), name.c_str());
+                  k.total_us / 1000, k.calls, k.mean_us, terminal_safe(k.type).c_str(), name.c_str());
     out += line;
   }
   return out;

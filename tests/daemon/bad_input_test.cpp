@@ -159,6 +159,8 @@ const std::vector<BadInput> kCases = {
    "{ak} plan p.json", "p.json: kernels[0]: a profile field is missing or of the wrong type"},
   {"plan of an unreadable profile", {{"profile.json", kNoAccess}}, "{ak} plan profile.json", "profile.json: cannot read: permission denied"},
   {"plan with --top not a number", {}, "{ak} plan profile.json --top many", "--top many"},
+  {"profile with --warmup-s not a number, before it runs anything", {}, "{ak} profile --warmup-s soon -- true", "--warmup-s soon: expected a number of seconds"},
+  {"profile with --top 0", {}, "{ak} profile --top 0 --from-records nothing.jsonl", "--top 0: expected a number of kernels, at least 1"},
   {"verify with a profile that is a folder", {{"p.json", kFolder}}, "{ak} verify --model m.py --ops ops --profile p.json", "p.json: is a directory"},
   {"verify with a profile that is an array", {{"p.json", "[]"}}, "{ak} verify --model m.py --ops ops --profile p.json", "p.json: not an autokernel profile"},
   // Text that belongs elsewhere: a key where its variable's name goes, a base_url with no scheme.

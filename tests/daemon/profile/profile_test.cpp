@@ -87,6 +87,16 @@ TEST_CASE("a profile groups kernels by name, ranks them by GPU time and leaves o
   CHECK(recorded(0).kernels[0].calls == 11);
 }
 
+TEST_CASE("the printed table shows a kernel's name as text, never as the terminal's commands", "[profile]") {
+  Profile p = recorded();
+  p.kernels[0].name = "gemm\x1b]0;retitled\x07\x1b[2J";   // a profile file can say anything
+  p.kernels[0].type = "matmul\x1b[31m";
+  const std::string table = profile_table(p, 5);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find('\x07') == std::string::npos);
+  CHECK_THAT(table, Catch::Contains("gemm\\x1b]0;retitled"));
+}
+
 TEST_CASE("each kernel carries the NVTX range it ran in, and its shape can be read from it", "[profile]") {
   Profile p = recorded();
   CHECK_THAT(of_type(p, "softmax").nvtx, Catch::StartsWith("aten::_softmax"));
