@@ -71,15 +71,15 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const KernelSpec& spec, c
   }
   std::vector<const LaunchableKernel*> timed;
   for (auto& m : *modules) timed.push_back(&m);
-  bool sticky = false, harness_error = false;
+  bool sticky = false;
   UserTimingPlan plan{{req.warmup, req.repetitions}, kCheckedLaunches, timing_choices};
-  auto judged = user_timing(*gpu_, *checks_, spec, **ref, shape, dtype, timed, plan, sticky, harness_error);
+  auto judged = user_timing(*gpu_, *checks_, spec, **ref, shape, dtype, timed, plan, sticky);
   if (!judged || judged->failures.at(0)) {
     if (judged) f = *judged->failures.at(0);
     else f.correctness = sticky ? Correctness::Crash : Correctness::Fail, f.message = judged.error().message;
     f.at = {shape, dtype, Recipe::Normal, 0, 0};
     f.context_lost = sticky;
-    return bench_fail(f, !judged && (harness_error || judged.error().harness));
+    return bench_fail(f, !judged && judged.error().harness);
   }
   if (judged->failures.size() == 2 && judged->failures[1]) {
     judged->paired.best_failure = judged->failures[1]->message;

@@ -105,8 +105,9 @@ std::optional<StageFailure> UserCaseRunner::launch_once(const UserRunCase& c, co
 
 std::optional<StageFailure> UserCaseRunner::run(const UserRunCase& c, int repeats) {
   auto harness_failure = [&](const std::string& msg) {
-    harness_error_ = true;
-    return failure(Correctness::Fail, "the reference process failed on " + where(c) + " (the harness's problem, not the candidate's): " + msg, c);
+    StageFailure f = failure(Correctness::Fail, "the reference process failed on " + where(c) + " (the harness's problem, not the candidate's): " + msg, c);
+    f.harness = true;
+    return f;
   };
   auto prepared = ref_.prepare(c.shape, c.dtype, c.scale, c.inputs);
   if (!prepared) return harness_failure(prepared.error().message);
@@ -157,8 +158,7 @@ bool run_user_stages(UserCaseRunner& runner, const KernelSpec& spec, Verdict& v,
     v.stages.push_back({stage.name, !f, s, f ? f->message : stage.detail});
     if (f) {
       record_failure(*f, stage.name, v);
-      v.failed_input = inputs_name(*at);
-      v.harness_error = runner.harness_error();
+      v.failed_input = inputs_name(*at);   // record_failure took the harness's blame from the failure
       passed = false;
       break;
     }

@@ -55,12 +55,11 @@ class UserCaseRunner {
       : gpu_(gpu), checks_(checks), spec_(spec), cand_(candidate), ref_(reference) {}
 
   /// Runs the candidate `repeats` times on one drawing of inputs. A failure of the reference
-  /// process itself is a StageFailure too, with harness_error() set.
+  /// process itself is a StageFailure too, marked the harness's (StageFailure::harness).
   std::optional<StageFailure> run(const UserRunCase& c, int repeats = 1);
   size_t peak_bytes() const { return peak_bytes_; }
   /// Every check so far was within KernelBench's tolerance too.
   bool kernelbench_pass() const { return kernelbench_pass_; }
-  bool harness_error() const { return harness_error_; }
 
  private:
   std::optional<StageFailure> launch_once(const UserRunCase& c, const PreparedRun& run, const RunCase& at);
@@ -70,7 +69,7 @@ class UserCaseRunner {
   const LaunchableKernel& cand_;
   UserReference& ref_;
   size_t peak_bytes_ = 0;
-  bool kernelbench_pass_ = true, harness_error_ = false;
+  bool kernelbench_pass_ = true;
   DeviceBuffer memory_slot_;
 };
 

@@ -18,7 +18,7 @@ class Session {
       : gpu_(gpu), drv_(gpu.driver()), checks_(checks), spec_(spec), ref_(ref), shape_(shape), d_(d), kernels_(kernels),
         plan_(plan), n_(int(kernels.size())) {}
 
-  Result<UserTiming> run(bool& sticky, bool& harness_error);
+  Result<UserTiming> run(bool& sticky);
 
  private:
   int kernel_at(int pair, int i) const { return n_ == 1 ? 0 : ((pair + int(plan_.choice_seed & 1)) % 2 == 0 ? i : 1 - i); }
@@ -87,12 +87,13 @@ Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge,
   return std::optional<StageFailure>();
 }
 
-Result<UserTiming> Session::run(bool& sticky, bool& harness_error) {
-  sticky = harness_error = false;
+Result<UserTiming> Session::run(bool& sticky) {
+  sticky = false;
   CUresult cuda = CUDA_SUCCESS;
-  auto fail = [&](const Error& e) -> Result<UserTiming> {
+  // An error with no CUDA failure of a launch behind it is the reference process's: the harness's.
+  auto fail = [&](Error e) -> Result<UserTiming> {
     sticky = cuda != CUDA_SUCCESS && cu_error_is_sticky(cuda);
-    harness_error = cuda == CUDA_SUCCESS;
+    e.harness = e.harness || cuda == CUDA_SUCCESS;
     return e;
   };
   auto flush = gpu_.alloc(std::max<size_t>(gpu_.info().l2_bytes * 2, 64 << 20));
@@ -185,11 +186,11 @@ std::vector<int> pick_checked_launches(int first, int count, int available, uint
 
 Result<UserTiming> user_timing(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref,
                                const Shape& shape, DType d, const std::vector<const LaunchableKernel*>& kernels,
-                               const UserTimingPlan& plan, bool& sticky, bool& harness_error) {
-  sticky = harness_error = false;
+                               const UserTimingPlan& plan, bool& sticky) {
+  sticky = false;
   if (kernels.empty() || kernels.size() > 2) return error("user_timing takes one or two kernels");
   Session session(gpu, checks, spec, ref, shape, d, kernels, plan);
-  return session.run(sticky, harness_error);
+  return session.run(sticky);
 }
 
 }  // namespace ak

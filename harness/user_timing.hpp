@@ -40,12 +40,12 @@ struct UserTiming {
 };
 
 /// Times `kernels` (the candidate, and the best when given) at one shape. An Error is a CUDA
-/// failure (with `sticky` set when the context is gone) or the reference process's failure
-/// (`harness_error` set); a wrong checked output or module memory left changed is that kernel's
-/// entry in `failures`.
+/// failure (with `sticky` set when the context is gone) or the harness's own (Error::harness: the
+/// reference process, an allocation); a wrong checked output or module memory left changed is that
+/// kernel's entry in `failures`.
 Result<UserTiming> user_timing(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref,
                                const Shape& shape, DType d, const std::vector<const LaunchableKernel*>& kernels,
-                               const UserTimingPlan& plan, bool& sticky, bool& harness_error);
+                               const UserTimingPlan& plan, bool& sticky);
 
 /// `count` distinct launches among `available` timed ones (numbered from `first`), drawn from
 /// `seed`, in increasing order.
