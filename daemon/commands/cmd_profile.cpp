@@ -143,8 +143,8 @@ std::string spec_dir_for(const std::string& dir, const std::string& config) {
 }  // namespace
 
 int plan_command(const Args& args) {
-  std::string file, top = "10", target = "2.0", write, user_types;
-  ArgParser p("autokernel plan profile.json [--top N] [--target S] [--write CONFIG] [--user-types DIR]",
+  std::string file, top = "10", target = "2.0", write, user_types, python = "python3";
+  ArgParser p("autokernel plan profile.json [--top N] [--target S] [--write CONFIG] [--user-types DIR] [--python PATH]",
               "The Amdahl table of a profile: for each of the top kernels its share f of the GPU time,\n"
               "the speedup s it could reach (--target for autokernel's types, 1 for others) and the whole\n"
               "program's speedup 1/((1-f)+f/s); the total if all were done; and the [[kernel]] entries to\n"
@@ -156,7 +156,9 @@ int plan_command(const Args& args) {
       .option("write", "CONFIG", "append the [[kernel]] entries to this config and check it", &write)
       .option("user-types", "DIR", "offer the top modules of no type (profile --modules) as user types: write\n"
                                    "DIR/<name>.py (a reference) and DIR/<name>.toml (its spec) for each module that\n"
-                                   "can be offered, a [[kernel]] entry for it, and the reason for each that cannot", &user_types);
+                                   "can be offered, a [[kernel]] entry for it, and the reason for each that cannot", &user_types)
+      .option("python", "PATH", "the Python with torch that reads a layer's reference (a convolution, a norm with\n"
+                                "weights) as `autokernel kernelbench` reads a problem (default python3)", &python);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   auto profile = read_profile(file);
   if (!profile) return std::fprintf(stderr, "autokernel plan: %s\n", profile.error().message.c_str()), kExitUsage;
@@ -167,9 +169,9 @@ int plan_command(const Args& args) {
   Plan plan = make_plan(*profile, size_t(rows), s);
   std::string toml = plan_toml(plan, fs::path(file).filename().string());
   if (!user_types.empty()) {
-    const auto offers = user_type_offers(plan);
+    auto offers = user_type_offers(plan);
     std::vector<std::string> kept;
-    if (auto w = write_user_type_offers(offers, user_types, fs::path(file).filename().string(), kept); !w)
+    if (auto w = write_user_type_offers(offers, user_types, fs::path(file).filename().string(), python, kept); !w)
       return std::fprintf(stderr, "autokernel plan: %s\n", w.error().message.c_str()), kExitFailure;
     for (auto& k : kept) std::fprintf(stderr, "autokernel plan: %s exists with other text (an edit?): kept as it is\n", k.c_str());
     toml += offers.empty() ? "\n# --user-types: no module of none of autokernel's types among the top " + top +

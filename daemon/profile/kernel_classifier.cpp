@@ -27,6 +27,11 @@ const std::vector<std::pair<const char*, const char*>>& rules() {
       {"rmsnorm", "rmsnorm"},              {"layer_norm", "layernorm"},      {"layernorm", "layernorm"},
       {"rotary", "rotary_embedding"},      {"rope", "rotary_embedding"},     {"swiglu_kernel", "swiglu"},
       {"swiglu", "fused_mlp"},
+      // Convolutions run as implicit GEMMs whose names say gemm or xmma too: they are no matmul of
+      // a shape a matmul entry could take, but the work of their Conv module (a user type's).
+      {"fprop", "other"},                  {"dgrad", "other"},               {"wgrad", "other"},
+      {"convolve", "other"},               {"conv2d", "other"},              {"conv3d", "other"},
+      {"conv1d", "other"},                 {"convolution", "other"},         {"depthwise", "other"},
       {"gemm", "matmul"},                  {"nvjet", "matmul"},              {"xmma", "matmul"},
       {"cutlass", "matmul"},               {"cublas", "matmul"},             {"matmul", "matmul"},
       {"reduce_kernel", "reduce"},         {"reduction", "reduce"},

@@ -62,9 +62,12 @@ std::optional<ModuleRange> parse_module_range(const std::string& range) {
   if (std::regex_search(range, m, act)) r.activation = m[1];
   static const std::regex layout(R"( layout=([0-2])\b)");
   if (std::regex_search(range, m, layout)) r.layout = int(parse_integer(m[1].str()).value_or(0));
-  static const std::regex cls(R"( class=([^\s:]+):(\S+))"), init(R"( init=(yes|no|differs|untried)\b)");
+  static const std::regex cls(R"( class=([^\s:]+):(\S+))"), init(R"( init=(yes|no|differs|args|untried)\b)");
   if (std::regex_search(range, m, cls)) r.class_module = m[1], r.class_qualname = m[2];
   if (std::regex_search(range, m, init)) r.init = m[1];
+  static const std::regex kwargs(R"( kwargs=(\{\S{0,400}\}))"), train(R"( train=([01])\b)");
+  if (std::regex_search(range, m, kwargs)) r.kwargs = m[1];
+  if (std::regex_search(range, m, train)) r.training = m[1] == "1";
   static const std::regex counts[] = {std::regex(R"( params=(\d{1,9})\b)"), std::regex(R"( buffers=(\d{1,9})\b)"),
                                       std::regex(R"( leaf=([01])\b)"), std::regex(R"( args=(\d{1,9})\b)")};
   int* fields[] = {&r.parameters, &r.buffers, &r.leaf, &r.args};

@@ -29,7 +29,11 @@ struct ModuleRange {
   std::string class_module, class_qualname;  ///< type(m).__module__ and __qualname__
   int parameters = -1, buffers = -1;         ///< counts, the children's included
   int leaf = -1;                             ///< 1: no child modules
-  std::string init;                          ///< yes | no | differs (a no-argument instance is not this one) | untried
+  std::string init;                          ///< yes | no | differs (a no-argument instance is not this one) | args | untried
+  /// init=args: the JSON object of keyword arguments that rebuild torch.nn's class as the program
+  /// built it (checked by the hook on the meta device); empty otherwise.
+  std::string kwargs;
+  int training = -1;                         ///< the module's mode when called: 1 training, 0 eval, -1 unsaid
   int args = -1;                             ///< positional arguments of the call, tensors or not
 };
 

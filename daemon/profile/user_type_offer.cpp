@@ -1,6 +1,7 @@
 #include "daemon/profile/user_type_offer.hpp"
 
 #include <cctype>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
+#include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -40,18 +42,45 @@ bool importable_path(const std::string& s) {
 
 std::string class_path(const ModuleRange& m) { return m.class_module + ":" + m.class_qualname; }
 
+/// init=args's keyword arguments, or nothing when they are not an object of literals (a profile is
+/// the program's text: nothing but numbers, strings, booleans and short lists of them passes).
+std::optional<json> offer_kwargs(const ModuleRange& m) {
+  json j = json::parse(m.kwargs, nullptr, false);
+  if (!j.is_object() || j.size() > 16) return std::nullopt;
+  auto literal = [](const json& v) { return v.is_null() || v.is_boolean() || v.is_number() || v.is_string(); };
+  for (auto& [k, v] : j.items()) {
+    static const std::regex name("[A-Za-z_][A-Za-z0-9_]{0,40}");
+    if (!std::regex_match(k, name)) return std::nullopt;
+    if (v.is_array()) {
+      if (v.size() > 8) return std::nullopt;
+      for (auto& e : v)
+        if (!literal(e)) return std::nullopt;
+    } else if (!literal(v) || (v.is_string() && v.get<std::string>().size() > 40)) {
+      return std::nullopt;
+    }
+  }
+  return j;
+}
+
 /// Why the module cannot be offered, in the order a user would fix it; "" when it can.
 std::string refusal(const ModuleRange& m, double f) {
   if (m.leaf < 0 || m.parameters < 0 || m.buffers < 0 || m.init.empty() || m.args < 0 || m.class_module.empty())
     return "its range does not say what a reference needs (a profile from an older autokernel): profile again with --modules";
   if (m.leaf == 0) return "not a leaf: it has child modules";
-  if (m.parameters > 0) return "has parameters (" + std::to_string(m.parameters) + "): a reference would draw its own";
-  if (m.buffers > 0) return "has buffers (" + std::to_string(m.buffers) + "): a reference would build its own";
   if (std::string why = not_a_computation(m); !why.empty()) return why;
-  if (m.init == "no") return "needs constructor arguments: " + m.class_qualname + "() fails";
-  if (m.init == "differs")
-    return "built with arguments other than its defaults: " + m.class_qualname + "() is not the module the program ran";
-  if (m.init != "yes") return "its no-argument construction was not tried (a CUDA graph was being captured or compiled)";
+  if (m.init != "args") {
+    // A layer with weights is offered only where the hook rebuilt it from its own arguments: the
+    // kernel then takes the weights as inputs, and the reference draws them as the layer does.
+    if (m.parameters > 0)
+      return "has parameters (" + std::to_string(m.parameters) + ") and is not a torch.nn layer its arguments rebuild";
+    if (m.buffers > 0) return "has buffers (" + std::to_string(m.buffers) + ") and is not a torch.nn layer its arguments rebuild";
+    if (m.init == "no") return "needs constructor arguments: " + m.class_qualname + "() fails";
+    if (m.init == "differs")
+      return "built with arguments other than its defaults: " + m.class_qualname + "() is not the module the program ran";
+    if (m.init != "yes") return "its no-argument construction was not tried (a CUDA graph was being captured or compiled)";
+  } else if (!offer_kwargs(m)) {
+    return "its constructor arguments (kwargs=) are not a JSON object of numbers, strings and lists of them";
+  }
   if (m.args != 1 || m.sizes.size() != 1)
     return "several inputs (" + std::to_string(m.args) + " arguments, " + std::to_string(m.sizes.size()) +
            " tensors): a reference is made of a module called on one tensor";
@@ -73,6 +102,14 @@ std::vector<std::string> dim_names(size_t rank) {
   std::vector<std::string> out;
   for (size_t i = 0; i < rank; ++i) out.push_back("dim" + std::to_string(i));
   return out;
+}
+
+/// A layer's input dims by their usual names: [N, C, L], [N, C, H, W], [N, C, D, H, W].
+std::vector<std::string> layer_dim_names(size_t rank) {
+  if (rank == 3) return {"batch_size", "channels", "length"};
+  if (rank == 4) return {"batch_size", "channels", "height", "width"};
+  if (rank == 5) return {"batch_size", "channels", "depth", "height", "width"};
+  return dim_names(rank);
 }
 
 std::string values_text(const std::vector<int64_t>& v) {
@@ -161,8 +198,64 @@ std::vector<UserTypeOffer> user_type_offers(const Plan& plan) {
   return out;
 }
 
+namespace {
+
+/// A Python string literal holding `text` (ASCII, as nlohmann dumps with ensure_ascii).
+std::string python_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// The reference of a torch.nn layer rebuilt from its arguments (init=args): its weights are the
+/// reference's own draw, passed to the kernel as inputs; the dims its arguments fix (a convolution's
+/// channels, a LayerNorm's normalised shape) stay literals, so that only the others are scaled.
+std::string rebuilt_layer_source(const UserTypeOffer& o) {
+  const ModuleRange& m = o.range;
+  const json kwargs = *offer_kwargs(m);
+  std::set<long long> fixed_by_args;
+  for (auto& [k, v] : kwargs.items()) {
+    if (v.is_number_integer()) fixed_by_args.insert(v.get<long long>());
+    if (v.is_array())
+      for (auto& e : v)
+        if (e.is_number_integer()) fixed_by_args.insert(e.get<long long>());
+  }
+  const std::vector<long long>& x = m.sizes[0];
+  const auto names = layer_dim_names(x.size());
+  std::string globals, args;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool literal = i > 0 && fixed_by_args.count(x[i]);
+    if (!literal) globals += names[i] + " = " + std::to_string(x[i]) + "\n";
+    args += (i ? ", " : "") + (literal ? std::to_string(x[i]) : names[i]);
+  }
+  std::string t = "# Written by `autokernel plan --user-types`: the layer " + m.class_qualname + " of " + m.class_module +
+                  ",\n# rebuilt with the arguments the program's instance keeps, on one tensor of " + shape_text(x) +
+                  ".\n# Its weights are its own draw: the kernel takes them as inputs, in named_parameters() order.\n";
+  t += "import importlib\nimport json\n\nimport torch\nimport torch.nn as nn\n\n";
+  t += "_KWARGS = json.loads(" + python_string(kwargs.dump(-1, ' ', true)) + ")\n\n\n";
+  t += "class Model(nn.Module):\n";
+  t += "    \"\"\"" + m.class_qualname + "(**_KWARGS) from " + m.class_module + ", in the mode the program called it (" +
+       (m.training == 1 ? "training" : "eval") + ").\"\"\"\n\n";
+  t += "    def __init__(self):\n        super().__init__()\n";
+  t += "        cls = importlib.import_module(\"" + m.class_module + "\")\n";
+  t += "        for part in \"" + m.class_qualname + "\".split(\".\"):\n            cls = getattr(cls, part)\n";
+  t += "        self.module = cls(**_KWARGS)\n";
+  if (m.training != 1) t += "        self.module.eval()\n";
+  t += "\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return self.module(x)\n\n\n";
+  t += globals;
+  t += "\n\ndef get_inputs():\n    x = torch.randn(" + args + ")\n    return [x]\n\n\n";
+  t += "def get_init_inputs():\n    return []\n";
+  return t;
+}
+
+}  // namespace
+
 std::string offer_reference_source(const UserTypeOffer& o) {
   const ModuleRange& m = o.range;
+  if (m.init == "args") return rebuilt_layer_source(o);
   const auto dims = dim_names(m.sizes[0].size());
   std::string t = "# Written by `autokernel plan --user-types`: the module " + m.class_qualname + " of " + m.class_module +
                   ",\n# as the profiled program called it, on one tensor of " + shape_text(m.sizes[0]) +
@@ -217,31 +310,70 @@ std::string offer_spec_text(const UserTypeOffer& o, const std::string& profile_n
   return t;
 }
 
-Status write_user_type_offers(const std::vector<UserTypeOffer>& offers, const std::string& dir,
-                              const std::string& profile_name, std::vector<std::string>& kept) {
+namespace {
+
+/// A file of an offer written, or kept where a user's edit is there (named in `kept`).
+Status write_or_keep(const std::string& path, const std::string& text, std::vector<std::string>& kept) {
+  std::error_code ec;
+  if (fs::exists(path, ec) || ec) {
+    auto old = read_file_text(path);
+    if (!old) return error(old.error().message + " (where a user type offered would be written)");
+    if (*old != text) {
+      kept.push_back(path);
+      return ok();
+    }
+  }
+  return write_file_atomic(path, text);
+}
+
+/// The spec of a rebuilt layer, from the reference as `autokernel kernelbench` reads a problem (by
+/// running it with `python`): its tensors, the output's shape and the stage shapes are what the
+/// layer does, not a guess. An Error when the analysis cannot run; a refusal is the offer's.
+Result<std::string> analysed_spec_text(UserTypeOffer& o, const std::string& reference_path, const std::string& python,
+                                       const std::string& profile_name) {
+  auto analysis = analyse_problem(python, reference_path);
+  if (!analysis) return analysis.error();
+  if (!analysis->value("accepted", false)) {
+    o.refusal = "its reference is refused by the importer: " + analysis->value("refused", std::string("?"));
+    return std::string();
+  }
+  std::string spec = kernelbench_spec_text(*analysis, o.name, o.name + ".py", reference_path);
+  // The recorded dtype first, as for every offer (the importer's problems are fp32).
+  const std::string fp32_only = "dtypes = [\"fp32\"]\n";
+  if (auto at = spec.find(fp32_only); at != std::string::npos) spec.replace(at, fp32_only.size(), "dtypes = " + names_text(offered_dtypes(o.range.dtype)) + "\n");
+  return "# Written by `autokernel plan --user-types` from " + toml_comment(profile_name) + ": the layer " +
+         toml_comment(o.range.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) +
+         " read by running its reference. Edit freely.\n" + spec;
+}
+
+}  // namespace
+
+Status write_user_type_offers(std::vector<UserTypeOffer>& offers, const std::string& dir, const std::string& profile_name,
+                              const std::string& python, std::vector<std::string>& kept) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return error("--user-types " + dir + ": cannot create the folder: " + ec.message());
-  for (const UserTypeOffer& o : offers) {
+  for (UserTypeOffer& o : offers) {
     if (!o.refusal.empty()) continue;
     const std::string spec_path = (fs::path(dir) / (o.name + ".toml")).string();
+    const std::string reference_path = (fs::path(dir) / (o.name + ".py")).string();
+    if (o.range.init == "args") {
+      if (auto s = write_or_keep(reference_path, offer_reference_source(o), kept); !s) return s;
+      auto spec = analysed_spec_text(o, reference_path, python, profile_name);
+      if (!spec) return error("module " + o.range.name + ": " + spec.error().message);
+      if (!o.refusal.empty()) continue;
+      if (auto parsed = parse_user_type(*spec, spec_path); !parsed)
+        return error("the spec written for module " + o.range.name + " does not parse (a fault of autokernel's; please report it):\n" +
+                     parsed.error().message);
+      if (auto s = write_or_keep(spec_path, *spec, kept); !s) return s;
+      continue;
+    }
     const std::string spec = offer_spec_text(o, profile_name);
     if (auto parsed = parse_user_type(spec, spec_path); !parsed)
       return error("the spec written for module " + o.range.name + " does not parse (a fault of autokernel's; please report it):\n" +
                    parsed.error().message);
-    for (auto [path, text] : {std::pair{(fs::path(dir) / (o.name + ".py")).string(), offer_reference_source(o)},
-                              std::pair{spec_path, spec}}) {
-      std::error_code ec;
-      if (fs::exists(path, ec) || ec) {
-        auto old = read_file_text(path);
-        if (!old) return error(old.error().message + " (where a user type offered would be written)");
-        if (*old != text) {
-          kept.push_back(path);
-          continue;
-        }
-      }
-      if (auto s = write_file_atomic(path, text); !s) return s.error();
-    }
+    for (auto [path, text] : {std::pair{reference_path, offer_reference_source(o)}, std::pair{spec_path, spec}})
+      if (auto s = write_or_keep(path, text, kept); !s) return s;
   }
   return ok();
 }

@@ -2,9 +2,9 @@
 /// `autokernel plan --user-types DIR`: a hot module of none of autokernel's types offered as a user
 /// type (docs/user-types.md, "From a profile"). For each such module among the plan's rows, a
 /// KernelBench-convention reference that builds the program's own class, and a spec beside it.
-/// Only what the profile vouches for is offered: a leaf module without parameters or buffers, that
-/// a no-argument constructor builds as the program ran it, called on one tensor; every other
-/// module is named with the reason.
+/// Only what the profile vouches for is offered: a leaf module called on one tensor that a
+/// no-argument constructor builds as the program ran it, or a torch.nn layer (weights and all) that
+/// the arguments its instance keeps rebuild; every other module is named with the reason.
 #include <string>
 #include <vector>
 
@@ -38,9 +38,11 @@ std::string offer_spec_text(const UserTypeOffer& offer, const std::string& profi
 
 /// Writes DIR/<name>.py and DIR/<name>.toml for each offered module, each spec checked by
 /// parse_user_type first. A file that exists with other text (a user's edit) is kept, and named in
-/// `kept`.
-Status write_user_type_offers(const std::vector<UserTypeOffer>& offers, const std::string& dir,
-                              const std::string& profile_name, std::vector<std::string>& kept);
+/// `kept`. A torch.nn layer rebuilt from its arguments (init=args: a convolution, a norm with
+/// weights) gets its spec from its reference as `autokernel kernelbench` reads a problem, run with
+/// `python` (which needs torch); where that reading refuses it, the offer is refused with the reason.
+Status write_user_type_offers(std::vector<UserTypeOffer>& offers, const std::string& dir, const std::string& profile_name,
+                              const std::string& python, std::vector<std::string>& kept);
 
 /// The [[kernel]] entries, `spec = "<spec_dir>/<name>.toml"`, with weight and baseline_us as the
 /// plan's other entries; the modules not offered in comments with their reasons.

@@ -3,7 +3,8 @@ defines as functions, with an NVTX range, so that `autokernel profile` can add a
 up to one candidate. Loaded through PYTHONPATH as sitecustomize: the program's code is unchanged.
 
 A range reads  ak.module:<Class> sizes=[[...], ...] dtype=fp16 [linear=name:in x out,...]
-                  class=<module>:<qualname> params=N buffers=N leaf=0|1 init=yes|no|differs|untried args=N
+                  class=<module>:<qualname> params=N buffers=N leaf=0|1 init=yes|no|differs|args|untried
+                  [kwargs=<json>] train=0|1 args=N
             or ak.function:apply_rotary_pos_emb sizes=[[...], ...] dtype=fp16 layout=1
 The fields after the class say what a reference of the module needs (`autokernel plan --user-types`).
 The format is parsed by daemon/profile/module_attribution.cpp; change both together."""
@@ -11,7 +12,9 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import io
+import json
 import os
 import sys
 import warnings
@@ -102,6 +105,78 @@ def _no_argument_state(torch, cls):
         return None
 
 
+def _literal(value):
+    """A constructor argument a reference can write as JSON: numbers, strings, booleans, None and
+    tuples of them (a kernel size), nothing that holds a tensor or an object."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    return isinstance(value, (tuple, list)) and len(value) <= 8 and all(_literal(v) for v in value)
+
+
+def _init_kwargs(module):
+    """The keyword arguments that should rebuild `module`: each parameter of its class's __init__
+    that the instance keeps under the same name (`bias`: whether it has one), or None when a
+    required one is not kept or not a literal. Only torch.nn's own classes are asked: their
+    attributes are their arguments, and their constructors have no side effects."""
+    cls = type(module)
+    if not cls.__module__.startswith("torch.nn."):
+        return None
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    kept = vars(module)
+    kwargs = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in ("device", "dtype"):
+            continue
+        if p.name == "bias" and "bias" in getattr(module, "_parameters", {}):
+            kwargs["bias"] = module._parameters["bias"] is not None
+        elif p.name in kept and _literal(kept[p.name]):
+            kwargs[p.name] = kept[p.name]
+        elif p.default is p.empty:
+            return None
+    return kwargs
+
+
+def _rebuilt_by(torch, module, kwargs):
+    """Whether `type(module)(**kwargs)`, built on the meta device (no memory, no random draws of the
+    program's), has this instance's public attributes: the check that the arguments are right."""
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_rng_kept(torch))
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+            device = getattr(torch, "device", None)
+            if callable(device):
+                stack.enter_context(device("meta"))
+            rebuilt = type(module)(**kwargs)
+            built, mine = _public_state(rebuilt), _public_state(module)
+            same_tensors = _tensor_layout(rebuilt) == _tensor_layout(module)
+    except (Exception, SystemExit):
+        return False
+    return same_tensors and built.keys() == mine.keys() and all(_same_value(built[k], mine[k]) for k in mine)
+
+
+def _tensor_layout(module):
+    """Its parameters' and buffers' names and shapes: a bias=False layer is not its default."""
+    return ([(n, tuple(t.shape)) for n, t in module.named_parameters()],
+            [(n, tuple(t.shape), str(t.dtype)) for n, t in module.named_buffers()])
+
+
+def _kwargs_field(torch, module):
+    """' kwargs={...}' when torch.nn's class is rebuilt by the arguments its instance keeps; ''."""
+    kwargs = _init_kwargs(module)
+    if kwargs is None or not _rebuilt_by(torch, module, kwargs):
+        return ""
+    text = json.dumps(kwargs, separators=(",", ":"), sort_keys=True)
+    if len(text) > 400 or any(c.isspace() or not c.isprintable() for c in text):
+        return ""  # the range is split on blanks: an argument holding one cannot travel in it
+    return " kwargs=" + text
+
+
 def _busy(torch):
     """A CUDA graph being captured or a graph being compiled: no constructor may run now."""
     for probe in (lambda: torch.cuda.is_current_stream_capturing(), lambda: torch.compiler.is_compiling()):
@@ -118,7 +193,10 @@ def _reference_fields(torch, module, classes, state):
     once per instance. No-argument construction is tried once per class, and only for leaves
     without parameters or buffers (the only modules a reference can be made of), so a model's own
     classes are never built again; init=differs when such an instance's public attributes are not
-    this one's (GELU(approximate="tanh") is not GELU())."""
+    this one's (GELU(approximate="tanh") is not GELU()). A leaf of torch.nn that no-argument
+    construction does not rebuild (a convolution, a norm with weights, that GELU) is tried once more
+    with the arguments it keeps, on the meta device: init=args and kwargs={...} when they rebuild it.
+    train= is its mode: a reference runs it in the same one."""
     cached = module.__dict__.get("_ak_reference")
     if cached is not None:
         return cached
@@ -140,9 +218,18 @@ def _reference_fields(torch, module, classes, state):
             init = ("no" if default is None else
                     "yes" if default.keys() == mine.keys() and all(_same_value(default[k], mine[k]) for k in mine) else
                     "differs")
+    kwargs = ""
+    rebuildable = leaf and init in ("untried", "no", "differs")
+    busy = rebuildable and _busy(torch)
+    if rebuildable and not busy:
+        # A layer with weights (a convolution, a norm), or one built with arguments of its own:
+        # rebuilt from what it keeps, where torch.nn's class allows it.
+        kwargs = _kwargs_field(torch, module)
+        if kwargs:
+            init = "args"
     fields = (f" class={_word(cls.__module__)}:{_word(cls.__qualname__)} params={params} buffers={buffers}"
-              f" leaf={int(leaf)} init={init}")
-    if init != "untried" or not leaf or params or buffers:  # untried for a while (a graph capture): ask again later
+              f" leaf={int(leaf)} init={init}{kwargs} train={int(bool(getattr(module, 'training', False)))}")
+    if not busy and (init != "untried" or not leaf or params or buffers):  # a graph capture: ask again later
         module.__dict__["_ak_reference"] = fields
     return fields
 

@@ -80,6 +80,21 @@ TEST_CASE("the module hook's ranges are read back with their class, shapes, dtyp
   CHECK_FALSE(parse_module_range("ak.mod:Foo"));
 }
 
+TEST_CASE("a torch.nn layer's constructor arguments and mode are read back from its range", "[profile][modules]") {
+  auto conv = parse_module_range("ak.module:Conv2d sizes=[[2, 3, 16, 16]] dtype=fp16 class=torch.nn.modules.conv:Conv2d params=2 "
+                                 "buffers=0 leaf=1 init=args kwargs={\"bias\":false,\"kernel_size\":[3,3]} train=0 args=1");
+  REQUIRE(conv);
+  CHECK(conv->init == "args");
+  CHECK(conv->kwargs == "{\"bias\":false,\"kernel_size\":[3,3]}");
+  CHECK(conv->training == 0);
+  CHECK(conv->args == 1);
+  auto older = parse_module_range("ak.module:GELU sizes=[[2, 3]] dtype=fp16 class=torch.nn.modules.activation:GELU params=0 "
+                                  "buffers=0 leaf=1 init=yes args=1");
+  REQUIRE(older);
+  CHECK(older->kwargs.empty());
+  CHECK(older->training == -1);
+}
+
 TEST_CASE("a module is classified by its class name, and a gated MLP by its gate, up and down projections", "[profile][modules]") {
   CHECK(classify_module(*parse_module_range(kNorm)) == "rmsnorm");
   CHECK(classify_module(*parse_module_range("ak.module:T5LayerNorm sizes=[[8, 512]] dtype=bf16")) == "layernorm");

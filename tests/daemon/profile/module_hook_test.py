@@ -165,12 +165,12 @@ class ModuleHook(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
         self.assertIn("ak.module:LlamaRMSNorm sizes=[[2, 2048, 2048]] dtype=fp16 "
-                      "class=__main__:LlamaRMSNorm params=0 buffers=0 leaf=1 init=yes args=1", lines)
+                      "class=__main__:LlamaRMSNorm params=0 buffers=0 leaf=1 init=yes train=0 args=1", lines)
         self.assertIn("ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 "
                       "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048 act=SiLUActivation "
-                      "class=__main__:LlamaMLP params=0 buffers=0 leaf=0 init=untried args=1", lines)
+                      "class=__main__:LlamaMLP params=0 buffers=0 leaf=0 init=untried train=0 args=1", lines)
         self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 "
-                      "class=torch.nn:Linear params=0 buffers=0 leaf=1 init=no args=1", lines)
+                      "class=torch.nn:Linear params=0 buffers=0 leaf=1 init=no train=0 args=1", lines)
         self.assertIn("ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], "
                       "[1, 2048, 128], [1, 2048, 128]] dtype=fp16 layout=1", lines)
         self.assertIn("NVTX ranges around every nn.Module forward", r.stderr)
@@ -181,14 +181,14 @@ class ModuleHook(unittest.TestCase):
         lines = r.stdout.splitlines()
         fields = lambda qualname: next("class=" + l.split(" class=", 1)[1] for l in lines
                                        if " class=__main__:" + qualname + " " in l)
-        self.assertEqual(fields("Gelu"), "class=__main__:Gelu params=0 buffers=0 leaf=1 init=yes args=1")
+        self.assertEqual(fields("Gelu"), "class=__main__:Gelu params=0 buffers=0 leaf=1 init=yes train=0 args=1")
         # The same class built with another argument than its default: not what Gelu() builds.
         self.assertIn("ak.module:Gelu sizes=[[8, 3072]] dtype=fp16 class=__main__:Gelu params=0 buffers=0 leaf=1 "
-                      "init=differs args=1", lines)
-        self.assertEqual(fields("Scale"), "class=__main__:Scale params=0 buffers=0 leaf=1 init=no args=2")
-        self.assertEqual(fields("Norm"), "class=__main__:Norm params=1 buffers=1 leaf=1 init=untried args=1")
-        self.assertEqual(fields("Block"), "class=__main__:Block params=0 buffers=0 leaf=0 init=untried args=1")
-        self.assertEqual(fields("Blocks.Inner"), "class=__main__:Blocks.Inner params=0 buffers=0 leaf=1 init=no args=1")
+                      "init=differs train=0 args=1", lines)
+        self.assertEqual(fields("Scale"), "class=__main__:Scale params=0 buffers=0 leaf=1 init=no train=0 args=2")
+        self.assertEqual(fields("Norm"), "class=__main__:Norm params=1 buffers=1 leaf=1 init=untried train=0 args=1")
+        self.assertEqual(fields("Block"), "class=__main__:Block params=0 buffers=0 leaf=0 init=untried train=0 args=1")
+        self.assertEqual(fields("Blocks.Inner"), "class=__main__:Blocks.Inner params=0 buffers=0 leaf=1 init=no train=0 args=1")
 
     def test_trying_a_constructor_never_changes_the_program(self):
         r = self.run_program(_REFERENCE_PROGRAM)
@@ -206,6 +206,62 @@ class ModuleHook(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "False")
         self.assertEqual(r.stderr, "")
 
+
+
+# torch.nn layers with weights, and one built with an argument of its own, in a real torch.
+_LAYERS_PROGRAM = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    pushed = []
+    torch.cuda.nvtx.range_push = pushed.append
+    torch.cuda.nvtx.range_pop = lambda: None
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.GELU(approximate="tanh"),
+                        nn.Conv2d(8, 8, 3, groups=8, bias=False))
+    net.eval()
+    net(torch.randn(2, 3, 16, 16))
+    print("\\n".join(pushed))
+    print("next draw", float(torch.rand(1)))
+''')
+
+
+class ModuleHookOnTorch(unittest.TestCase):
+    def setUp(self):
+        if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+            self.skipTest("torch is not installed here")
+
+    def run_layers(self, hooked):
+        with tempfile.TemporaryDirectory() as root:
+            write(root, "program.py", _LAYERS_PROGRAM)
+            env = dict(os.environ, PYTHONPATH=_HOOK if hooked else "")
+            return subprocess.run([sys.executable, os.path.join(root, "program.py")], env=env, capture_output=True,
+                                  text=True, timeout=120)
+
+    def test_a_layer_is_recorded_with_the_arguments_that_rebuild_it(self):
+        r = self.run_layers(True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        convs = [l for l in lines if l.startswith("ak.module:Conv2d ")]
+        self.assertEqual(len(convs), 2, r.stdout)
+        self.assertIn(' init=args kwargs={"bias":true,"dilation":[1,1],"groups":1,"in_channels":3,"kernel_size":[3,3],'
+                      '"out_channels":8,"padding":[1,1],"padding_mode":"zeros","stride":[2,2]} train=0 args=1', convs[0])
+        # Without a bias: the default would build one, so the arguments say so.
+        self.assertIn('"bias":false', convs[1])
+        self.assertIn('"groups":8', convs[1])
+        norm = next(l for l in lines if l.startswith("ak.module:BatchNorm2d "))
+        self.assertIn(" params=2 buffers=3 leaf=1 init=args kwargs={", norm)
+        self.assertIn('"num_features":8', norm)
+        gelu = next(l for l in lines if l.startswith("ak.module:GELU "))
+        self.assertIn(' init=args kwargs={"approximate":"tanh"} train=0', gelu)
+        # The container is no leaf: never rebuilt.
+        self.assertIn(" leaf=0 init=untried train=0 args=1", next(l for l in lines if l.startswith("ak.module:Sequential ")))
+
+    def test_rebuilding_a_layer_does_not_change_what_the_program_draws(self):
+        hooked, plain = self.run_layers(True), self.run_layers(False)
+        self.assertEqual(hooked.returncode, 0, hooked.stderr)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        draw = lambda out: next(l for l in out.splitlines() if l.startswith("next draw"))
+        self.assertEqual(draw(hooked.stdout), draw(plain.stdout))
 
 if __name__ == "__main__":
     unittest.main()

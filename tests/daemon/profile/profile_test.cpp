@@ -46,6 +46,11 @@ TEST_CASE("kernel names are classified as autokernel's types, and memory- or com
   CHECK(attn.type == "flash_attention");
   CHECK(attn.bound == "compute");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half>(...)").type == "softmax");
+  // A convolution's implicit GEMM says gemm and xmma too: it is its Conv module's work, not a matmul.
+  CHECK(classify_kernel("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64").type == "other");
+  CHECK(classify_kernel("void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false>(...)").type == "other");
+  CHECK(classify_kernel("void at::native::conv_depthwise2d_forward_kernel<1, c10::Half, int>(...)").type == "other");
+  CHECK(classify_kernel("cutlass__5x_cudnn::Kernel<cutlass_tensorop_h16816dgrad_optimized_f16_128x128_32x5_nhwc>").type == "other");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(...)").type == "layernorm");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, false>(int)").type == "layernorm");
   CHECK(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, true>(int)").type == "rmsnorm");

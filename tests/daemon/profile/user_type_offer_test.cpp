@@ -195,6 +195,59 @@ TEST_CASE("a module is refused where the profile cannot vouch for its reference"
   CHECK_THAT(refused(ok, 0.001), Catch::Contains("not worth a run"));
 }
 
+TEST_CASE("a torch.nn layer with weights is offered where its own arguments rebuild it, its reference building it so",
+          "[profile][plan][user_type]") {
+  auto offer = [](const std::string& fields) {
+    Plan plan;
+    PlanRow row;
+    row.kernel.type = "other";
+    row.kernel.module = "Conv2d";
+    row.kernel.nvtx = "ak.module:Conv2d sizes=[[32, 64, 56, 56]] dtype=fp16" + fields;
+    row.f = 0.2;
+    plan.rows.push_back(row);
+    return user_type_offers(plan).at(0);
+  };
+  const std::string conv = " class=torch.nn.modules.conv:Conv2d params=2 buffers=0 leaf=1 init=args "
+                           "kwargs={\"bias\":true,\"in_channels\":64,\"kernel_size\":[3,3],\"out_channels\":64,"
+                           "\"padding\":[1,1],\"padding_mode\":\"zeros\",\"stride\":[1,1]} train=0 args=1";
+  const UserTypeOffer o = offer(conv);
+  CHECK(o.refusal.empty());
+  CHECK(o.name == "conv2d");
+  const std::string py = offer_reference_source(o);
+  // The arguments travel as JSON the reference parses; the channels its arguments fix stay literal,
+  // the batch and the image's sides are sizes a stage may scale.
+  CHECK_THAT(py, Catch::Contains("_KWARGS = json.loads(\"{\\\"bias\\\":true") && Catch::Contains("self.module = cls(**_KWARGS)") &&
+                     Catch::Contains("self.module.eval()") && Catch::Contains("torch.randn(batch_size, 64, height, width)") &&
+                     Catch::Contains("batch_size = 32\nheight = 56\nwidth = 56\n"));
+  CHECK_THAT(offer(" class=torch.nn.modules.conv:Conv2d params=2 buffers=0 leaf=1 init=untried train=0 args=1").refusal,
+             Catch::StartsWith("has parameters (2) and is not a torch.nn layer its arguments rebuild"));
+  // Arguments that are not literals (an object, a long list) are not written into a reference.
+  CHECK_THAT(offer(" class=torch.nn.modules.conv:Conv2d params=2 buffers=0 leaf=1 init=args kwargs={\"a\":{\"b\":1}} args=1").refusal,
+             Catch::Contains("not a JSON object of numbers"));
+  CHECK_THAT(offer(" class=torch.nn.modules.conv:Conv2d params=2 buffers=0 leaf=1 init=args kwargs={\"a\":[1,2,3,4,5,6,7,8,9]} args=1").refusal,
+             Catch::Contains("not a JSON object of numbers"));
+  if (!have_python3()) {
+    WARN("python3 is not installed: the reference's syntax is not checked");
+    return;
+  }
+  test::TempDir d;
+  const std::string path = (d.path / "conv2d.py").string();
+  std::ofstream(path) << py;
+  auto r = test::run_shell("python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " + path);
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  if (test::run_shell("python3 -c 'import torch'").exit_code != 0) {
+    WARN("torch is not installed: the reference is not run");
+    return;
+  }
+  // Run, it builds the layer the program ran: a 3x3 convolution of 64 channels, in eval mode.
+  auto run = test::run_shell("python3 -c 'import runpy, sys; g = runpy.run_path(sys.argv[1]); m = g[\"Model\"](); "
+                             "y = m(*g[\"get_inputs\"]()); print(tuple(y.shape), m.module.training, m.module.bias is not None)' " + path);
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::Contains("(32, 64, 56, 56) False True"));
+}
+
 TEST_CASE("a module whose kernel reduces is offered as row-wise over its last dimension, the others as elementwise",
           "[profile][plan][user_type]") {
   test::Recorder r;
@@ -236,11 +289,11 @@ TEST_CASE("a class name becomes a user type's name in snake case", "[profile][pl
 }
 
 TEST_CASE("the written spec parses as a user type beside a reference that is valid Python", "[profile][plan][user_type]") {
-  const auto offers = user_type_offers(make_plan(block_profile(), 20, 2.0));
+  auto offers = user_type_offers(make_plan(block_profile(), 20, 2.0));
   test::TempDir d;
   const std::string dir = (d.path / "types").string();
   std::vector<std::string> kept;
-  REQUIRE(write_user_type_offers(offers, dir, "gpt2.json", kept).ok());
+  REQUIRE(write_user_type_offers(offers, dir, "gpt2.json", "python3", kept).ok());
   CHECK(kept.empty());
   CHECK_FALSE(fs::exists(d.path / "types" / "embedding.toml"));  // refused: nothing written
   auto spec = load_user_type(dir + "/new_gelu_activation.toml");
@@ -263,7 +316,7 @@ TEST_CASE("the written spec parses as a user type beside a reference that is val
                      Catch::Contains("torch.randn(batch_size, seq_len, dim)") && Catch::Contains("def get_init_inputs():\n    return []"));
   // A spec edited by the user is kept the next time.
   std::ofstream(dir + "/new_gelu_activation.toml") << spec->text << "\n# edited\n";
-  REQUIRE(write_user_type_offers(offers, dir, "gpt2.json", kept).ok());
+  REQUIRE(write_user_type_offers(offers, dir, "gpt2.json", "python3", kept).ok());
   CHECK(kept == std::vector<std::string>{(fs::path(dir) / "new_gelu_activation.toml").string()});
   CHECK_THAT(test::read_file(dir + "/new_gelu_activation.toml"), Catch::EndsWith("# edited\n"));
   if (!have_python3()) {
