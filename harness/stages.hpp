@@ -1,5 +1,5 @@
 #pragma once
-/// The five correctness stages of DESIGN.md, in their fixed order: smoke, shape sweep,
+/// The five correctness stages of docs/design.md, in their fixed order: smoke, shape sweep,
 /// numerical stability, determinism, edge cases. Each run draws fresh inputs from its own seed,
 /// poisons the outputs first, checks every element against the reference and checks that the
 /// inputs and the module's own memory were left untouched. The reference runs only after the

@@ -25,7 +25,7 @@ std::optional<Shape> parse_shape(const std::string& s);
 struct Tolerance {
   double atol, rtol;
 };
-/// DESIGN.md's tolerances: fp16 1e-2, bf16 2e-2, fp32 1e-4.
+/// docs/design.md's tolerances: fp16 1e-2, bf16 2e-2, fp32 1e-4.
 Tolerance design_tolerance(DType d);
 /// The tighter ones it sets for softmax, layernorm and rotary_embedding: 1e-3, 2e-3, 1e-5.
 Tolerance tight_tolerance(DType d);

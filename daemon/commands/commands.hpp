@@ -1,6 +1,6 @@
 #pragma once
 /// The subcommands of `autokernel`, one file each under daemon/. Each takes the arguments after
-/// its name and returns the process exit code (DESIGN.md: 0 success, 1 failure, 2 bad usage or
+/// its name and returns the process exit code (docs/design.md: 0 success, 1 failure, 2 bad usage or
 /// bad config or no GPU).
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-/// results.tsv: one row per experiment, tab-separated, header first (DESIGN.md's columns).
+/// results.tsv: one row per experiment, tab-separated, header first (docs/design.md's columns).
 /// Rows are appended and synced before the next experiment begins; a row cut short by a crash,
 /// or damaged later, is moved aside (results.damaged.tsv) when the daemon next opens the table.
 #include <string>

@@ -298,7 +298,7 @@ Status RunLoop::finish(FinishedJob f) {
   if (baseline) {
     // What the user runs today: their baseline_us, cuBLAS for a GEMM, or for a user type its
     // module in PyTorch eager; else the starter itself, since the harness's plain reference
-    // kernels are slower than the starters and a "2x" over them would mean nothing (DESIGN.md).
+    // kernels are slower than the starters and a "2x" over them would mean nothing (docs/design.md).
     const bool library = v.baseline_source == "cuBLAS" || v.baseline_source == "PyTorch eager";
     const bool starter = !k.entry->baseline_us && !library;
     if (starter && v.passed()) row.speedup = 1.0;

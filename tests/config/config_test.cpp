@@ -22,7 +22,7 @@ std::string error_of(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("a minimal config gets DESIGN.md's defaults", "[config]") {
+TEST_CASE("a minimal config gets docs/design.md's defaults", "[config]") {
   auto c = parse_config(kMinimal, "/cfg/test.toml");
   REQUIRE(c.ok());
   CHECK(c->llm.provider == ProviderKind::Builtin);

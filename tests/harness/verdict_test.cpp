@@ -39,7 +39,7 @@ TEST_CASE("a NaN or infinite worst element survives JSON, which has neither", "[
   CHECK(back.worst_expected == -INFINITY);
 }
 
-TEST_CASE("correctness names are DESIGN.md's", "[verdict]") {
+TEST_CASE("correctness names are docs/design.md's", "[verdict]") {
   for (auto c : {Correctness::Pass, Correctness::Fail, Correctness::CompileError, Correctness::Timeout,
                  Correctness::Crash, Correctness::Suspect})
     CHECK(parse_correctness(correctness_name(c)) == c);

@@ -85,7 +85,7 @@ TEST_CASE("bytes and flops formulas on known shapes", "[spec]") {
   CHECK(softmax_spec().flops({2, 3}) == 30);
 }
 
-TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width, and tolerances no looser than DESIGN.md", "[spec]") {
+TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width, and tolerances no looser than docs/design.md", "[spec]") {
   for (auto* s : all_specs()) {
     INFO(s->type);
     CHECK(s->sweep_shapes.size() >= 8);

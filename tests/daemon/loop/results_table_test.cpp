@@ -20,7 +20,7 @@ TEST_CASE("a row survives the trip through the table, tabs in descriptions made 
   CHECK(back->description == "tier 1: AK_THREADS 256 -> 512 ");
 }
 
-TEST_CASE("the table starts with DESIGN.md's header and the paired timing's columns", "[results]") {
+TEST_CASE("the table starts with docs/design.md's header and the paired timing's columns", "[results]") {
   test::TempDir d;
   std::string path = (d.path / "results.tsv").string();
   REQUIRE(open_results(path).ok());

@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-# DESIGN.md's tolerances (atol = rtol): the first-call check of a class or function target.
+# docs/design.md's tolerances (atol = rtol): the first-call check of a class or function target.
 _TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 # F.rms_norm's epsilon when given None, per dtype, computed once rather than at every call.
 _EPS = {dt: torch.finfo(dt).eps for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
