@@ -60,3 +60,100 @@ TEST_CASE("a malformed spec expression is refused with its position", "[spec_exp
              Contains("fewer nested parentheses"));
   CHECK_THAT(SpecExpression::parse("1 / (n - n)")->evaluate({{"n", 3}}).error().message, Contains("division by zero"));
 }
+
+namespace {
+Result<int64_t> int_value(const std::string& text, const std::map<std::string, int64_t>& v = {}) {
+  auto e = SpecExpression::parse(text);
+  INFO(text << ": " << (e ? "" : e.error().message));
+  REQUIRE(e.ok());
+  return e->evaluate_int(v);
+}
+int64_t exact(const std::string& text, const std::map<std::string, int64_t>& v = {}) {
+  auto r = int_value(text, v);
+  INFO(text << ": " << (r ? "" : r.error().message));
+  REQUIRE(r.ok());
+  return *r;
+}
+}  // namespace
+
+TEST_CASE("integer spec expressions divide and take remainders as floor division does", "[spec_expression]") {
+  CHECK(exact("7 / 2") == 3);
+  CHECK(exact("-7 / 2") == -4);
+  CHECK(exact("7 / -2") == -4);
+  CHECK(exact("-7 / -2") == 3);
+  CHECK(exact("-8 / 2") == -4);
+  CHECK(exact("7 % 3") == 1);
+  CHECK(exact("-7 % 3") == 2);
+  CHECK(exact("7 % -3") == -2);
+  CHECK(exact("-6 % 3") == 0);
+  CHECK(exact("2 + 7 % 3 * 2") == 4);   // % binds as * and /
+  CHECK(exact("(height + 2 * padding - kernel_size) / stride + 1",
+              {{"height", 224}, {"padding", 1}, {"kernel_size", 3}, {"stride", 2}}) == 112);
+  // Past 2^53, where doubles would round: the integer evaluation stays exact.
+  CHECK(exact("a * a + 1", {{"a", 3037000499}}) == int64_t(3037000499) * 3037000499 + 1);
+}
+
+TEST_CASE("ceil_div, min and max take two arguments each", "[spec_expression]") {
+  CHECK(exact("ceil_div(10, 4)") == 3);
+  CHECK(exact("ceil_div(12, 4)") == 3);
+  CHECK(exact("ceil_div(-10, 4)") == -2);
+  CHECK(exact("ceil_div(10, -4)") == -2);
+  CHECK(exact("ceil_div(0, 7)") == 0);
+  CHECK(exact("min(3, -2) + max(4, 9)") == 7);
+  CHECK(exact("ceil_div(n * m, min(256, max(32, n)))", {{"n", 100}, {"m", 7}}) == 7);
+  CHECK(exact("max ( 1 , 2 )") == 2);
+  // In doubles too, for bytes and flops.
+  CHECK(value("ceil_div(10, 4) + min(1, 2) * max(3, 4) + 7 % 3") == 8);
+  CHECK(value("-7 % 2") == 1);
+  // A function's name is not a name the expression reads, and a dim may be called min.
+  auto e = SpecExpression::parse("ceil_div(rows, 8) + min");
+  REQUIRE(e.ok());
+  CHECK(e->names() == std::set<std::string>{"rows", "min"});
+}
+
+TEST_CASE("integer spec expressions refuse division by zero and overflow, naming the expression", "[spec_expression]") {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const std::map<std::string, int64_t> v{{"n", 3}, {"big", int64_t(1) << 62}};
+  for (auto c : {Case{"1 / (n - n)", "\"1 / (n - n)\": division by zero: 1 / 0"},
+                 Case{"n % (n - 3)", "division by zero: 3 % 0"},
+                 Case{"ceil_div(n, n - 3)", "division by zero: ceil_div(3, 0)"},
+                 Case{"big * 2", "\"big * 2\": 4611686018427387904 * 2 overflows 64-bit integers"},
+                 Case{"big + big", "overflows"},
+                 Case{"-big - big - big", "overflows"},
+                 Case{"-(-big * 2)", "-(-9223372036854775808) overflows"},
+                 Case{"(-big * 2) / -1", "/ -1 overflows"},
+                 Case{"ceil_div(-big * 2, -1)", "overflows"},
+                 Case{"missing + 1", "'missing' has no value here"}}) {
+    auto r = int_value(c.text, v);
+    INFO(c.text);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Contains(c.expected));
+  }
+  CHECK(exact("(-big * 2) % -1", v) == 0);
+  CHECK_THAT(SpecExpression::parse("1 % 0")->evaluate({}).error().message, Contains("division by zero"));
+}
+
+TEST_CASE("a malformed call or an unknown function is refused with its position", "[spec_expression]") {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  for (auto c : {Case{"pow(2, 3)", "at character 4 of \"pow(2, 3)\": found '(', expected an operator"},
+                 Case{"pow(2, 3)", "'pow' is not a function: the functions are ceil_div, min and max"},
+                 Case{"min(2)", "at character 6 of \"min(2)\": found ')', expected ',' (min takes two arguments)"},
+                 Case{"max(1, 2, 3)", "found ',', expected ')' (max takes two arguments)"},
+                 Case{"ceil_div(1,", "found the end, expected a number"},
+                 Case{"2 %% 3", "at character 4"}}) {
+    auto e = SpecExpression::parse(c.text);
+    INFO(c.text);
+    REQUIRE_FALSE(e.ok());
+    CHECK_THAT(e.error().message, Contains(c.expected));
+  }
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "min(1, ";
+  deep += "1" + std::string(100, ')');
+  CHECK_THAT(SpecExpression::parse(deep).error().message, Contains("fewer nested parentheses, calls or signs"));
+}
