@@ -21,7 +21,10 @@ nlohmann::json python_value(const std::string& text) {
   return v.is_discarded() ? nlohmann::json(text) : v;
 }
 
-nlohmann::json size_term(const SizeTerm& t) { return t.dim.empty() ? nlohmann::json(t.value) : nlohmann::json(t.dim); }
+/// A size as the spec writes it: an integer, or a dim's name or an expression as its text.
+nlohmann::json size_term(const SizeTerm& t) {
+  return t.dim.empty() && !t.expr ? nlohmann::json(t.value) : nlohmann::json(t.text());
+}
 
 std::string install_hint() {
   return "a user type is judged by its PyTorch reference, run by " + reference_python() +
@@ -98,7 +101,11 @@ Result<PreparedRun> UserReference::prepare(const Shape& shape, DType d, double s
   for (const UserTensor& t : spec_.tensors) sizes.push_back(size_t(spec_.numel(t, shape)) * (t.int64 ? 8 : dtype_size(d)));
   const PoolLayout layout = layout_pool(sizes);
   if (auto s = ensure_pool(layout.total_bytes); !s) return s.error();
-  nlohmann::json req = {{"op", "prepare"}, {"shape", shape}, {"dtype", dtype_name(d)}, {"layout", layout_json(layout)}};
+  // Each tensor's sizes at this shape, evaluated here: a spec's size may be an expression.
+  nlohmann::json tensor_shapes = nlohmann::json::array();
+  for (const UserTensor& t : spec_.tensors) tensor_shapes.push_back(spec_.sizes(t, shape));
+  nlohmann::json req = {{"op", "prepare"},  {"shape", shape}, {"dtype", dtype_name(d)}, {"layout", layout_json(layout)},
+                        {"tensor_shapes", tensor_shapes}};
   if (scale != 1) req["scale"] = scale;
   if (!edge.empty()) req["inputs"] = edge;
   auto reply = process_->request(req, kRunSeconds);

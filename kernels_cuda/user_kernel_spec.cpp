@@ -131,6 +131,7 @@ KernelSpec user_kernel_spec(const UserTypeSpec& user) {
   k.launch_help = launch_help(*s);
   k.shape_error = [s](const Shape& shape) -> std::string {
     if (shape.size() != s->dims.size()) return "";
+    if (std::string why = s->shape_problem(shape); !why.empty()) return why;
     for (const UserTensor& t : s->tensors)
       if (t.low && t.high && s->value_of(*t.low, shape) >= s->value_of(*t.high, shape))
         return t.name + "'s values are drawn in [" + t.low->text() + ", " + t.high->text() + "), which is empty at this shape";

@@ -14,6 +14,8 @@
 #include "common/parse_number.hpp"
 #include "common/toml_words.hpp"
 
+#include "kernels_cuda/cpp_words.hpp"
+#include "kernels_cuda/launch_plan.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/spec_expression.hpp"
 
@@ -33,7 +35,9 @@ const char* tensor_role_name(TensorRole r) {
 }
 
 const std::vector<std::string>& user_type_kinds() {
-  static const std::vector<std::string> kinds{"elementwise", "rowwise", "reduction", "gemm_epilogue"};
+  static const std::vector<std::string> kinds{"elementwise", "rowwise",   "reduction", "gemm_epilogue",
+                                              "convolution", "transposed_convolution", "pooling", "normalization",
+                                              "scan",        "index",     "loss",      "matmul", "model"};
   return kinds;
 }
 
@@ -42,7 +46,12 @@ Tolerance UserTypeSpec::tolerance_for(DType d) const {
   return it == tolerance.end() ? design_tolerance(d) : Tolerance{it->second, it->second};
 }
 
+std::string SizeTerm::text() const {
+  return expr ? expr->text() : dim.empty() ? std::to_string(value) : dim;
+}
+
 int64_t UserTypeSpec::value_of(const SizeTerm& term, const Shape& shape) const {
+  if (term.expr) return term.expr->evaluate_int(plan_values(*this, shape)).value_or(0);
   if (term.dim.empty()) return term.value;
   const auto it = std::find(dims.begin(), dims.end(), term.dim);
   return shape.at(size_t(it - dims.begin()));
@@ -58,6 +67,28 @@ int64_t UserTypeSpec::numel(const UserTensor& t, const Shape& shape) const {
   int64_t n = 1;
   for (int64_t v : sizes(t, shape)) n *= v;
   return n;
+}
+
+std::string UserTypeSpec::shape_problem(const Shape& shape) const {
+  if (shape.size() != dims.size()) return "";
+  const auto values = plan_values(*this, shape);
+  for (const UserTensor& t : tensors) {
+    double n = 1;
+    for (const SizeTerm& term : t.shape) {
+      if (term.expr) {
+        auto v = term.expr->evaluate_int(values);
+        if (!v) return t.name + "'s size " + v.error().message;
+        if (*v < 1) return t.name + "'s size \"" + term.text() + "\" is " + std::to_string(*v) + ": expected a positive size";
+      }
+      n *= double(value_of(term, shape));
+    }
+    if (n > double(int64_t(1) << 48)) {
+      std::ostringstream o;
+      o << n;
+      return t.name + " has " + o.str() + " elements: expected at most 2^48";
+    }
+  }
+  return "";
 }
 
 namespace {
@@ -81,7 +112,7 @@ bool is_reserved(const std::string& s) {
       "inline", "volatile", "register", "sizeof", "this", "new", "delete", "true", "false", "nullptr", "goto",
       "operator", "public", "private", "protected", "virtual", "friend", "typedef", "restrict", "__restrict__",
       "half", "__half", "__nv_bfloat16", "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "asm"};
-  return words.count(s) > 0 || s.rfind("__", 0) == 0 || s.rfind("ak_", 0) == 0;
+  return words.count(s) > 0 || is_cpp_word(s) || s.rfind("ak_", 0) == 0;
 }
 
 /// Collects every problem of one spec, each as "file:line: key ...: expected ...".
@@ -204,18 +235,37 @@ void read_shapes(const toml::table& root, Checker& c, UserTypeSpec& s) {
   }
 }
 
+/// A size: an integer, a dim's name, or an integer expression over the dims and the integer
+/// [fixed] globals (read before the tensors).
 std::optional<SizeTerm> size_term(const toml::node& n, const std::string& key, const UserTypeSpec& s, Checker& c, bool positive) {
   if (auto v = n.value_exact<int64_t>()) {
     if (positive && *v < 1) return c.fail(n, key, "has " + std::to_string(*v) + ": expected a dim's name or a positive integer"), std::nullopt;
-    return SizeTerm{"", *v};
+    return SizeTerm{"", *v, nullptr};
   }
   if (auto v = n.value<std::string>()) {
-    if (std::count(s.dims.begin(), s.dims.end(), *v)) return SizeTerm{*v, 0};
-    std::string dims;
-    for (auto& d : s.dims) dims += (dims.empty() ? "" : ", ") + d;
-    return c.fail(n, key, "names \"" + *v + "\", which is not a dim: expected one of " + dims + " or an integer"), std::nullopt;
+    if (std::count(s.dims.begin(), s.dims.end(), *v)) return SizeTerm{*v, 0, nullptr};
+    std::string known;
+    for (auto& d : s.dims) known += (known.empty() ? "" : ", ") + d;
+    bool integer_global = false;
+    for (auto& [name, text] : s.fixed)
+      if (parse_integer(text)) known += ", " + name, integer_global = integer_global || name == *v;
+    if (is_identifier(*v) && !integer_global) {
+      std::string dims;
+      for (auto& d : s.dims) dims += (dims.empty() ? "" : ", ") + d;
+      return c.fail(n, key, "names \"" + *v + "\", which is not a dim: expected one of " + dims +
+                                " or an integer (or an integer expression of " + known + ")"),
+             std::nullopt;
+    }
+    auto e = SpecExpression::parse(*v);
+    if (!e) return c.fail(n, key, "= \"" + *v + "\": " + e.error().message + " (expected a dim, an integer or an integer expression of " + known + ")"), std::nullopt;
+    const auto values = plan_values(s, Shape(s.dims.size(), 1));
+    for (const std::string& name : e->names())
+      if (!values.count(name))
+        return c.fail(n, key, "= \"" + *v + "\" reads '" + name + "', which is no dim nor integer [fixed] global: expected names among " + known),
+               std::nullopt;
+    return SizeTerm{"", 0, std::make_shared<const SpecExpression>(std::move(*e))};
   }
-  return c.fail(n, key, "is " + toml_value_kind(n) + ": expected a dim's name or an integer"), std::nullopt;
+  return c.fail(n, key, "is " + toml_value_kind(n) + ": expected a dim's name, an integer or an integer expression"), std::nullopt;
 }
 
 std::string number_text(double x) {
@@ -247,7 +297,7 @@ void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s
   if (auto v = c.choice(t, "type", q + ".type", true, {"float", "int64"})) out.int64 = *v == "int64";
   if (const toml::node* n = t.get("shape")) {
     const toml::array* a = n->as_array();
-    if (!a) c.fail(*n, q + ".shape", "is " + toml_value_kind(*n) + ": expected an array of dims' names and positive integers ([] for a scalar)");
+    if (!a) c.fail(*n, q + ".shape", "is " + toml_value_kind(*n) + ": expected an array of sizes (dims' names, positive integers, integer expressions; [] for a scalar)");
     else
       for (const toml::node& e : *a)
         if (auto term = size_term(e, q + ".shape", s, c, true)) out.shape.push_back(*term);
@@ -269,8 +319,8 @@ void read_tensor(const toml::table& t, size_t index, Checker& c, UserTypeSpec& s
   if (out.least && out.most && !(*out.least < *out.most))
     c.fail(t, q, "(\"" + out.name + "\") declares low = " + number_text(*out.least) + " and high = " + number_text(*out.most) +
                      ": expected low < high");
-  if (out.int64 && (out.role == TensorRole::Output || out.role == TensorRole::Parameter))
-    c.fail(t, q, std::string("is an int64 ") + tensor_role_name(out.role) + ": expected float (outputs are T*; parameters are floating point)");
+  if (out.int64 && out.role == TensorRole::Parameter)
+    c.fail(t, q, "is an int64 parameter: expected float (parameters are floating point)");
   s.tensors.push_back(std::move(out));
 }
 
@@ -295,7 +345,7 @@ void read_tensors(const toml::table& root, Checker& c, UserTypeSpec& s) {
   for (auto& d : s.dims) {
     bool used = false;
     for (auto& t : s.tensors)
-      for (auto& term : t.shape) used = used || term.dim == d;
+      for (auto& term : t.shape) used = used || term.dim == d || (term.expr && term.expr->names().count(d));
     if (!used) c.fail_file("dim \"" + d + "\" appears in no tensor's shape: expected every dim to size some tensor");
   }
 }
@@ -377,6 +427,8 @@ void check_shapes(Checker& c, const UserTypeSpec& s) {
   all.insert(all.end(), s.edge.begin(), s.edge.end());
   for (const Shape& shape : all) {
     if (shape.size() != s.dims.size()) continue;
+    if (std::string why = s.shape_problem(shape); !why.empty())
+      return c.fail_file("at shape " + shape_str(shape) + ": " + why + " (every size must be positive at every declared shape)");
     for (const UserTensor& t : s.tensors) {
       double n = 1;
       for (const SizeTerm& term : t.shape) n *= double(s.value_of(term, shape));
@@ -445,13 +497,13 @@ Result<UserTypeSpec> parse_user_type(const std::string& text, const std::string&
   s.bytes = c.string(root, "bytes", "bytes", false, "\"tensors\" or an expression").value_or("tensors");
   s.flops = c.string(root, "flops", "flops", false, "an expression in the dims").value_or("0");
   read_dims(root, c, s);
+  read_tolerance_and_fixed(root, c, s);   // before the tensors: their sizes may read the integer globals
   if (!s.dims.empty()) {
     read_shapes(root, c, s);
     read_tensors(root, c, s);
     check_expression(root, "bytes", s.bytes, true, c, s);
     check_expression(root, "flops", s.flops, false, c, s);
   }
-  read_tolerance_and_fixed(root, c, s);
   if (c.errors.empty()) check_grid_operands(c, s);
   if (c.errors.empty()) check_shapes(c, s);
   if (s.summary.empty() && !s.name.empty()) s.summary = s.name + ": the forward of the module in " + s.reference;

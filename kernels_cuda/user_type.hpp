@@ -5,6 +5,7 @@
 /// it into the KernelSpec the loop and the harness use for every type.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,11 +25,15 @@ const char* grid_rule_name(GridRule g);   ///< "elements", "rows", "tiles"
 enum class TensorRole { Input, Parameter, Buffer, Output };
 const char* tensor_role_name(TensorRole r);
 
-/// One entry of a tensor's shape, or a bound of an int64 input: a dim's name or an integer.
+class SpecExpression;
+
+/// One entry of a tensor's shape, or a bound of an int64 input: a dim's name, an integer, or an
+/// integer expression over the dims and the integer [fixed] globals ("(height - 3) / 2 + 1").
 struct SizeTerm {
-  std::string dim;    ///< empty: `value` is a literal
+  std::string dim;    ///< empty: `value` is a literal, or `expr` is set
   int64_t value = 0;
-  std::string text() const { return dim.empty() ? std::to_string(value) : dim; }
+  std::shared_ptr<const SpecExpression> expr;   ///< an expression other than a plain name
+  std::string text() const;
 };
 
 /// One argument tensor of the kernel, in the kernel's argument order.
@@ -52,7 +57,7 @@ struct UserTypeSpec {
   std::string starter_source;
 
   std::string name, summary;
-  std::string kind;              ///< elementwise | rowwise | reduction | gemm_epilogue
+  std::string kind;              ///< one of user_type_kinds()
   GridRule grid = GridRule::Elements;
   std::vector<DType> dtypes;
   Metric metric = Metric::GBps;
@@ -72,7 +77,11 @@ struct UserTypeSpec {
   int64_t numel(const UserTensor& t, const Shape& shape) const;
   /// A tensor's sizes at a shape of the dims.
   Shape sizes(const UserTensor& t, const Shape& shape) const;
+  /// A term's value at a shape; an expression that cannot be evaluated there (a shape no stage
+  /// declares, where it divides by 0) is 0: shape_problem says why.
   int64_t value_of(const SizeTerm& term, const Shape& shape) const;
+  /// "" when every tensor's every size is a positive integer at `shape`; else which is not, and why.
+  std::string shape_problem(const Shape& shape) const;
 
   /// What travels in an evaluation request: the spec's path and text, the reference's source and
   /// the starter's; from_json parses the text again and reads no file.

@@ -289,3 +289,116 @@ TEST_CASE("a registered user type is found by name and version, and a clash is r
   builtin.name = "rmsnorm";
   CHECK_THAT(register_user_type(builtin).error().message, Contains("is a built-in kernel type"));
 }
+
+namespace {
+
+/// A pooling-like spec: the output's sizes are expressions over the dims and integer [fixed] globals.
+const std::string kPoolSpec = R"(name = "pool_rows"
+reference = "pool.py"
+kind = "pooling"
+grid = "elements"
+dims = ["batch_size", "length"]
+bench = [16, 4096]
+smoke = [2, 9]
+sweep = [[4, 100], [3, 31]]
+edge = [[1, 3]]
+
+[fixed]
+kernel_size = 3
+stride = 2
+scale = 0.5
+
+[[tensor]]
+name = "x"
+role = "input"
+shape = ["batch_size", "length"]
+type = "float"
+
+[[tensor]]
+name = "out"
+role = "output"
+shape = ["batch_size", "(length - kernel_size) / stride + 1"]
+type = "float"
+)";
+
+std::string pool_with(const std::string& from, const std::string& to) {
+  std::string t = kPoolSpec;
+  const size_t at = t.find(from);
+  REQUIRE(at != std::string::npos);
+  return t.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a tensor's size may be an integer expression over the dims and the integer [fixed] globals", "[user_type]") {
+  const UserTypeSpec p = parsed(kPoolSpec);
+  const UserTensor& out = p.tensors[1];
+  REQUIRE(out.shape.size() == 2);
+  CHECK(out.shape[0].dim == "batch_size");
+  REQUIRE(out.shape[1].expr != nullptr);
+  CHECK(out.shape[1].text() == "(length - kernel_size) / stride + 1");
+  CHECK(p.sizes(out, Shape{4, 100}) == Shape{4, 49});
+  CHECK(p.numel(out, Shape{1, 3}) == 1);
+  CHECK(p.shape_problem(Shape{4, 100}).empty());
+  // An undeclared shape where the size is not positive: said, not used.
+  CHECK_THAT(p.shape_problem(Shape{4, 1}), Contains("out's size \"(length - kernel_size) / stride + 1\" is 0: expected a positive size"));
+  const KernelSpec k = user_kernel_spec(p);
+  CHECK(k.args[1].numel(Shape{3, 31}) == 3 * 15);
+  CHECK_THAT(k.shape_error(Shape{4, 2}), Contains("expected a positive size"));
+  CHECK(k.shape_error(Shape{4, 5}).empty());
+  // The plain forms read as before.
+  CHECK(parsed(test::kGeluSpec).tensors[0].shape[1].expr == nullptr);
+}
+
+TEST_CASE("a size expression that reads no dim nor integer global, or leaves the positive at a declared shape, is refused",
+          "[user_type]") {
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "(length - padding) / stride")),
+             Contains("types/t.toml:25: tensor[1].shape = \"(length - padding) / stride\" reads 'padding', which is no dim nor integer "
+                      "[fixed] global: expected names among batch_size, length, kernel_size, stride"));
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "length * scale")), Contains("reads 'scale'"));
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "padding")),
+             Contains("names \"padding\", which is not a dim: expected one of batch_size, length or an integer"));
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "length * 100000000000")),
+             Contains("out has 6.5536e+15 elements: expected at most 2^48"));
+  CHECK(parsed(pool_with("(length - kernel_size) / stride + 1", "kernel_size")).tensors[1].shape[1].expr != nullptr);
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "length ** 2")),
+             Contains("tensor[1].shape = \"length ** 2\": at character 9"));
+  // The edge shape [1, 3] gives (3 - 4) / 2 + 1 = 0.
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "(length - kernel_size - 1) / stride + 1")),
+             Contains("at shape 1x3: out's size \"(length - kernel_size - 1) / stride + 1\" is 0: expected a positive size"));
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "length / (length - 3)")),
+             Contains("at shape 1x3: out's size \"length / (length - 3)\": division by zero: 3 / 0"));
+  CHECK_THAT(error_of(pool_with("(length - kernel_size) / stride + 1", "length * 1000000000 * 10000000000")), Contains("overflows"));
+  // A dim used only inside an expression still sizes a tensor.
+  const std::string only_in_expr =
+      pool_with("shape = [\"batch_size\", \"length\"]", "shape = [\"batch_size * length\"]");
+  CHECK(parse_user_type(only_in_expr, "types/t.toml").ok());
+}
+
+TEST_CASE("an output may be int64 or a scalar; a parameter stays floating point", "[user_type]") {
+  const UserTypeSpec argmax = parsed(pool_with("name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"(length - kernel_size) / stride + 1\"]\ntype = \"float\"",
+                                               "name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\"]\ntype = \"int64\""));
+  CHECK(argmax.tensors[1].int64);
+  const KernelSpec k = user_kernel_spec(argmax);
+  CHECK(k.args[1].elem == Elem::I64);
+  CHECK_THAT(k.abi(), Contains("long long* __restrict__ out"));
+  CHECK(k.bytes(Shape{4, 100}, DType::F32) == 4.0 * 100 * 4 + 4.0 * 8);
+
+  const UserTypeSpec loss = parsed(pool_with("shape = [\"batch_size\", \"(length - kernel_size) / stride + 1\"]", "shape = []"));
+  CHECK(loss.tensors[1].shape.empty());
+  CHECK(loss.numel(loss.tensors[1], Shape{4, 100}) == 1);
+  CHECK(user_kernel_spec(loss).grid(Shape{4, 100}, LaunchGeometry{256}) == 1);
+
+  CHECK_THAT(error_of(pool_with("name = \"x\"\nrole = \"input\"\nshape = [\"batch_size\", \"length\"]\ntype = \"float\"",
+                                "name = \"x\"\nrole = \"parameter\"\nshape = [\"batch_size\", \"length\"]\ntype = \"int64\"")),
+             Contains("is an int64 parameter: expected float"));
+}
+
+TEST_CASE("every kind a spec may name has its notes and the new kinds parse", "[user_type]") {
+  for (const char* kind : {"convolution", "transposed_convolution", "pooling", "normalization", "scan", "index", "loss", "matmul", "model"}) {
+    INFO(kind);
+    CHECK(std::count(user_type_kinds().begin(), user_type_kinds().end(), kind) == 1);
+    CHECK(parse_user_type(pool_with("kind = \"pooling\"", std::string("kind = \"") + kind + "\""), "types/t.toml").ok());
+  }
+  CHECK_THAT(error_of(pool_with("kind = \"pooling\"", "kind = \"attention\"")), Contains("expected one of"));
+}
