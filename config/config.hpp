@@ -44,6 +44,8 @@ struct HarnessConfig {
   bool torch_compile = true;
   /// Variables the worker gets beyond the minimal environment (harness/worker_environment.hpp).
   std::vector<std::string> worker_env;
+  /// A user type's launch plan: the most its scratch buffers may take together, in MiB.
+  int64_t scratch_cap_mib = 16384;
 };
 
 struct LlmConfig {

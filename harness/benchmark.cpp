@@ -60,6 +60,20 @@ PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b)
   return p;
 }
 
+std::vector<double> launch_durations_us(const std::vector<CuptiKernelTimer::Span>& spans, const std::vector<int>& steps) {
+  size_t total = 0;
+  for (int n : steps) total += size_t(std::max(n, 1));
+  if (spans.size() != total) return {};
+  std::vector<double> out;
+  size_t at = 0;
+  for (int n : steps) {
+    const size_t last = at + size_t(std::max(n, 1)) - 1;
+    out.push_back(double(spans[last].end - spans[at].start) / 1000.0);
+    at = last + 1;
+  }
+  return out;
+}
+
 WindowTimings window_timings(int kernels, const std::vector<int>& kernel_of, const std::vector<double>& event_us,
                              const std::vector<double>& cupti_us, const std::string& shortfall, const std::string& name) {
   std::vector<std::vector<double>> cupti_k(static_cast<size_t>(kernels)), events_k(static_cast<size_t>(kernels));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cupti_timer.hpp"
 #include "harness/gpu_context.hpp"
 #include "harness/verdict.hpp"
 
@@ -28,6 +29,12 @@ BenchmarkPlan fit_plan(const BenchmarkPlan& plan, double first_launch_ms);
 /// the median of a_i / b_i, and the half-width of its 95% interval from the order statistics
 /// (distribution-free: a GPU's durations are not normal).
 PairedTiming pair_up(const std::vector<double>& a, const std::vector<double>& b);
+
+/// Each launch's time from CUPTI's kernel records, in launch order: launch i ran
+/// `steps[i]` kernels (a launch plan's steps, else 1), its time from its first kernel's start to
+/// its last one's end, the gaps between them included. Empty when the records do not add up to
+/// the launches' kernels (CUPTI dropped some): the caller times with events instead.
+std::vector<double> launch_durations_us(const std::vector<CuptiKernelTimer::Span>& spans, const std::vector<int>& steps);
 
 /// What a timed window of launches says of each kernel launched in it.
 struct WindowTimings {

@@ -6,8 +6,23 @@
 #include "harness/compile_sandbox.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/module_state.hpp"
+#include "kernels_cuda/launch_plan.hpp"
 
 namespace ak {
+
+std::vector<std::string> candidate_name_expressions(const KernelSpec& spec, const std::string& source) {
+  std::vector<std::string> names;
+  // A plan that cannot be read was refused by the contract's check before the compile; here it
+  // compiles as a plain file, whose load then says what is missing.
+  auto steps = spec.launch_plans ? launch_step_names(source) : Result<std::vector<std::string>>(std::vector<std::string>{});
+  if (steps && !steps->empty()) {
+    for (const std::string& step : *steps)
+      for (DType d : spec.dtypes) names.push_back(step + "<" + dtype_cuda_type(d) + ">");
+    return names;
+  }
+  for (DType d : spec.dtypes) names.push_back(entry_expression(spec, d));
+  return names;
+}
 
 CompileRequest candidate_request(const KernelSpec& spec, const std::string& source, const std::string& filename,
                                  const std::string& arch) {
@@ -15,7 +30,7 @@ CompileRequest candidate_request(const KernelSpec& spec, const std::string& sour
   c.source = source;
   c.filename = filename;
   c.arch = arch;
-  for (DType d : spec.dtypes) c.name_expressions.push_back(entry_expression(spec, d));
+  c.name_expressions = candidate_name_expressions(spec, source);
   return c;
 }
 

@@ -4,6 +4,7 @@
 /// sandbox (the real line: compile_sandbox.hpp), the compile log cleaned of anything but the
 /// candidate's own text, and the module refused if it keeps state between launches.
 #include <string>
+#include <vector>
 
 #include "harness/nvrtc_compile.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -16,7 +17,13 @@ struct CandidateCompile {
   CompileOutput output;    ///< the cubin and the (cleaned) log
 };
 
-/// The compile request for a candidate of `spec`: one entry point per dtype.
+/// The template instantiations a candidate is compiled for: the entry point per dtype, or, for a
+/// file with a launch plan (a user type's), every step per dtype, steps in the plan's order, the
+/// dtypes in the spec's order within each step (so the first spec.dtypes.size() are the entry's,
+/// or the first step's).
+std::vector<std::string> candidate_name_expressions(const KernelSpec& spec, const std::string& source);
+
+/// The compile request for a candidate of `spec`: candidate_name_expressions.
 CompileRequest candidate_request(const KernelSpec& spec, const std::string& source, const std::string& filename,
                                  const std::string& arch);
 

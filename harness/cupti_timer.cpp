@@ -103,6 +103,15 @@ Result<std::vector<CuptiKernelTimer::Span>> CuptiKernelTimer::stop_all(size_t ex
   return out;
 }
 
+Result<std::vector<CuptiKernelTimer::Span>> CuptiKernelTimer::stop_spans_if(const std::function<bool(const std::string&)>& mine,
+                                                                             size_t expected) {
+  auto kept = drain([&](const Record& r) { return mine(r.name); }, expected);
+  if (!kept) return kept.error();
+  std::vector<Span> out;
+  for (auto& r : *kept) out.push_back({r.start, r.end});
+  return out;
+}
+
 std::string CuptiKernelTimer::last_shortfall() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_shortfall;

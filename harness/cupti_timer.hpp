@@ -32,6 +32,8 @@ class CuptiKernelTimer {
   /// Stops, flushes, and returns every kernel recorded since start(), whatever its name (a
   /// library's kernels: cuBLAS picks its own), in launch order; waits as stop() does for `expected`.
   static Result<std::vector<Span>> stop_all(size_t expected);
+  /// As stop_if(), the spans of the kernels `mine` accepts, in launch order.
+  static Result<std::vector<Span>> stop_spans_if(const std::function<bool(const std::string&)>& mine, size_t expected);
   /// CUPTI's clock now: a kernel whose span starts after this was launched after this call.
   static uint64_t now();
   /// What the last stop() left out, for a timing that got fewer records than it launched: the

@@ -1,5 +1,6 @@
 #include "harness/evaluate.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "harness/benchmark.hpp"
@@ -57,7 +58,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
        {"repetitions", r.repetitions}, {"best_source", r.best_source}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
-  if (!r.user_type.is_null()) j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile;
+  if (!r.user_type.is_null())
+    j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile, j["scratch_cap_mib"] = r.scratch_cap_mib;
 }
 
 void from_json(const nlohmann::json& j, EvalRequest& r) {
@@ -74,6 +76,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   if (j.contains("baseline_us")) r.baseline_us = j["baseline_us"].get<double>();
   r.user_type = j.value("user_type", nlohmann::json());
   r.torch_compile = j.value("torch_compile", true);
+  r.scratch_cap_mib = std::min<uint64_t>(j.value("scratch_cap_mib", kDefaultScratchCapMib), uint64_t(1) << 24);
 }
 
 Status register_request_type(const EvalRequest& r) {
@@ -144,7 +147,7 @@ Result<std::vector<LaunchableKernel>> Harness::timing_modules(const KernelSpec& 
   std::vector<std::optional<LaunchableKernel>> loaded(compiled.size());
   for (size_t i = 0; i < compiled.size(); ++i) {
     const size_t at = compiled.size() == 2 && (choice_seed >> 1 & 1) ? 1 - i : i;
-    auto k = LaunchableKernel::candidate(*gpu_, spec, *compiled[at]);
+    auto k = LaunchableKernel::candidate(*gpu_, spec, *compiled[at], scratch_cap_bytes_);
     if (!k) return error((at == 0 ? "the candidate" : "the current best") + std::string(" cannot be loaded: ") + k.error().message);
     loaded[at] = std::move(*k);
   }
@@ -238,7 +241,8 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
       v.spill_bytes = f.spill_stores + f.spill_loads;
       v.static_smem_bytes = f.static_smem_bytes;
     }
-  auto cand = LaunchableKernel::candidate(*gpu_, *spec, compiled->output);
+  scratch_cap_bytes_ = req.scratch_cap_mib << 20;
+  auto cand = LaunchableKernel::candidate(*gpu_, *spec, compiled->output, scratch_cap_bytes_);
   if (!cand) return fail_compile("the compiled module cannot be used: " + cand.error().message, compiled->output.log);
   if (v.registers < 0) {  // NVRTC's log carried no ptxas statistics: ask the driver
     FunctionInfo f = cand->attributes(*dtype);

@@ -41,6 +41,8 @@ struct EvalRequest {
   nlohmann::json user_type;
   /// User types: also time the module under torch.compile (minutes of autotuning, once per shape).
   bool torch_compile = true;
+  /// A launch plan's scratch buffers together may take at most this ([harness] scratch_cap_mib).
+  uint64_t scratch_cap_mib = kDefaultScratchCapMib;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
@@ -91,6 +93,7 @@ class Harness {
   std::map<std::string, std::pair<std::string, CompileOutput>> best_;   ///< per type: source, compiled
   std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
+  uint64_t scratch_cap_bytes_ = kDefaultScratchCapMib << 20;   ///< the request's, for every load of its files
   /// Per user type (destroyed before gpu_: each unmaps and frees its pool in the context).
   std::map<std::string, std::unique_ptr<UserReference>> user_references_;
 };

@@ -52,6 +52,13 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const KernelSpec& spec, c
     v.stages.push_back({"benchmark", false, since(tb), f.message});
     return v;
   };
+  // The timed shape may be none the stages ran (a config's own): the candidate's plan must hold there.
+  if (std::string why = cand.plan_problem(shape, dtype); !why.empty()) {
+    StageFailure f;
+    f.message = "the launch plan cannot run at the timed shape: " + why;
+    f.at = {shape, dtype, Recipe::Normal, 0, 0};
+    return bench_fail(f, false);
+  }
   std::vector<const CompileOutput*> files{&compiled};
   if (!req.best_source.empty()) {
     if (auto best = best_compiled(spec, req.best_source, v.arch); best) files.push_back(*best);

@@ -82,6 +82,20 @@ Result<std::optional<std::vector<int>>> LoadedModule::read_ints(const std::strin
   return std::optional<std::vector<int>>{std::move(v)};
 }
 
+Result<std::optional<std::string>> LoadedModule::read_text(const std::string& symbol, size_t max_bytes) const {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  CUresult r = d_->cuModuleGetGlobal(&p, &bytes, m_, symbol.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return std::optional<std::string>{};
+  if (auto s = cu_check(r, "reading the module's " + symbol); !s) return s.error();
+  if (bytes > max_bytes + 1)   // the text and its NUL
+    return error(symbol + " is " + std::to_string(bytes) + " bytes: expected at most " + std::to_string(max_bytes));
+  std::string v(bytes, '\0');
+  if (auto s = cu_check(d_->cuMemcpyDtoH(v.data(), p, bytes), "reading " + symbol); !s) return s.error();
+  v.resize(std::min(v.find('\0'), v.size()));
+  return std::optional<std::string>{std::move(v)};
+}
+
 Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
   auto drv = cuda_driver();
   if (!drv) return drv.error();

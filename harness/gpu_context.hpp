@@ -63,6 +63,9 @@ class LoadedModule {
   Result<std::optional<int>> read_int(const std::string& symbol) const;
   /// Reads an exported `__constant__ int` array whole; nullopt when the module does not define it.
   Result<std::optional<std::vector<int>>> read_ints(const std::string& symbol) const;
+  /// Reads an exported `__constant__ char` array up to its first NUL (the whole array when it has
+  /// none); nullopt when the module does not define it; an error when it is over `max_bytes`.
+  Result<std::optional<std::string>> read_text(const std::string& symbol, size_t max_bytes) const;
 
  private:
   const CudaDriver* d_ = nullptr;

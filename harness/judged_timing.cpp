@@ -127,7 +127,7 @@ Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<CudaEve
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   if (auto s = prepare(pair); !s) return s.error();
   if (CUresult r = kernel.restore_module_memory(); r != CUDA_SUCCESS) return r;
-  if (auto s = kernel.before_launch(checks_); !s) return s.error();
+  if (auto s = kernel.before_launch(checks_, shape_, d_); !s) return s.error();
   if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
   const CUresult r = kernel.launch(spec_, d_, shape_, set_->view(), nullptr, false);
   if (timed.second) drv_.cuEventRecord(timed.second->e, nullptr);

@@ -4,6 +4,8 @@
 #include <regex>
 #include <sstream>
 
+#include "kernels_cuda/launch_plan.hpp"
+
 namespace ak {
 
 std::string entry_expression(const KernelSpec& spec, DType d) {
@@ -44,12 +46,28 @@ std::vector<std::string> contract_violations(const std::string& source, const Ke
                          ": only CUDA's own headers may be included (cuda_fp16.h, cuda_bf16.h, "
                          "cuda/..., cooperative_groups, mma.h); put everything else in the file");
   }
-  if (!std::regex_search(source, std::regex("\\b" + spec.entry + "\\s*\\(")))
-    problems.push_back("the entry point '" + spec.entry + "' is missing: the file must define " + spec.abi());
-  if (!std::regex_search(source, std::regex(std::string("\\b") + kBlockThreadsSymbol + "\\b")))
-    problems.push_back(std::string("the launch constant '") + kBlockThreadsSymbol +
-                       "' is missing: define extern \"C\" __constant__ int " + kBlockThreadsSymbol +
-                       " = <threads per block>;");
+  auto plan = launch_plan_source_text(source);
+  if (!plan) {
+    problems.push_back(plan.error().message);
+  } else if (*plan && !spec.launch_plans) {
+    problems.push_back(std::string("the file declares ") + kLaunchPlanSymbol + ", and " + spec.type +
+                       " is a built-in type whose launch is its spec's: remove it and define " + spec.abi());
+  } else if (*plan) {
+    auto parsed = parse_launch_plan(**plan);
+    if (!parsed) problems.push_back(parsed.error().message);
+    else
+      for (const std::string& step : parsed->step_names())
+        if (!std::regex_search(source, std::regex("\\b" + step + "\\s*\\(")))
+          problems.push_back("the step '" + step + "' of ak_launch is missing: the file must define template <typename T> "
+                             "__global__ void " + step + "(...) with the parameters every step takes (docs/user-types.md, \"Launch plans\")");
+  } else {
+    if (!std::regex_search(source, std::regex("\\b" + spec.entry + "\\s*\\(")))
+      problems.push_back("the entry point '" + spec.entry + "' is missing: the file must define " + spec.abi());
+    if (!std::regex_search(source, std::regex(std::string("\\b") + kBlockThreadsSymbol + "\\b")))
+      problems.push_back(std::string("the launch constant '") + kBlockThreadsSymbol +
+                         "' is missing: define extern \"C\" __constant__ int " + kBlockThreadsSymbol +
+                         " = <threads per block>;");
+  }
   if (std::regex_search(source, std::regex(R"(\bint\s+main\s*\()")))
     problems.push_back("the file defines main(): a kernel file holds device code only");
   return problems;

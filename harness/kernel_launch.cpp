@@ -9,13 +9,9 @@
 namespace ak {
 namespace {
 
-/// Loads the module and, for each dtype, the function compiled for expression(d).
-Status load_functions(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
-                      const std::function<std::string(DType)>& expression, LoadedModule& module,
-                      std::map<DType, CUfunction>& fns, std::map<DType, std::string>& names) {
-  auto m = gpu.load(compiled.cubin);
-  if (!m) return m.error();
-  module = std::move(*m);
+/// For each dtype, the function of the loaded module compiled for expression(d).
+Status find_functions(const KernelSpec& spec, const CompileOutput& compiled, const std::function<std::string(DType)>& expression,
+                      const LoadedModule& module, std::map<DType, CUfunction>& fns, std::map<DType, std::string>& names) {
   for (DType d : spec.dtypes) {
     const std::string want = expression(d);
     const FunctionInfo* info = nullptr;
@@ -53,12 +49,29 @@ Status read_tensor_maps(const CudaDriver& d, const KernelSpec& spec, const Loade
 }  // namespace
 
 Result<LaunchableKernel> LaunchableKernel::candidate(GpuContext& gpu, const KernelSpec& spec,
-                                                     const CompileOutput& compiled) {
+                                                     const CompileOutput& compiled, uint64_t scratch_cap_bytes) {
   LaunchableKernel k;
   k.d_ = &gpu.driver();
   k.slack_ = gpu.slack();
+  auto m = gpu.load(compiled.cubin);
+  if (!m) return m.error();
+  k.module_ = std::move(*m);
+  auto plan = PlannedSteps::load(gpu, spec, k.module_, compiled, scratch_cap_bytes);
+  if (!plan) return plan.error();
+  if (*plan) {
+    // The plan says the launch: no entry point, no geometry constants (ignored when present).
+    k.plan_ = std::make_shared<const PlannedSteps>(std::move(**plan));
+    k.functions_ = k.plan_->first_functions();
+    k.names_ = k.plan_->first_names();
+    k.geometry_.block_threads = k.plan_->first_block_threads(spec.bench_shape.empty() ? spec.smoke_shape : spec.bench_shape,
+                                                             spec.dtypes.front());
+    auto memory = ModuleMemory::hold(gpu, k.module_, compiled.cubin);
+    if (!memory) return memory.error();
+    k.memory_ = std::move(*memory);
+    return k;
+  }
   auto expr = [&](DType d) { return entry_expression(spec, d); };
-  if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
+  if (auto s = find_functions(spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
   auto threads = k.module_.read_int(kBlockThreadsSymbol);
   if (!threads) return threads.error();
   if (!*threads)
@@ -107,8 +120,11 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
                                                      const CompileOutput& compiled, ReferenceOutput out) {
   LaunchableKernel k;
   k.d_ = &gpu.driver();
+  auto m = gpu.load(compiled.cubin);
+  if (!m) return m.error();
+  k.module_ = std::move(*m);
   auto expr = [&](DType d) { return reference_expression(spec, d, out); };
-  if (auto s = load_functions(gpu, spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
+  if (auto s = find_functions(spec, compiled, expr, k.module_, k.functions_, k.names_); !s) return s.error();
   k.geometry_.block_threads = spec.reference_threads;
   k.is_reference_ = true;
   return k;
@@ -143,6 +159,11 @@ const TensorMapsParam* LaunchableKernel::encoded_maps(const KernelSpec& spec, DT
 
 CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& shape,
                                   const RunBuffers& b, CUstream s, bool restore_memory) const {
+  if (plan_) {
+    if (restore_memory)
+      if (CUresult e = memory_.restore(s); e != CUDA_SUCCESS) return e;
+    return plan_->launch(spec, d, shape, b, s);
+  }
   // Storage for each argument's value; params points into it.
   std::vector<CUdeviceptr> ptrs;
   std::vector<int> ints;
@@ -191,7 +212,12 @@ CUresult LaunchableKernel::launch(const KernelSpec& spec, DType d, const Shape& 
                      s, params.data());
 }
 
-Status LaunchableKernel::before_launch(const DeviceChecks& checks) const {
+Status LaunchableKernel::before_launch(const DeviceChecks& checks, const Shape& shape, DType d) const {
+  if (plan_) {
+    // Allocated first: a new scratch's slack is poisoned with every other allocation's below.
+    if (auto s = plan_->prepare(shape, d); !s) return s;
+    if (auto s = plan_->poison_scratch(nullptr); !s) return s;
+  }
   if (auto s = checks.poison_before_launch(slack_.get()); !s) return s;
   return memory_.snapshot(checks);
 }

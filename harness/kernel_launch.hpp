@@ -10,6 +10,7 @@
 #include "harness/kernel_contract.hpp"
 #include "harness/module_memory.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "harness/planned_launch.hpp"
 #include "harness/run_buffers.hpp"
 #include "harness/tensor_maps.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -18,8 +19,11 @@ namespace ak {
 
 class LaunchableKernel {
  public:
-  /// Loads a candidate: entry<T> for each dtype and its geometry (ak_block_threads, ...).
-  static Result<LaunchableKernel> candidate(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled);
+  /// Loads a candidate: entry<T> for each dtype and its geometry (ak_block_threads, ...), or, for
+  /// a file with a launch plan (ak_launch), its steps, checked at every declared shape with the
+  /// plan's scratch within `scratch_cap_bytes`.
+  static Result<LaunchableKernel> candidate(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
+                                            uint64_t scratch_cap_bytes = kDefaultScratchCapMib << 20);
   /// Loads the spec's reference (fp32 outputs, or the input dtype): spec.reference_blocks_per_row
   /// blocks of spec.reference_threads per row (per sampled row, under sampled validation).
   static Result<LaunchableKernel> reference(GpuContext& gpu, const KernelSpec& spec, const CompileOutput& compiled,
@@ -29,7 +33,7 @@ class LaunchableKernel {
   /// shared memory bytes. The cubin's own account, where NVRTC's log has none.
   FunctionInfo attributes(DType d) const;
 
-  /// Enqueues one launch, after writing the module's writable memory back to its image (a
+  /// Enqueues one launch (every step of a plan, in order), after writing the module's writable memory back to its image (a
   /// candidate's launch starts from what the file says, never from what a launch left there) and
   /// copying its range aside for check_module_memory.
   /// The CUresult is returned as is so the caller can tell sticky errors.
@@ -39,10 +43,12 @@ class LaunchableKernel {
                   bool restore_memory = true) const;
   CUresult restore_module_memory(CUstream s = nullptr) const { return memory_.restore(s); }
 
-  /// Enqueues, right before a launch, what the launch may find: every SM's shared memory and the
-  /// slack of every allocation of the context poisoned (DeviceChecks::poison_before_launch), and
-  /// the copy of the module's memory the check compares with.
-  Status before_launch(const DeviceChecks& checks) const;
+  /// Enqueues, right before a launch at (shape, d), what the launch may find: a plan's scratch
+  /// (allocated for the shape when it changed) poisoned, every SM's shared memory and the slack of
+  /// every allocation of the context poisoned (DeviceChecks::poison_before_launch), and the copy
+  /// of the module's memory the check compares with. An error of a plan at this shape is the
+  /// candidate's (a shape no stage declared, where its plan fails); an allocation's the harness's.
+  Status before_launch(const DeviceChecks& checks, const Shape& shape, DType d) const;
   /// Enqueues, after a launch, the check that the launch left the module's memory unchanged: the
   /// first changed byte's offset lands in `slot` (ModuleMemory::kNoChange when none).
   Status check_module_memory(const DeviceChecks& checks, CUdeviceptr slot) const {
@@ -57,6 +63,15 @@ class LaunchableKernel {
   const GridLaunch& grid_launch() const { return grid_launch_; }
   const std::vector<TensorMapDecl>& tensor_maps() const { return tensor_maps_; }
   const std::string& lowered_name(DType d) const { return names_.at(d); }
+  /// The kernels one launch runs: a plan's steps, else 1.
+  int steps() const { return plan_ ? int(plan_->steps()) : 1; }
+  bool planned() const { return plan_ != nullptr; }
+  /// "" when the file has no plan or its plan holds at (shape, d); else why not.
+  std::string plan_problem(const Shape& shape, DType d) const {
+    if (!plan_) return "";
+    auto s = plan_->check_at(shape, d);
+    return s ? "" : s.error().message;
+  }
 
  private:
   const CudaDriver* d_ = nullptr;
@@ -76,6 +91,7 @@ class LaunchableKernel {
   ModuleMemory memory_;   ///< a candidate's writable memory; empty for a reference
   std::shared_ptr<const AllocationSlack> slack_;  ///< the context's allocations (candidates only)
   bool is_reference_ = false;
+  std::shared_ptr<const PlannedSteps> plan_;   ///< a file with ak_launch; null: one entry point
 };
 
 }  // namespace ak

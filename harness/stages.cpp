@@ -94,7 +94,7 @@ std::optional<StageFailure> CaseRunner::run(const RunCase& c, int repeats) {
   std::vector<uint64_t> first(set->outputs.size());
   for (int rep = 0; rep < repeats; ++rep) {
     if (auto s = poison_writable(gpu_, *set); !s) return failed(s.error());
-    if (auto s = cand_.before_launch(checks_); !s) return failed(s.error());
+    if (auto s = cand_.before_launch(checks_, c.shape, c.dtype); !s) return failed(s.error());
     CUresult r = cand_.launch(spec_, c.dtype, c.shape, cand_bufs);
     if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
     auto changed = module_memory_change(cand_);

@@ -89,7 +89,7 @@ std::optional<StageFailure> UserCaseRunner::launch_once(const UserRunCase& c, co
   }
   if (auto s = cu_check(d.cuMemsetD8(memory_slot_.ptr(), 0xff, sizeof(uint64_t)), "clearing a check's slot"); !s)
     return failed(s.error(), c);
-  if (auto s = cand_.before_launch(checks_); !s) return failed(s.error(), c);
+  if (auto s = cand_.before_launch(checks_, c.shape, c.dtype); !s) return failed(s.error(), c);
   CUresult r = cand_.launch(spec_, c.dtype, c.shape, run.view());
   if (r != CUDA_SUCCESS) return cuda_failure(r, "the launch failed", c);
   auto checked = cand_.check_module_memory(checks_, memory_slot_.ptr());

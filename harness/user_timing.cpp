@@ -63,7 +63,7 @@ Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge,
   // launches came before, nor which are judged.
   if (auto s = cu_check(drv_.cuMemsetD8(slot_.ptr(), 0xff, slot_.bytes()), "clearing a check's slot"); !s) return s.error();
   if ((cuda = kernel.restore_module_memory()) != CUDA_SUCCESS) return error("resetting the module's memory failed");
-  if (auto s = kernel.before_launch(checks_); !s) return s.error();
+  if (auto s = kernel.before_launch(checks_, shape_, d_); !s) return s.error();
   if (auto s = cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2"); !s) return s.error();
   if (timed.first) drv_.cuEventRecord(timed.first->e, nullptr);
   cuda = kernel.launch(spec_, d_, shape_, run->view(), nullptr, false);
@@ -158,14 +158,23 @@ Result<UserTiming> Session::run(bool& sticky) {
   // Every kernel of the window but the checks' is a launch of the candidate or the best: the
   // reference runs in its own process. Not matched by name: a name can be stale
   // (CuptiKernelTimer::stop_if), and this timing loads and unloads files of other types.
+  // A launch of a planned file is all its steps: its time runs from the first step's start to the
+  // last one's end, gaps included, as events around a module's forward include them.
   const std::vector<std::string>& harness = checks_.kernel_names();
-  auto cupti = CuptiKernelTimer::stop_if(
-      [&](const std::string& name) { return std::find(harness.begin(), harness.end(), name) == harness.end(); },
-      timed_kernel.size());
-  if (!cupti) return cupti.error();
+  std::vector<int> steps;
+  size_t records = 0;
+  for (int k : timed_kernel) steps.push_back(kernels_[size_t(k)]->steps()), records += size_t(steps.back());
+  auto spans = CuptiKernelTimer::stop_spans_if(
+      [&](const std::string& name) { return std::find(harness.begin(), harness.end(), name) == harness.end(); }, records);
+  if (!spans) return spans.error();
+  const std::vector<double> cupti = launch_durations_us(*spans, steps);
   std::vector<double> event_us;
   for (size_t i = 0; i < timed_kernel.size(); ++i) event_us.push_back(elapsed_us(starts[i], ends[i]));
-  WindowTimings w = window_timings(n_, timed_kernel, event_us, *cupti, CuptiKernelTimer::last_shortfall(), names[0]);
+  const std::string shortfall = cupti.empty() && !spans->empty()
+                                    ? std::to_string(spans->size()) + " kernel records for " + std::to_string(records) +
+                                          " kernels launched; " + CuptiKernelTimer::last_shortfall()
+                                    : CuptiKernelTimer::last_shortfall();
+  WindowTimings w = window_timings(n_, timed_kernel, event_us, cupti, shortfall, names[0]);
   out.timings = std::move(w.timings);
   out.paired = w.paired;
   out.bytes = bytes_;

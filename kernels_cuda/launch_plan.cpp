@@ -303,10 +303,10 @@ Status check_step(const PlanStatement& st, const std::vector<int64_t>& got, cons
 
 }  // namespace
 
-Result<PlannedLaunch> evaluate_launch_plan(const LaunchPlan& plan, const std::map<std::string, int64_t>& given, DType d,
+Result<PlanAtShape> evaluate_launch_plan(const LaunchPlan& plan, const std::map<std::string, int64_t>& given, DType d,
                                            const LaunchLimits& limits) {
   std::map<std::string, int64_t> values = given;
-  PlannedLaunch out;
+  PlanAtShape out;
   uint64_t total = 0;
   for (const PlanStatement& st : plan.statements) {
     std::vector<int64_t> got;

@@ -74,7 +74,7 @@ struct StepLaunch {
 };
 
 /// A plan evaluated at one shape and dtype: every scratch buffer's bytes, every step's geometry.
-struct PlannedLaunch {
+struct PlanAtShape {
   std::vector<uint64_t> scratch_bytes;   ///< in declaration order
   std::vector<StepLaunch> steps;
 };
@@ -84,7 +84,7 @@ std::map<std::string, int64_t> plan_values(const UserTypeSpec& spec, const Shape
 
 /// Evaluates the plan with `values` (plan_values at some shape) for dtype d, checking every
 /// statement against `limits`; an error names the statement and what is wrong.
-Result<PlannedLaunch> evaluate_launch_plan(const LaunchPlan& plan, const std::map<std::string, int64_t>& values, DType d,
+Result<PlanAtShape> evaluate_launch_plan(const LaunchPlan& plan, const std::map<std::string, int64_t>& values, DType d,
                                            const LaunchLimits& limits);
 
 /// Checks a plan against a spec: every name it reads defined before use (a dim, an integer

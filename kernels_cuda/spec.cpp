@@ -26,11 +26,11 @@ const char* dtype_cuda_type(DType d) {
 size_t dtype_size(DType d) { return d == DType::F32 ? 4 : 2; }
 
 size_t elem_size(Elem e, DType d) {
-  return e == Elem::I64 ? 8 : e == Elem::U32 || e == Elem::F32 ? 4 : dtype_size(d);
+  return e == Elem::I64 ? 8 : e == Elem::U32 || e == Elem::F32 || e == Elem::I32 ? 4 : dtype_size(d);
 }
 
 const char* elem_cuda_type(Elem e) {
-  return e == Elem::I64 ? "long long" : e == Elem::U32 ? "unsigned int" : e == Elem::F32 ? "float" : "T";
+  return e == Elem::I64 ? "long long" : e == Elem::U32 ? "unsigned int" : e == Elem::I32 ? "int" : e == Elem::F32 ? "float" : "T";
 }
 
 std::optional<DType> parse_dtype(const std::string& s) {

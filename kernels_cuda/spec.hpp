@@ -71,9 +71,9 @@ inline const std::vector<Recipe> kAdversarialRecipes = {Recipe::NearMax, Recipe:
                                                         Recipe::ConstantRows, Recipe::MixedSigns};
 
 /// The element type of a buffer argument: the dtype under test, or a fixed one.
-enum class Elem { T, F32, I64, U32 };
+enum class Elem { T, F32, I64, U32, I32 };
 size_t elem_size(Elem e, DType d);
-const char* elem_cuda_type(Elem e);  ///< "T", "float", "long long", "unsigned int"
+const char* elem_cuda_type(Elem e);  ///< "T", "float", "long long", "unsigned int", "int"
 
 /// One argument of the entry point, in order.
 struct ArgSpec {
@@ -159,6 +159,9 @@ struct KernelSpec {
   std::function<int64_t(const Shape&, const LaunchGeometry&)> grid;
   /// The grid in words, for a person or an LLM writing a kernel file: which constants it reads.
   std::string launch_help;
+  /// A file may declare its own launch plan (ak_launch, kernels_cuda/launch_plan.hpp) instead of
+  /// the one entry point: user types, whose ops need it; the built-in types have their grids.
+  bool launch_plans = false;
   /// The adversarial recipes of stage 3 that make sense for this type.
   std::vector<Recipe> stability_recipes = kAdversarialRecipes;
   int64_t rows(const Shape& s) const;   ///< row_count(s), or the product of all but the last dimension

@@ -129,6 +129,7 @@ KernelSpec user_kernel_spec(const UserTypeSpec& user) {
       break;
   }
   k.launch_help = launch_help(*s);
+  k.launch_plans = true;
   k.shape_error = [s](const Shape& shape) -> std::string {
     if (shape.size() != s->dims.size()) return "";
     if (std::string why = s->shape_problem(shape); !why.empty()) return why;

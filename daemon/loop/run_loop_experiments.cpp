@@ -82,6 +82,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   req.warmup = cfg_.harness.warmup;
   req.repetitions = cfg_.harness.repetitions;
   req.torch_compile = cfg_.harness.torch_compile;
+  req.scratch_cap_mib = uint64_t(cfg_.harness.scratch_cap_mib);
   return job;
 }
 
