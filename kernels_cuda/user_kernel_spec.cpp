@@ -29,7 +29,30 @@ double evaluate(const SpecExpression& e, std::map<std::string, double> values) {
   return v ? *v : 0;
 }
 
+std::string grid_help(const UserTypeSpec& s);
+
+/// The launch plan in brief, the alternative to the grid rule (docs/user-types.md, "Launch plans").
+std::string plan_help(const UserTypeSpec& s) {
+  std::string dims;
+  for (auto& d : s.dims) dims += (dims.empty() ? "" : ", ") + d;
+  return "\nOr, for an op that is several kernels, no " + s.name + "_kernel and a launch plan instead:\n"
+         "extern \"C\" __constant__ char ak_launch[] = \"let n = ...;\" \"scratch buf float[n];\" "
+         "\"step first grid(ceil_div(n, 256)) block(256);\" \"step second grid(X, Y) block(32, 8) smem(BYTES);\";\n"
+         "  // statements end with ';': let NAME = EXPR; scratch NAME float|T|int|int64[EXPR]; step NAME grid(X[, Y[, Z]]) "
+         "block(X[, Y[, Z]]) [smem(BYTES)]; (1-16 steps, run in order on one stream; up to 16 scratch buffers, 32 lets)\n"
+         "  // EXPR: integers, + - * / % (floor), ceil_div(a, b), min(a, b), max(a, b), the dims (" + dims +
+         "), integer [fixed] globals, earlier lets\n"
+         "  // each step is template <typename T> __global__ void NAME(the tensors as above, then the scratch buffers in "
+         "order as float* / T* / int* / long long*, then the dims as int): every step the same parameters\n"
+         "  // scratch holds 0xFF bytes when a launch starts (write before you read, in this launch); the time runs from "
+         "the first step's start to the last step's end; checked at every declared shape at load";
+}
+
 std::string launch_help(const UserTypeSpec& s) {
+  return grid_help(s) + plan_help(s);
+}
+
+std::string grid_help(const UserTypeSpec& s) {
   const UserTensor& out = first_of(s, true);
   const UserTensor& in = first_of(s, false);
   switch (s.grid) {

@@ -84,6 +84,20 @@ TEST_CASE("torch_compile is on by default, can be turned off, and takes only a b
              Catch::Contains("harness.torch_compile") && Catch::Contains("true or false"));
 }
 
+TEST_CASE("scratch_cap_mib bounds a launch plan's scratch, 16 GiB by default", "[config]") {
+  auto dflt = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(dflt.ok());
+  CHECK(dflt->harness.scratch_cap_mib == 16384);
+  auto set = parse_config("[harness]\nscratch_cap_mib = 512\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(set.ok());
+  CHECK(set->harness.scratch_cap_mib == 512);
+  for (const char* bad : {"0", "-1", "16777217", "1.5", "\"big\""}) {
+    INFO(bad);
+    CHECK_THAT(error_of(std::string("[harness]\nscratch_cap_mib = ") + bad + "\n[[kernel]]\ntype = \"softmax\"\n"),
+               Catch::Contains("harness.scratch_cap_mib"));
+  }
+}
+
 TEST_CASE("an unknown kernel type lists the known ones", "[config]") {
   std::string e = error_of("[[kernel]]\ntype = \"convolution\"\n");
   CHECK_THAT(e, Catch::Contains("kernel.type = \"convolution\": expected one of \"cross_entropy\", \"flash_attention\", \"fused_mlp\", \"layernorm\", \"matmul\", \"reduce\", \"rmsnorm\", \"rotary_embedding\", \"softmax\""));
