@@ -6,6 +6,7 @@
 
 #include "harness/candidate_compile.hpp"
 #include "harness/kernel_contract.hpp"
+#include "kernels_cuda/launch_plan.hpp"
 
 namespace ak {
 
@@ -15,6 +16,9 @@ Result<std::vector<ExportedModule>> compile_for_export(const KernelSpec& spec, c
   static const std::regex arch_name(R"(sm_\d+[a-z]?)");
   // A lowered name goes into the launcher's C++ as a string literal: only a mangled name's characters.
   static const std::regex mangled(R"([A-Za-z0-9_$]+)");
+  if (auto steps = launch_step_names(source); spec.launch_plans && steps && !steps->empty())
+    return error(origin + ": the file launches its op as a plan of " + std::to_string(steps->size()) +
+                 " steps (ak_launch), and the export's launchers call one entry point: it is not exported");
   for (const std::string& arch : archs) {
     if (!std::regex_match(arch, arch_name)) return error("--arch " + arch + ": expected a GPU architecture such as sm_90a or sm_80");
     auto compiled = compile_candidate(spec, source, origin, arch);
