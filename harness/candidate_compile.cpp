@@ -7,6 +7,8 @@
 #include "harness/kernel_contract.hpp"
 #include "harness/module_state.hpp"
 #include "kernels_cuda/launch_plan.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/user_type.hpp"
 
 namespace ak {
 
@@ -23,6 +25,26 @@ std::vector<std::string> candidate_name_expressions(const KernelSpec& spec, cons
   for (DType d : spec.dtypes) names.push_back(entry_expression(spec, d));
   return names;
 }
+
+namespace {
+
+/// A user type's plan checked at every declared shape before the compile, so that `autokernel
+/// compile` says it without a GPU: CUDA's grid and block limits and an H100's shared memory; the
+/// load checks again with the GPU's own limits and the run's scratch cap.
+std::string plan_problem(const KernelSpec& spec, const std::string& source) {
+  const UserTypeSpec* user = spec.launch_plans ? find_user_type(spec.type) : nullptr;
+  if (!user) return "";
+  auto text = launch_plan_source_text(source);
+  if (!text || !*text) return "";   // no plan, or one the contract's check already refused
+  auto plan = parse_launch_plan(**text);
+  if (!plan) return "";
+  LaunchLimits limits;
+  limits.scratch_cap_bytes = UINT64_MAX;
+  auto checked = check_launch_plan(*plan, *user, limits);
+  return checked ? "" : checked.error().message;
+}
+
+}  // namespace
 
 CompileRequest candidate_request(const KernelSpec& spec, const std::string& source, const std::string& filename,
                                  const std::string& arch) {
@@ -50,6 +72,10 @@ Result<CandidateCompile> compile_candidate(const KernelSpec& spec, const std::st
   if (auto problems = contract_violations(source, spec); !problems.empty()) {
     for (auto& p : problems) out.message += (out.message.empty() ? "" : "; ") + p;
     out.message = "the file breaks the kernel contract: " + out.message;
+    return out;
+  }
+  if (std::string why = plan_problem(spec, source); !why.empty()) {
+    out.message = "the file's launch plan cannot run: " + why;
     return out;
   }
   auto compiled = compile_in_sandbox(candidate_request(spec, source, filename, arch));

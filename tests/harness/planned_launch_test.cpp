@@ -8,6 +8,7 @@
 #include "harness/candidate_compile.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/kernel_contract.hpp"
+#include "harness/kernel_launch.hpp"
 #include "harness/nvrtc_compile.hpp"
 #include "harness/planned_launch.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -116,6 +117,24 @@ TEST_CASE("NVRTC compiles a two-step planned file, each step per dtype, and the 
   CHECK_FALSE(out->cubin.empty());
 }
 
+TEST_CASE("a plan that fails at a declared shape is refused before the compile, naming the statement and shape", "[planned_launch]") {
+  const UserTypeSpec user = doubling_type("plan_precheck");
+  REQUIRE(register_user_type(user).ok());
+  const KernelSpec* spec = find_spec("plan_precheck");
+  REQUIRE(spec != nullptr);
+  auto c = compile_candidate(*spec, doubling_file("    \"let n = batch_size * dim;\"\n"
+                                                 "    \"scratch doubled float[n];\"\n"
+                                                 "    \"step double_into grid(ceil_div(n, dim - 1)) block(256);\"\n"
+                                                 "    \"step store_out grid(ceil_div(n, 256)) block(128, 2);\""),
+                             "plan_precheck.cu", "sm_90a");
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->ok);
+  CHECK_THAT(c->message, Contains("the file's launch plan cannot run: at edge shape 1 (batch_size = 1, dim = 1, fp32)") &&
+                             Contains("`step double_into grid(ceil_div(n, dim - 1)) block(256);`") &&
+                             Contains("division by zero: ceil_div(1, 0)"));
+  CHECK(c->output.cubin.empty());   // nothing was compiled
+}
+
 TEST_CASE("a launch's time runs from its first step's start to its last step's end", "[planned_launch]") {
   using Span = CuptiKernelTimer::Span;
   // Two launches of a two-step file (a gap of 5 us between its steps), then one of a one-step file.
@@ -200,7 +219,7 @@ TEST_CASE("a file that reads scratch before this launch wrote it (the last launc
   CHECK(v.failed_stage == "smoke");
 }
 
-TEST_CASE("a step whose grid divides by zero at the edge shape is refused at load, naming the expression", "[gpu][planned_launch]") {
+TEST_CASE("a step whose grid divides by zero at the edge shape is refused before any step runs, naming the expression", "[gpu][planned_launch]") {
   if (!test::gpu_or_skip()) return;
   const UserTypeSpec spec = doubling_type("plan_gpu_zero");
   const Verdict v = judge_planned(spec, doubling_file("    \"let n = batch_size * dim;\"\n"
@@ -211,6 +230,28 @@ TEST_CASE("a step whose grid divides by zero at the edge shape is refused at loa
   CHECK(v.failed_stage == "compile");
   CHECK_THAT(v.message, Contains("at edge shape 1 (batch_size = 1, dim = 1, fp32)") &&
                             Contains("\"ceil_div(n, dim - 1)\": division by zero: ceil_div(1, 0)"));
+}
+
+TEST_CASE("a plan whose scratch passes the run's cap is refused at load, naming the statement and the shape", "[gpu][planned_launch]") {
+  if (!test::gpu_or_skip()) return;
+  const UserTypeSpec user = doubling_type("plan_gpu_cap");
+  REQUIRE(register_user_type(user).ok());
+  const KernelSpec* spec = find_spec("plan_gpu_cap");
+  REQUIRE(spec != nullptr);
+  auto c = compile_candidate(*spec, doubling_file(), "plan_gpu_cap.cu", plan_harness().gpu().info().arch);
+  REQUIRE(c.ok());
+  INFO(c->message + "\n" + c->output.log);
+  REQUIRE(c->ok);
+  // 64 x 4096 floats (1 MiB) fit a cap of 1 MiB; the bench shape's 256 x 4096 do not.
+  auto k = LaunchableKernel::candidate(plan_harness().gpu(), *spec, c->output, uint64_t(1) << 20);
+  REQUIRE_FALSE(k.ok());
+  CHECK_THAT(k.error().message, Contains("at the bench shape (batch_size = 256, dim = 4096, fp32)") &&
+                                    Contains("`scratch doubled float[n];`") && Contains("above the cap of 1 MiB"));
+  auto fits = LaunchableKernel::candidate(plan_harness().gpu(), *spec, c->output);
+  INFO((fits ? "" : fits.error().message));
+  REQUIRE(fits.ok());
+  CHECK(fits->planned());
+  CHECK(fits->steps() == 2);
 }
 
 TEST_CASE("a planned file's time covers every step and the gaps between them", "[gpu][planned_launch]") {
