@@ -254,6 +254,38 @@ TEST_CASE("a plan whose scratch passes the run's cap is refused at load, naming 
   CHECK(fits->steps() == 2);
 }
 
+TEST_CASE("a step without the plan's parameters, or a plan the module does not export, is refused at load", "[gpu][planned_launch]") {
+  if (!test::gpu_or_skip()) return;
+  const UserTypeSpec user = doubling_type("plan_gpu_params");
+  REQUIRE(register_user_type(user).ok());
+  const KernelSpec* spec = find_spec("plan_gpu_params");
+  REQUIRE(spec != nullptr);
+  GpuContext& gpu = plan_harness().gpu();
+  auto load = [&](const std::string& source) -> std::string {
+    auto c = compile_candidate(*spec, source, "plan_gpu_params.cu", gpu.info().arch);
+    REQUIRE(c.ok());
+    INFO(c->message + "\n" + c->output.log);
+    REQUIRE(c->ok);
+    auto k = LaunchableKernel::candidate(gpu, *spec, c->output);
+    REQUIRE_FALSE(k.ok());
+    return k.error().message;
+  };
+  std::string no_scratch = doubling_file();
+  const std::string with = "__global__ void store_out(const T* __restrict__ x, T* __restrict__ out, float* __restrict__ doubled, int batch_size, int dim)";
+  REQUIRE(no_scratch.find(with) != std::string::npos);
+  no_scratch.replace(no_scratch.find(with), with.size(),
+                     "__global__ void store_out(const T* __restrict__ x, T* __restrict__ out, int batch_size, int dim) { float* doubled = nullptr;");
+  no_scratch.replace(no_scratch.find("{\n  const long long i", no_scratch.find("void store_out")), 1, "");
+  CHECK_THAT(load(no_scratch), Contains("store_out<float>: the entry point takes 4 parameters; the harness passes 5: "
+                                        "template <typename T> __global__ void store_out(const T* __restrict__ x, T* __restrict__ out, "
+                                        "float* __restrict__ doubled, int batch_size, int dim)"));
+  std::string hidden = doubling_file();
+  const size_t at = hidden.find("extern \"C\" __constant__ char ak_launch");
+  hidden.insert(at, "#if 0\n");
+  hidden.insert(hidden.find(";\ntemplate", at) + 2, "#endif\n");
+  CHECK_THAT(load(hidden), Contains("the module exports none"));
+}
+
 TEST_CASE("a planned file's time covers every step and the gaps between them", "[gpu][planned_launch]") {
   // Two steps of 100 us each around the real work: the candidate's time is at least their sum.
   if (!test::gpu_or_skip()) return;
