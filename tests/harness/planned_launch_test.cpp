@@ -66,6 +66,14 @@ std::string doubling_file(const std::string& plan = "") {
          "template <typename T>\n__global__ void spin_after" + kStepParams + " { spin_100us(); }\n";
 }
 
+/// Two 100 us spins around the doubling steps.
+const char* kSpinPlan = "    \"let n = batch_size * dim;\"\n"
+                        "    \"scratch doubled float[n];\"\n"
+                        "    \"step spin_before grid(1) block(1);\"\n"
+                        "    \"step double_into grid(ceil_div(n, 256)) block(256);\"\n"
+                        "    \"step store_out grid(ceil_div(n, 256)) block(128, 2);\"\n"
+                        "    \"step spin_after grid(1) block(1);\"";
+
 }  // namespace
 
 TEST_CASE("a planned file keeps the contract without an entry point, and a missing step is named", "[planned_launch]") {
@@ -115,6 +123,13 @@ TEST_CASE("NVRTC compiles a two-step planned file, each step per dtype, and the 
   for (auto& f : out->functions) CHECK_FALSE(f.lowered_name.empty());
   CHECK(compiled_step_names(*out) == std::vector<std::string>{"double_into", "store_out"});
   CHECK_FALSE(out->cubin.empty());
+
+  // The GPU test's four steps, two of them spinning on the global timer.
+  auto four = nvrtc_compile(candidate_request(spec, doubling_file(kSpinPlan), "plan_nvrtc.cu", "sm_90a"));
+  REQUIRE(four.ok());
+  INFO(four->log);
+  REQUIRE(four->ok);
+  CHECK(compiled_step_names(*four) == std::vector<std::string>{"spin_before", "double_into", "store_out", "spin_after"});
 }
 
 TEST_CASE("a plan that fails at a declared shape is refused before the compile, naming the statement and shape", "[planned_launch]") {
@@ -290,12 +305,7 @@ TEST_CASE("a planned file's time covers every step and the gaps between them", "
   // Two steps of 100 us each around the real work: the candidate's time is at least their sum.
   if (!test::gpu_or_skip()) return;
   const UserTypeSpec spec = doubling_type("plan_gpu_time");
-  const Verdict v = judge_planned(spec, doubling_file("    \"let n = batch_size * dim;\"\n"
-                                                     "    \"scratch doubled float[n];\"\n"
-                                                     "    \"step spin_before grid(1) block(1);\"\n"
-                                                     "    \"step double_into grid(ceil_div(n, 256)) block(256);\"\n"
-                                                     "    \"step store_out grid(ceil_div(n, 256)) block(128, 2);\"\n"
-                                                     "    \"step spin_after grid(1) block(1);\""));
+  const Verdict v = judge_planned(spec, doubling_file(kSpinPlan));
   INFO(v.message);
   CHECK(v.correctness == Correctness::Pass);
   REQUIRE(v.timing.has_value());
