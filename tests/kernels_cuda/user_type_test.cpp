@@ -375,7 +375,7 @@ TEST_CASE("a size expression that reads no dim nor integer global, or leaves the
   CHECK(parse_user_type(only_in_expr, "types/t.toml").ok());
 }
 
-TEST_CASE("an output may be int64 or a scalar; a parameter stays floating point", "[user_type]") {
+TEST_CASE("an output may be int64 or a scalar, and a parameter stays floating point", "[user_type]") {
   const UserTypeSpec argmax = parsed(pool_with("name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"(length - kernel_size) / stride + 1\"]\ntype = \"float\"",
                                                "name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\"]\ntype = \"int64\""));
   CHECK(argmax.tensors[1].int64);
