@@ -22,6 +22,9 @@ std::string run_name_of(const fs::path& config) {
   return name.empty() ? "kernelbench" : name;
 }
 
+/// Where the refusals of a call that writes `config` go: <config stem>.refused.tsv beside it.
+fs::path refusals_path(const fs::path& config) { return config.parent_path() / (config.stem().string() + ".refused.tsv"); }
+
 /// A file to write: its path and its text.
 using PendingFile = std::pair<fs::path, std::string>;
 
@@ -55,26 +58,27 @@ int kernelbench_command(const Args& args) {
   bool force = false;
   ArgParser p("autokernel kernelbench FILE.py... --out CONFIG [--types DIR] [--python PATH] [--force]",
               "Reads problems in KernelBench's format (class Model, get_inputs, get_init_inputs, module-level\n"
-              "size globals) without running them, and writes for each one it accepts a user type: a spec\n"
-              "(DIR/<name>.toml, DIR default: `types` beside CONFIG) and a copy of the problem beside it. It\n"
-              "accepts elementwise, row-wise (over the last dimension), single-axis reduction and GEMM-with-\n"
-              "epilogue problems and refuses the rest with the reason and line (convolutions, pooling, scans,\n"
-              "attention, ...). Writes CONFIG with one [[kernel]] per accepted problem. The analysis needs a\n"
-              "Python 3 but no PyTorch. An existing CONFIG, or a spec or copy in DIR with other text, is not\n"
-              "overwritten without --force. Exits 0 when it accepted a problem, 2 when it accepted none or\n"
-              "would overwrite.\n"
+              "size globals) by running them with PyTorch on its meta device (no GPU, no memory), and writes\n"
+              "for each one it accepts a user type: a spec (DIR/<name>.toml, DIR default: `types` beside\n"
+              "CONFIG) and a copy of the problem beside it. It refuses, with the reason, what cannot be\n"
+              "judged: a forward that draws random numbers (dropout in training mode), tensors other than\n"
+              "float and int64, inputs that are not tensors, problems that fail to run. Writes CONFIG with one\n"
+              "[[kernel]] per accepted problem, and the refusals beside it (<CONFIG stem>.refused.tsv), which\n"
+              "`report` counts as problems not solved. The analysis needs a Python with PyTorch. An existing\n"
+              "CONFIG, or a spec or copy in DIR with other text, is not overwritten without --force. Exits 0\n"
+              "when it accepted a problem, 2 when it accepted none or would overwrite.\n"
               "See docs/user-types.md (Importing KernelBench problems).");
   p.positionals("FILE.py", "KernelBench problem files", &files)
       .option("out", "CONFIG", "the config to write", &out)
       .option("types", "DIR", "where the specs go (default: `types` beside CONFIG)", &types)
-      .option("python", "PATH", "the Python 3 that runs the analysis (default python3; PyTorch not needed)", &python)
+      .option("python", "PATH", "the Python 3 with PyTorch that runs the analysis (default python3)", &python)
       .flag("force", "overwrite CONFIG and the specs and problem copies in DIR where they exist", &force);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (out.empty())
     return std::fprintf(stderr, "autokernel kernelbench: give --out CONFIG (the config to write)\n"), kExitUsage;
   if (!python_available(python))
     return std::fprintf(stderr, "autokernel kernelbench: %s not found: the analysis of a problem needs a Python 3 "
-                                "(no PyTorch); install python3 or give --python PATH\n", python.c_str()), kExitUsage;
+                                "with PyTorch; install python3 and torch or give --python PATH\n", python.c_str()), kExitUsage;
   const fs::path config = fs::absolute(out);
   if (std::error_code ec; fs::exists(config, ec) && (!force || fs::is_directory(config, ec)))
     return std::fprintf(stderr, "autokernel kernelbench: --out %s exists%s\n", terminal_safe(config.string()).c_str(),
@@ -92,31 +96,38 @@ int kernelbench_command(const Args& args) {
   std::vector<std::string> spec_paths;
   std::vector<PendingFile> pending;   // written only once every problem is read and nothing would be overwritten
   std::map<std::string, std::string> taken;   // type name -> the file that has it
-  std::map<std::string, int> refusals;
+  std::vector<std::pair<std::string, std::string>> refusals;   // file, reason
+  auto refuse = [&](const std::string& file, const std::string& why) {
+    std::printf("%s: refused: %s\n", terminal_safe(file).c_str(), terminal_safe(why).c_str());
+    refusals.emplace_back(file, why);
+  };
+  std::vector<std::string> readable;
+  for (auto& file : files)
+    if (std::error_code ec; fs::is_regular_file(file, ec)) readable.push_back(file);
+  auto analyses = analyse_problems(python, readable);
+  if (!analyses) {
+    std::fprintf(stderr, "autokernel kernelbench: %s\n", analyses.error().message.c_str());
+    return kExitUsage;
+  }
+  size_t next = 0;
   for (auto& file : files) {
     const std::string shown = terminal_safe(file);
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) {
-      std::printf("%s: refused: no such file\n", shown.c_str());
-      ++refusals["no such file"];
+    if (next == readable.size() || readable[next] != file) {
+      refuse(file, "no such file");
       continue;
     }
-    auto analysis = analyse_problem(python, file);
+    auto& analysis = (*analyses)[next++];
     if (!analysis) {
-      std::printf("%s: refused: %s\n", shown.c_str(), terminal_safe(analysis.error().message).c_str());
-      ++refusals["the analyser failed"];
+      refuse(file, analysis.error().message);
       continue;
     }
     if (!analysis->value("accepted", false)) {
-      std::printf("%s: refused: %s\n", shown.c_str(), terminal_safe(analysis->value("refused", std::string("?"))).c_str());
-      ++refusals["refused"];
+      refuse(file, analysis->value("refused", std::string("?")));
       continue;
     }
     const std::string name = kernelbench_type_name(file);
     if (auto [it, fresh] = taken.emplace(name, file); !fresh) {
-      std::printf("%s: refused: its type name %s is taken by %s (rename one file)\n", shown.c_str(), name.c_str(),
-                  terminal_safe(it->second).c_str());
-      ++refusals["name taken"];
+      refuse(file, "its type name " + name + " is taken by " + it->second + " (rename one file)");
       continue;
     }
     auto written = user_type_files(*analysis, file, name, types_dir);
@@ -126,13 +137,13 @@ int kernelbench_command(const Args& args) {
     }
     const fs::path spec = written->back().first;
     pending.insert(pending.end(), written->begin(), written->end());
+    std::error_code ec;
     const fs::path relative = fs::relative(spec, config.parent_path(), ec);
     spec_paths.push_back((ec || relative.empty() ? spec : relative).generic_string());
     std::printf("%s: accepted (%s) as %s -> %s\n", shown.c_str(), analysis->value("kind", std::string()).c_str(),
                 name.c_str(), terminal_safe(spec.string()).c_str());
   }
-  int refused = 0;
-  for (auto& [why, n] : refusals) refused += n;
+  const int refused = int(refusals.size());
   if (spec_paths.empty()) {
     std::fprintf(stderr, "autokernel kernelbench: no problem accepted (%d refused): %s not written\n", refused,
                  config.c_str());
@@ -149,11 +160,17 @@ int kernelbench_command(const Args& args) {
       std::fprintf(stderr, "autokernel kernelbench: %s\n", s.error().message.c_str());
       return kExitFailure;
     }
+  const fs::path refused_path = refusals_path(config);
+  if (auto s = write_file_atomic(refused_path.string(), kernelbench_refusals_text(refusals)); !s) {
+    std::fprintf(stderr, "autokernel kernelbench: %s\n", s.error().message.c_str());
+    return kExitFailure;
+  }
   if (auto s = write_file_atomic(config.string(), kernelbench_config_text(run_name_of(config), spec_paths)); !s) {
     std::fprintf(stderr, "autokernel kernelbench: %s\n", s.error().message.c_str());
     return kExitFailure;
   }
-  std::printf("%zu accepted, %d refused; wrote %s\n", spec_paths.size(), refused, config.c_str());
+  std::printf("%zu accepted, %d refused; wrote %s and %s\n", spec_paths.size(), refused, config.c_str(),
+              refused_path.c_str());
   return kExitOk;
 }
 

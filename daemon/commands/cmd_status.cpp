@@ -53,20 +53,31 @@ int combined_report_command(const std::string& list, const std::string& out) {
 }  // namespace
 
 int report_command(const Args& args) {
-  std::string dir, out;
+  std::string dir, out, refused;
   ArgParser p("autokernel report --run DIR[,DIR...] [--out DIR]",
               "Writes report.md (per-kernel summary, kept steps, verdict counts; for user types, KernelBench's\n"
-              "correctness, speedups over PyTorch eager and torch.compile, and fast_p) and progress.svg\n"
+              "correctness, speedups over PyTorch eager and torch.compile, and fast_p at 0, 1, 1.5 and 2 over\n"
+              "every problem given to `kernelbench`, its refusals included) and progress.svg\n"
               "(throughput over experiments per kernel, kept steps filled) into the run folder or --out.\n"
               "With several run folders (one per box, docs/scale.md): one report.md over all of them,\n"
               "with the whole program's Amdahl speedup, and one <run>-progress.svg each, in --out.");
   p.option("run", "DIR", "the run folder (workdir/name), or several separated by commas", &dir)
-      .option("out", "DIR", "where to write (default: the run folder)", &out);
+      .option("out", "DIR", "where to write (default: the run folder)", &out)
+      .option("refused", "FILE", "the problems `kernelbench` refused, counted as not correct (default: the "
+              "<config stem>.refused.tsv it wrote beside the run's config, where that is)", &refused);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (dir.empty()) return std::fprintf(stderr, "autokernel report: --run DIR is required\n"), kExitUsage;
+  if (!refused.empty() && dir.find(',') != std::string::npos)
+    return std::fprintf(stderr, "autokernel report: --refused takes one run folder, not several\n"), kExitUsage;
   if (dir.find(',') != std::string::npos) return combined_report_command(dir, out);
   auto snap = read_run(dir);
   if (!snap) return std::fprintf(stderr, "autokernel report: %s\n", snap.error().message.c_str()), kExitUsage;
+  if (!refused.empty()) {
+    auto problems = read_kernelbench_refusals(refused);
+    if (!problems) return std::fprintf(stderr, "autokernel report: --refused %s\n", problems.error().message.c_str()), kExitUsage;
+    snap->kernelbench_refused = std::move(*problems);
+    snap->refusals_file = refused;
+  }
   if (out.empty()) out = dir;
   std::error_code ec;
   if (std::filesystem::create_directories(out, ec); ec)

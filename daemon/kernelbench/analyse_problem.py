@@ -1,897 +1,887 @@
-"""Reads a problem in KernelBench's format (class Model, get_inputs, get_init_inputs, size globals)
-without running it and prints what `autokernel kernelbench` needs to write a user type's spec, as
-JSON on stdout: the integer globals and which of them are sizes, the input tensors, the parameters
-and buffers the common layers create (named_parameters then named_buffers order), the kind of the
-forward (elementwise, rowwise, reduction, gemm_epilogue) and its output's shape, or a refusal that
-names the construct and its line.
+"""Reads a problem in KernelBench's format (class Model, get_inputs, get_init_inputs, module-level
+size globals) by running it, and prints what `autokernel kernelbench` needs to write a user type's
+spec, as JSON on stdout: the dims (the globals that size its tensors) and the [fixed] globals, its
+tensors in the spec's order with their shapes as integer expressions over those, its kind, the
+shapes of its five stages, or a refusal with the reason.
 
-Standard library only (ast): it runs where PyTorch is not installed, and it never imports or runs
-the problem. Where it cannot tell what the code does, it refuses rather than guesses.
+The module runs with PyTorch, on the `meta` device (shapes, no data, no memory) wherever it can, and
+on the CPU at small sizes only where meta cannot run it. It runs as KernelBench calls it: built by
+`Model(*get_init_inputs())`, left in the mode it is built in (training), under no_grad.
 
-usage: python3 analyse_problem.py FILE.py   (exit 0 with the JSON, 2 when the file cannot be read)
+Sizes are changed by executing the module's source again with the chosen globals assigned anew
+after each of their module-level assignments, so that a global computed from them
+(`bias_shape = (out_features,)`) follows: harness/reference_server.py does the same at every shape.
+
+usage: python3 analyse_problem.py FILE.py...   (one JSON verdict a line, in the files' order; exit 2
+without PyTorch)
 """
 import ast
+import inspect
 import json
-import math
+import re
 import sys
+
+torch = None  # imported in main(): the problem cannot be read without it
+
+# Tensors of a stage shape stay under this many elements (the smoke shape under 1/64 of it).
+MAX_STAGE_ELEMENTS = 1 << 22
+# Names of globals that are a layer's hyperparameters rather than sizes, even where they shape a
+# weight (kernel_size, groups): kept as the module sets them, [fixed] in the spec.
+HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|scale_factor|^dim$|axis")
 
 
 class Refused(Exception):
-    """The problem is outside what a user type can express; the message says why and where."""
+    """The problem cannot be judged as a user type; the message says why."""
 
 
-def refuse(node, what):
-    line = getattr(node, "lineno", None)
-    raise Refused(what + (" (line %d)" % line if line else ""))
+# ---- running the module at chosen sizes -----------------------------------------------------------
+
+def assigned_names(target):
+    """The plain names an assignment target binds (a, or a, b in a tuple target)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in assigned_names(t)]
+    return []
 
 
-# ---- the values the analysis tracks ----
-
-class Tensor:
-    """A tensor of a symbolic shape: each entry a size global's name or an integer."""
-
-    def __init__(self, shape, origin=None, dtype="float"):
-        self.shape = list(shape)
-        self.origin = origin  # ("input", name) or ("parameter", name) while it is one unchanged
-        self.transposed = False
-        self.dtype = dtype
-
-
-class Const:
-    """A Python number, known or not (a float constant the module passes in, say)."""
-
-    def __init__(self, value=None):
-        self.value = value
-
-
-class MaxTuple:
-    """torch.max(x, dim) and friends: (values, indices)."""
-
-    def __init__(self, values):
-        self.values = values
+def with_overrides(tree, overrides):
+    """The module's AST with `name = value` inserted after every module-level assignment of a name
+    in `overrides`: what is computed from it afterwards sees the new value."""
+    body = []
+    for stmt in tree.body:
+        body.append(stmt)
+        if isinstance(stmt, ast.Assign):
+            names = [n for t in stmt.targets for n in assigned_names(t)]
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            names = assigned_names(stmt.target)
+        else:
+            names = []
+        for name in names:
+            if name in overrides:
+                assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Constant(value=overrides[name]))
+                body.append(ast.copy_location(assign, stmt))
+    out = ast.Module(body=body, type_ignores=[])
+    return ast.fix_missing_locations(out)
 
 
-class Layer:
-    def __init__(self, kind, node, **config):
-        self.kind = kind
-        self.node = node
-        self.config = config
+def module_at(source, path, overrides):
+    """The problem's globals after executing it with `overrides` assigned."""
+    tree = with_overrides(ast.parse(source, filename=path), overrides)
+    namespace = {"__name__": "kernelbench_problem", "__file__": path}
+    exec(compile(tree, path, "exec"), namespace)
+    return namespace
 
 
-ELEMENTWISE_FUNCTIONS = {
-    "relu", "relu_", "sigmoid", "tanh", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "abs",
-    "neg", "sqrt", "rsqrt", "sin", "cos", "erf", "erfc", "gelu", "silu", "mish", "softplus", "elu",
-    "selu", "celu", "leaky_relu", "hardtanh", "hardsigmoid", "hardswish", "softsign", "relu6",
-    "logsigmoid", "tanhshrink", "square", "reciprocal", "sign", "floor", "ceil", "round", "clamp",
-    "clamp_min", "clamp_max", "clip", "dropout", "clone", "detach", "contiguous", "float",
-    "sigmoid_", "tanh_", "exp_", "trunc", "frac", "swish",
-}
-BINARY_FUNCTIONS = {"add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
-                    "maximum", "minimum", "pow", "fmax", "fmin", "atan2", "remainder", "fmod"}
-ELEMENTWISE_MODULES = {
-    "ReLU", "GELU", "Tanh", "Sigmoid", "LeakyReLU", "Hardtanh", "SiLU", "Mish", "Softplus", "ELU",
-    "SELU", "CELU", "Hardsigmoid", "Hardswish", "Softsign", "Dropout", "Identity", "ReLU6",
-    "LogSigmoid", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold",
-}
-REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "norm"}
-ROW_FUNCTIONS = {"softmax", "log_softmax"}
-REFUSED_NAMES = [
-    ("ConvTranspose", "a transposed convolution"), ("conv_transpose", "a transposed convolution"),
-    ("Conv", "a convolution"), ("conv", "a convolution"), ("Pool", "pooling"), ("pool", "pooling"),
-    ("cumsum", "a scan (cumsum)"), ("cumprod", "a scan (cumprod)"), ("cummax", "a scan (cummax)"),
-    ("cummin", "a scan (cummin)"), ("flip", "flip"), ("attention", "attention"), ("Attention", "attention"),
-    ("RNN", "a recurrent layer"), ("LSTM", "a recurrent layer"), ("GRU", "a recurrent layer"),
-    ("sort", "sorting"), ("topk", "top-k"), ("argmax", "an index output (argmax)"),
-    ("argmin", "an index output (argmin)"), ("Loss", "a loss (reduces to a scalar)"),
-    ("_loss", "a loss (reduces to a scalar)"), ("cross_entropy", "a loss (reduces to a scalar)"),
-    ("kl_div", "a loss (reduces to a scalar)"), ("GroupNorm", "GroupNorm (channels must stay a "
-     "multiple of num_groups)"), ("group_norm", "GroupNorm"), ("InstanceNorm", "InstanceNorm"),
-    ("instance_norm", "InstanceNorm"), ("Embedding", "an embedding lookup"), ("einsum", "einsum"),
-    ("bmm", "a batched matmul"), ("baddbmm", "a batched matmul"), ("tril", "tril/triu (a masked output)"),
-    ("triu", "tril/triu (a masked output)"), ("diag", "diag"), ("Sequential", "nn.Sequential"),
-    ("ModuleList", "nn.ModuleList"), ("interpolate", "interpolation"), ("Upsample", "interpolation"),
-    ("pad", "padding"), ("gather", "gather"), ("scatter", "scatter"), ("index", "indexing"),
-    ("masked", "masking"), ("where", "torch.where"),
-]
+def module_globals(source, path):
+    """The integer and float globals the module sets (bool excluded), in the order it sets them."""
+    namespace = module_at(source, path, {})
+    order = []
+    for stmt in ast.parse(source).body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        for t in targets:
+            for name in assigned_names(t) if t is not None else []:
+                if name not in order:
+                    order.append(name)
+    return {n: namespace[n] for n in order
+            if isinstance(namespace.get(n), (int, float)) and not isinstance(namespace.get(n), bool)}
 
 
-def refused_construct(name):
-    for needle, what in REFUSED_NAMES:
-        if needle in name:
-            return "%s: %s" % (what, name)
-    return None
+def derived_globals(source):
+    """{global: [the globals its module-level value is computed from]} for those computed from others."""
+    seen, derived = set(), {}
+    for stmt in ast.parse(source).body:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            continue
+        used = sorted({n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in seen})
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for name in [n for t in targets for n in assigned_names(t)]:
+            if used:
+                derived[name] = used
+            seen.add(name)
+    return derived
 
 
-def dotted(node):
-    """'torch.nn.functional.gelu' for an attribute chain of names, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+# ---- one run of the problem -------------------------------------------------------------------------
+
+RNG_OPS = ("rand", "bernoulli", "normal", "uniform", "multinomial", "exponential", "geometric", "cauchy",
+           "log_normal", "randperm", "poisson")
 
 
-class Problem:
+class OpLog:
+    """The aten ops a forward ran (name, args), recorded by a dispatch mode."""
+
+    def __init__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        log = self
+        self.ops = []
+        self.largest_results = [0, 0]   # bytes of the two largest tensors an op returned
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                log.ops.append((func.overloadpacket.__name__, args))
+                result = func(*args, **(kwargs or {}))
+                for r in result if isinstance(result, (tuple, list)) else [result]:
+                    if isinstance(r, torch.Tensor):
+                        log.largest_results = sorted(log.largest_results + [r.numel() * r.element_size()])[-2:]
+                return result
+        self.mode = Mode()
+
+
+def tensor_type(t):
+    if t.is_floating_point():
+        return "float"
+    return "int64" if t.dtype == torch.int64 else str(t.dtype).replace("torch.", "")
+
+
+class Run:
+    """What one run of the problem at one set of overrides found: every tensor the kernel takes or
+    writes as (role, name, type, shape), the forward's aten ops and the constant inputs."""
+
+    def __init__(self, tensors, ops, constants, int_ranges, largest_results=(0, 0)):
+        self.tensors = tensors
+        self.ops = ops
+        self.largest_results = list(largest_results)
+        self.constants = constants      # {position: value} of get_inputs' non-tensor values
+        self.int_ranges = int_ranges    # {input position: (low, high)} of torch.randint draws
+
+    def signature(self):
+        return [(r, n, t) for r, n, t, _ in self.tensors]
+
+    def shapes(self):
+        return [s for _, _, _, s in self.tensors]
+
+    def largest(self, skip=()):
+        """Elements of the largest tensor but those at the positions `skip`."""
+        return max((numel(s) for i, s in enumerate(self.shapes()) if i not in skip), default=1)
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def forward_names(model_class, count):
+    """forward's parameter names for `count` inputs (input<i> where it takes *args)."""
+    try:
+        params = [p for p in inspect.signature(model_class.forward).parameters.values()][1:]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(count):
+        p = params[i] if i < len(params) else None
+        ok = p is not None and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        names.append(p.name if ok else "input%d" % i)
+    return names
+
+
+def tensor_attributes(model):
+    """(dotted name, tensor) of tensors held as plain attributes of the model or its submodules
+    (neither parameters nor buffers: an RNN's initial hidden state set in __init__). The kernel
+    takes them as buffers."""
+    out = []
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                out.append(((prefix + "." if prefix else "") + name, value))
+    return out
+
+
+def recorded_randint():
+    """A torch.randint stand-in that remembers each draw's tensor with its [low, high)."""
+    draws = []
+    real = torch.randint
+
+    def randint(*args, **kwargs):
+        t = real(*args, **kwargs)
+        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        low, high = (kwargs.get("low", 0), kwargs.get("high")) if "high" in kwargs else \
+            ((0, ints[0]) if len(ints) == 1 else (ints[0], ints[1]) if len(ints) >= 2 else (None, None))
+        draws.append((t, low, high))
+        return t
+    return randint, draws, real
+
+
+def run_problem(source, path, overrides, device):
+    """Builds and runs the problem on `device` with `overrides`: a Run, or an exception."""
+    namespace = module_at(source, path, overrides)
+    for needed in ("Model", "get_inputs", "get_init_inputs"):
+        if not callable(namespace.get(needed)):
+            raise Refused("no %s: not a problem in KernelBench's format" % needed)
+    torch.manual_seed(0)
+    randint, draws, real = recorded_randint()
+    torch.randint = randint
+    try:
+        with torch.device(device):
+            model = namespace["Model"](*namespace["get_init_inputs"]())
+            inputs = list(namespace["get_inputs"]())
+    finally:
+        torch.randint = real
+    constants, tensors, int_ranges = {}, [], {}
+    names = forward_names(namespace["Model"], len(inputs))
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            tensors.append(("input", names[i], tensor_type(x), list(x.shape)))
+            for t, low, high in draws:
+                if t is x:
+                    int_ranges[i] = (low, high)
+        else:
+            constants[i] = x
+    tensors += [("parameter", n, tensor_type(p), list(p.shape)) for n, p in model.named_parameters()]
+    tensors += [("buffer", n, tensor_type(b), list(b.shape)) for n, b in model.named_buffers()]
+    tensors += [("buffer", n, tensor_type(b), list(b.shape)) for n, b in tensor_attributes(model)]
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    log = OpLog()
+    with torch.no_grad(), log.mode:
+        result = model(*inputs)
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    for i, o in enumerate(outputs):
+        if not isinstance(o, torch.Tensor):
+            raise Refused("forward returns a %s (output %d): the outputs of a user type are tensors" % (type(o).__name__, i))
+        tensors.append(("output", "out" if len(outputs) == 1 else "out%d" % i, tensor_type(o), list(o.shape)))
+    return Run(tensors, log.ops, constants, int_ranges, log.largest_results)
+
+
+class Runner:
+    """Runs the problem at overrides on meta, or on the CPU where meta cannot run it, remembering
+    each result (a Run, or None where the sizes are not valid for the problem)."""
+
     def __init__(self, source, path):
-        self.path = path
-        self.tree = ast.parse(source, filename=path)
-        self.globals = {}        # name -> value (int, float, tuple of atoms, ...), the module's last word
-        self.global_line = {}
-        self.derived = {}        # name -> the globals its value is computed from
-        self.roles = {}          # name -> ("size" | "axis", why)
-        self.inputs = []
-        self.parameters = []     # (name, shape, owner order key)
-        self.buffers = []
-        self.attrs = {}          # self.<attr> -> Layer | Const | atoms | Tensor(parameter)
-        self.model = None
-        self.functions = {}
-        self.events = []
+        self.source, self.path = source, path
+        self.device = "meta"
+        self.cache = {}
+        self.meta_error = None
 
-    # ---- module level ----
-    def read_module(self):
-        for stmt in self.tree.body:
-            if isinstance(stmt, ast.ClassDef) and stmt.name == "Model":
-                self.model = stmt
-            elif isinstance(stmt, ast.FunctionDef):
-                self.functions[stmt.name] = stmt
-            elif isinstance(stmt, ast.Assign):
-                self.read_global_assign(stmt)
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                self.set_global(stmt.target.id, stmt.value, stmt)
-        for needed, node in (("Model", self.model), ("get_inputs", self.functions.get("get_inputs")),
-                             ("get_init_inputs", self.functions.get("get_init_inputs"))):
-            if node is None:
-                raise Refused("no %s: not a problem in KernelBench's format" % needed)
-
-    def read_global_assign(self, stmt):
-        for target in stmt.targets:
-            if isinstance(target, ast.Name):
-                self.set_global(target.id, stmt.value, stmt)
-            elif isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple) and \
-                    len(target.elts) == len(stmt.value.elts):
-                for t, v in zip(target.elts, stmt.value.elts):
-                    if isinstance(t, ast.Name):
-                        self.set_global(t.id, v, stmt)
-
-    def set_global(self, name, value_node, stmt):
-        used = {n.id for n in ast.walk(value_node) if isinstance(n, ast.Name) and n.id in self.globals}
-        try:
-            value = self.constant(value_node)
-        except Refused:
-            value = None
-        self.globals[name] = value
-        self.global_line[name] = stmt.lineno
-        if used:  # e.g. bias_shape = (out_features,): it must be computed again at each shape
-            self.derived[name] = sorted(used)
-        else:
-            self.derived.pop(name, None)
-        if isinstance(value, tuple):
-            # A tuple of sizes (bias_shape = (out_features,)): its entries name the globals.
-            self.globals[name] = tuple(self.atom_of(e) for e in value_node.elts) if isinstance(
-                value_node, (ast.Tuple, ast.List)) else value
-
-    def atom_of(self, node):
-        if isinstance(node, ast.Name) and node.id in self.globals:
-            return node.id
-        v = self.constant(node)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        refuse(node, "a shape entry that is neither a global nor an integer")
-
-    def constant(self, node):
-        """The value of a constant expression over literals, module globals and math."""
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name) and node.id in self.globals:
-            return self.globals[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = self.constant(node.operand)
-            if isinstance(v, (int, float)):
-                return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a, b = self.constant(node.left), self.constant(node.right)
-            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-                ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                       ast.FloorDiv: lambda: a // b, ast.Div: lambda: a / b, ast.Pow: lambda: a ** b,
-                       ast.Mod: lambda: a % b}
-                if type(node.op) in ops:
-                    return ops[type(node.op)]()
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self.constant(e) for e in node.elts)
-        if isinstance(node, ast.Attribute) and dotted(node) in ("math.pi", "math.e"):
-            return getattr(math, node.attr)
-        if isinstance(node, ast.Call) and (dotted(node.func) or "").startswith("math.") and not node.keywords:
-            args = [self.constant(a) for a in node.args]
-            fn = getattr(math, node.func.attr, None)
-            if fn and all(isinstance(a, (int, float)) for a in args):
-                return fn(*args)
-        refuse(node, "cannot evaluate '%s' without running the module" % ast.unparse(node)[:60])
-
-    # ---- roles of the globals ----
-    def mark(self, atom, role, node, why):
-        if not isinstance(atom, str):
-            return
-        before = self.roles.get(atom)
-        if before and before[0] != role:
-            refuse(node, "global '%s' is used both as a size (%s) and as an axis (%s)" %
-                   (atom, before[1] if before[0] == "size" else why, why if role == "axis" else before[1]))
-        if atom in self.derived and role == "size":
-            refuse(node, "size global '%s' is computed from %s: the spec's sizes are independent" %
-                   (atom, ", ".join(self.derived[atom])))
-        self.roles.setdefault(atom, (role, why + " (line %d)" % node.lineno))
-
-    def shape_atoms(self, nodes, ctx, why, env=None):
-        """The symbolic shape of constructor arguments: globals, integers, tuples or *tuple."""
-        atoms = []
-        for n in nodes:
-            if isinstance(n, ast.Starred):
-                n = n.value
-            resolved = self.resolve(n, env)
-            if isinstance(resolved, tuple):
-                items = list(resolved)
-            elif isinstance(n, (ast.Tuple, ast.List)):
-                items = [self.atom_in(e, env) for e in n.elts]
-            else:
-                items = [resolved]
-            for a in items:
-                if isinstance(a, tuple):
-                    items.extend(a)
-                    continue
-                if not (isinstance(a, str) or (isinstance(a, int) and a > 0)):
-                    refuse(n, "a shape entry of %s that is not a size global or an integer: %s" %
-                           (ctx if ctx != "input" else "an input", ast.unparse(n)[:60]))
-                self.mark(a, "size", n, why)
-                atoms.append(a)
-        return atoms
-
-    def atom_in(self, node, env):
-        r = self.resolve(node, env)
-        if isinstance(r, (str, int)) and not isinstance(r, bool):
-            return r
-        refuse(node, "a shape entry that is neither a global nor an integer: %s" % ast.unparse(node)[:60])
-
-    def resolve(self, node, env):
-        """A name in __init__ or get_inputs: a global's name (str), an int, a tuple of atoms, a Const."""
-        if isinstance(node, ast.Name):
-            if env is not None and node.id in env:
-                return env[node.id]
-            if node.id in self.globals:
-                v = self.globals[node.id]
-                if isinstance(v, int) and not isinstance(v, bool):
-                    return node.id
-                if isinstance(v, tuple):
-                    return v
-                return Const(v)
-            refuse(node, "unknown name '%s'" % node.id)
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self.resolve(e, env) for e in node.elts)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-            return node.value
-        try:
-            return Const(self.constant(node))
-        except Refused:
-            refuse(node, "cannot evaluate '%s' without running the module" % ast.unparse(node)[:60])
-
-    # ---- get_inputs ----
-    def read_inputs(self):
-        fn = self.functions["get_inputs"]
-        env = {}
-        for stmt in fn.body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-                continue
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                env[stmt.targets[0].id] = self.input_value(stmt.value, env)
-            elif isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.List, ast.Tuple)):
-                values = [self.input_value(e, env) for e in stmt.value.elts]
-                return values
-            else:
-                refuse(stmt, "get_inputs does more than build tensors and return a list of them")
-        refuse(fn, "get_inputs returns no list")
-
-    def input_value(self, node, env):
-        if isinstance(node, ast.Name) and node.id in env:
-            return env[node.id]
-        if isinstance(node, ast.Call):
-            name = dotted(node.func) or ""
-            if isinstance(node.func, ast.Attribute) and name.split(".")[-1] in ("float", "contiguous", "cuda") and \
-                    not name.startswith("torch."):
-                return self.input_value(node.func.value, env)
-            short = name.split(".")[-1]
-            for kw in node.keywords:
-                if kw.arg == "dtype" and dotted(kw.value) not in ("torch.float32", "torch.float"):
-                    refuse(node, "an input drawn as %s: the user type's inputs are fp32 or int64" %
-                           ast.unparse(kw.value))
-                if kw.arg not in ("dtype", "device", "requires_grad"):
-                    refuse(node, "%s(%s=...) in get_inputs" % (name, kw.arg))
-            if name in ("torch.rand", "torch.randn", "torch.ones", "torch.zeros", "torch.empty"):
-                return Tensor(self.shape_atoms(node.args, "input", "shape of an input in get_inputs"))
-            if name == "torch.randint":
-                if len(node.args) == 2:
-                    low, high, size = Const(0), node.args[0], node.args[1]
-                elif len(node.args) == 3:
-                    low, high, size = self.resolve(node.args[0], None), node.args[1], node.args[2]
-                else:
-                    refuse(node, "torch.randint with %d arguments" % len(node.args))
-                t = Tensor(self.shape_atoms([size], "input", "shape of an input in get_inputs"), dtype="int64")
-                t.low = low.value if isinstance(low, Const) else low
-                h = self.resolve(high, None)
-                t.high = h.value if isinstance(h, Const) else h
-                return t
-            if name in ("torch.tril", "torch.triu") and node.args:
-                return self.input_value(node.args[0], env)
-            refuse(node, "get_inputs builds an input with %s" % (name or ast.unparse(node.func)))
-        if isinstance(node, ast.BinOp):
-            a, b = self.input_value_or_const(node.left, env), self.input_value_or_const(node.right, env)
-            # A 0-d tensor (torch.rand(()) as a random scale) broadcasts; other shapes must agree.
-            ts = sorted((v for v in (a, b) if isinstance(v, Tensor)), key=lambda t: -len(t.shape))
-            if ts and all(t.shape == ts[0].shape or not t.shape for t in ts):
-                return Tensor(ts[0].shape, dtype=ts[0].dtype)
-        if isinstance(node, ast.Attribute) and node.attr == "T":
-            t = self.input_value(node.value, env)
-            return Tensor(list(reversed(t.shape)), dtype=t.dtype)
-        if isinstance(node, ast.Constant) or isinstance(node, ast.Name) and node.id in self.globals:
-            refuse(node, "get_inputs returns a Python number (%s): a kernel takes tensors and sizes only" %
-                   ast.unparse(node))
-        refuse(node, "get_inputs builds an input as '%s'" % ast.unparse(node)[:60])
-
-    def input_value_or_const(self, node, env):
-        try:
-            return Const(self.constant(node))
-        except Refused:
-            return self.input_value(node, env)
-
-    # ---- Model.__init__ ----
-    def read_init(self):
-        init = next((s for s in self.model.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        fn = self.functions["get_init_inputs"]
-        ret = next((s for s in fn.body if isinstance(s, ast.Return)), None)
-        if ret is None or not isinstance(ret.value, (ast.List, ast.Tuple)) or \
-                any(isinstance(s, (ast.Assign, ast.For, ast.If)) for s in fn.body):
-            refuse(fn, "get_init_inputs does more than return a list")
-        passed = ret.value.elts
-        env = {}
-        if init is None:
-            if passed:
-                refuse(fn, "get_init_inputs passes arguments to a Model without __init__")
-            return
-        params = init.args.args[1:]
-        defaults = [None] * (len(params) - len(init.args.defaults)) + list(init.args.defaults)
-        if len(passed) > len(params):
-            refuse(fn, "get_init_inputs passes %d arguments to __init__, which takes %d" % (len(passed), len(params)))
-        for i, p in enumerate(params):
-            if i < len(passed):
-                env[p.arg] = self.resolve(passed[i], None)
-            elif defaults[i] is not None:
-                env[p.arg] = self.resolve(defaults[i], None)
-            else:
-                refuse(init, "__init__'s argument '%s' gets no value from get_init_inputs" % p.arg)
-        for stmt in init.body:
-            self.read_init_statement(stmt, env)
-
-    def read_init_statement(self, stmt, env):
-        if isinstance(stmt, ast.Expr):
-            if isinstance(stmt.value, ast.Constant):
-                return
-            call = stmt.value
-            if isinstance(call, ast.Call) and "__init__" in ast.unparse(call.func):
-                return
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                self.attrs[target.attr] = self.init_value(stmt.value, env, target.attr)
-                return
-            if isinstance(target, ast.Name):
-                env[target.id] = self.resolve(stmt.value, env)
-                return
-        refuse(stmt, "__init__ does '%s'" % ast.unparse(stmt)[:60])
-
-    def init_value(self, node, env, attr):
-        if not isinstance(node, ast.Call):
-            return self.resolve(node, env)
-        name = dotted(node.func) or ""
-        short = name.split(".")[-1]
-        bad = refused_construct(short)
-        if bad:
-            refuse(node, bad)
-        args, kw = node.args, {k.arg: k.value for k in node.keywords}
-
-        def arg(i, key, default=None):
-            if i < len(args):
-                return args[i]
-            return kw.get(key, default)
-
-        def flag(i, key, default):
-            n = arg(i, key)
-            if n is None:
-                return default
-            v = self.resolve(n, env)
-            return bool(v.value) if isinstance(v, Const) else bool(v)
-
-        if short == "Linear":
-            fin, fout = arg(0, "in_features"), arg(1, "out_features")
-            ins = self.shape_atoms([fin], "Linear", "nn.Linear's in_features", env)
-            outs = self.shape_atoms([fout], "Linear", "nn.Linear's out_features", env)
-            self.add_parameter(attr + ".weight", outs + ins, node)
-            if flag(2, "bias", True):
-                self.add_parameter(attr + ".bias", outs, node)
-            return Layer("Linear", node, in_features=ins, out_features=outs, bias=flag(2, "bias", True))
-        if short == "LayerNorm":
-            shape = self.shape_atoms([arg(0, "normalized_shape")], "LayerNorm", "nn.LayerNorm's normalized_shape", env)
-            affine = flag(2, "elementwise_affine", True)
-            if affine:
-                self.add_parameter(attr + ".weight", shape, node)
-                if flag(3, "bias", True):
-                    self.add_parameter(attr + ".bias", shape, node)
-            return Layer("LayerNorm", node, shape=shape)
-        if short in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"):
-            c = self.shape_atoms([arg(0, "num_features")], "BatchNorm", "BatchNorm's num_features", env)
-            if flag(3, "affine", True):
-                self.add_parameter(attr + ".weight", c, node)
-                self.add_parameter(attr + ".bias", c, node)
-            if flag(4, "track_running_stats", True):
-                self.add_buffer(attr + ".running_mean", c, "float")
-                self.add_buffer(attr + ".running_var", c, "float")
-                self.add_buffer(attr + ".num_batches_tracked", [], "int64")
-            return Layer("BatchNorm", node, channels=c)
-        if short in ELEMENTWISE_MODULES:
-            return Layer("elementwise", node, name=short)
-        if short in ("Softmax", "LogSoftmax"):
-            d = arg(0, "dim")
-            return Layer("row", node, name=short, dim=self.axis_value(d, env) if d is not None else None)
-        if name in ("nn.Parameter", "torch.nn.Parameter", "Parameter"):
-            inner = args[0] if args else None
-            if not (isinstance(inner, ast.Call) and (dotted(inner.func) or "") in (
-                    "torch.randn", "torch.rand", "torch.ones", "torch.zeros", "torch.empty")):
-                refuse(node, "a parameter that is not nn.Parameter(torch.randn(...))-style")
-            shape = self.shape_atoms(inner.args, "parameter", "shape of nn.Parameter '%s'" % attr, env)
-            self.add_parameter(attr, shape, node, own=True)
-            return Tensor(shape, origin=("parameter", attr))
-        refuse(node, "unrecognised layer %s" % (name or ast.unparse(node.func)))
-
-    def axis_value(self, node, env):
-        v = self.resolve(node, env)
-        if isinstance(v, str):
-            self.mark(v, "axis", node, "an axis (dim=) of a layer")
-            return self.globals[v]
-        if isinstance(v, int):
-            return v
-        if isinstance(v, Const) and isinstance(v.value, int):
-            return v.value
-        refuse(node, "an axis that is not an integer: %s" % ast.unparse(node)[:60])
-
-    def add_parameter(self, name, shape, node, own=False):
-        # named_parameters: the root module's own parameters first, then each submodule's in order.
-        (self.own_parameters if own else self.sub_parameters).append({"name": name, "shape": shape, "type": "float"})
-
-    def add_buffer(self, name, shape, dtype):
-        self.sub_buffers.append({"name": name, "shape": shape, "type": dtype})
-
-    # ---- forward ----
-    def read_forward(self):
-        fwd = next((s for s in self.model.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
-        if fwd is None:
-            refuse(self.model, "Model has no forward")
-        names = [a.arg for a in fwd.args.args[1:]]
-        if fwd.args.vararg or len(names) != len(self.inputs):
-            refuse(fwd, "forward takes %d arguments and get_inputs returns %d" % (len(names), len(self.inputs)))
-        env = {}
-        for n, t in zip(names, self.inputs):
-            t.name = n
-            env[n] = Tensor(t.shape, origin=("input", n), dtype=t.dtype)
-        for stmt in fwd.body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-                continue
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                t = stmt.targets[0]
-                v = self.ev(stmt.value, env)
-                if isinstance(t, ast.Name):
-                    env[t.id] = v
-                elif isinstance(t, ast.Tuple) and isinstance(v, MaxTuple) and len(t.elts) == 2:
-                    env[t.elts[0].id] = v.values
-                    env[t.elts[1].id] = None  # indices: an int64 tensor nothing may use
-                else:
-                    refuse(stmt, "an assignment to '%s'" % ast.unparse(t))
-            elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-                env[stmt.target.id] = self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno), env)
-            elif isinstance(stmt, ast.Return):
-                v = self.ev(stmt.value, env)
-                if isinstance(v, MaxTuple) or isinstance(stmt.value, ast.Tuple):
-                    refuse(stmt, "forward returns several tensors")
-                if not isinstance(v, Tensor):
-                    refuse(stmt, "forward returns no tensor")
-                return v, stmt
-            else:
-                refuse(stmt, "%s in forward" % ("control flow" if isinstance(stmt, (ast.If, ast.For, ast.While))
-                                                else "'%s'" % ast.unparse(stmt)[:50]))
-        refuse(fwd, "forward returns nothing")
-
-    def ev(self, node, env):
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                if env[node.id] is None:
-                    refuse(node, "uses the indices of a max/min (an int64 tensor)")
-                return env[node.id]
-            if node.id in self.globals:
-                return Const(self.globals[node.id])
-            refuse(node, "unknown name '%s'" % node.id)
-        if isinstance(node, ast.Constant):
-            return Const(node.value)
-        if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "self":
-                if node.attr not in self.attrs:
-                    refuse(node, "self.%s is not set in __init__" % node.attr)
-                v = self.attrs[node.attr]
-                if isinstance(v, (str, int)) and not isinstance(v, bool):
-                    return Const(self.globals[v] if isinstance(v, str) else v)
-                return v
-            if node.attr == "T":
-                t = self.ev(node.value, env)
-                return self.transpose(t, node)
-            if node.attr == "values":
-                v = self.ev(node.value, env)
-                if isinstance(v, MaxTuple):
-                    return v.values
-            if node.attr in ("shape", "size"):
-                refuse(node, "reads a tensor's shape")
+    def run(self, overrides):
+        key = tuple(sorted(overrides.items()))
+        if key not in self.cache:
             try:
-                return Const(self.constant(node))
+                self.cache[key] = run_problem(self.source, self.path, overrides, self.device)
             except Refused:
-                refuse(node, "unrecognised attribute '%s'" % ast.unparse(node)[:60])
-        if isinstance(node, ast.UnaryOp):
-            v = self.ev(node.operand, env)
-            return self.elementwise([v], node)
-        if isinstance(node, ast.BinOp):
-            a, b = self.ev(node.left, env), self.ev(node.right, env)
-            if isinstance(node.op, ast.MatMult):
-                return self.matmul(a, b, node)
-            return self.elementwise([a, b], node)
-        if isinstance(node, ast.Subscript):
-            v = self.ev(node.value, env)
-            if isinstance(v, MaxTuple) and isinstance(node.slice, ast.Constant) and node.slice.value == 0:
-                return v.values
-            refuse(node, "indexing or slicing '%s'" % ast.unparse(node)[:60])
-        if isinstance(node, ast.Call):
-            return self.call(node, env)
+                raise
+            except Exception:
+                self.cache[key] = None
+        return self.cache[key]
+
+    def first(self, overrides):
+        """The run at the module's own sizes, which must succeed: on meta, else the reason."""
         try:
-            return Const(self.constant(node))
+            return run_problem(self.source, self.path, overrides, "meta")
         except Refused:
-            refuse(node, "unrecognised expression '%s'" % ast.unparse(node)[:60])
+            raise
+        except Exception as e:
+            self.meta_error = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+            return None
 
-    def transpose(self, t, node):
-        if not isinstance(t, Tensor) or len(t.shape) != 2 or t.origin is None:
-            refuse(node, "a transpose of something other than a 2-D input or parameter")
-        r = Tensor(list(reversed(t.shape)), origin=t.origin, dtype=t.dtype)
-        r.transposed = not t.transposed
-        return r
 
-    def call(self, node, env):
-        func = node.func
-        args = node.args
-        kw = {k.arg: k.value for k in node.keywords}
-        # a method of a tensor: x.sum(dim=1), x.relu()
-        if isinstance(func, ast.Attribute) and not (dotted(func) or "").split(".")[0] in ("torch", "F", "nn", "math", "self"):
-            recv = self.ev(func.value, env)
-            return self.op(func.attr, [recv] + [self.ev(a, env) for a in args], args, kw, node, env, method=True)
-        name = dotted(func) or ""
-        if name.startswith("self."):
-            layer = self.attrs.get(name[5:])
-            if not isinstance(layer, Layer):
-                refuse(node, "calls %s, which is not a layer" % name)
-            if len(args) != 1 or kw:
-                refuse(node, "calls %s with %d arguments" % (name, len(args)))
-            return self.apply_layer(layer, self.ev(args[0], env), node)
-        if name.startswith("math."):
-            return Const(self.constant(node))
-        parts = name.split(".")
-        if parts[0] not in ("torch", "F", "nn") or not name:
-            refuse(node, "unrecognised call %s" % (name or ast.unparse(func)[:40]))
-        short = parts[-1]
-        if short == "dropout" and parts[-2] in ("F", "functional"):
-            return self.ev(args[0], env)
-        return self.op(short, [self.ev(a, env) for a in args], args, kw, node, env, method=False)
+# ---- what a forward does --------------------------------------------------------------------------
 
-    def op(self, short, values, arg_nodes, kw, node, env, method):
-        bad = refused_construct(short)
-        if bad and short not in ("masked_fill",):
-            refuse(node, bad)
-        if short in ("matmul", "mm"):
-            return self.matmul(values[0], values[1], node)
-        if short == "t" and method:
-            return self.transpose(values[0], node)
-        if short == "linear" and len(values) >= 2:
-            out = self.matmul(values[0], self.transpose(values[1], node), node)
-            return self.elementwise([out, values[2]], node) if len(values) > 2 else out
-        if short in ("max", "min") and len(values) >= 2 and isinstance(values[1], Tensor):
-            return self.elementwise(values[:2], node)
-        if short in REDUCTIONS:
-            return self.reduction(short, values, arg_nodes, kw, node, env, method)
-        if short in ROW_FUNCTIONS:
-            position = 0 if method else 1
-            axis_node = arg_nodes[position] if len(arg_nodes) > position else kw.get("dim")
-            if axis_node is None:
-                refuse(node, "%s without dim" % short)
-            return self.row_op(values[0], self.axis_in_forward(axis_node, env), node, short)
-        if short in ELEMENTWISE_FUNCTIONS or short in BINARY_FUNCTIONS:
-            for k in kw:
-                if k in ("dim", "out"):
-                    refuse(node, "%s(%s=...)" % (short, k))
-            tensors = values + [self.ev(v, env) for k, v in kw.items() if k not in ("inplace", "approximate",
-                                                                                    "negative_slope", "min", "max",
-                                                                                    "alpha", "beta", "threshold",
-                                                                                    "lambd", "p", "training",
-                                                                                    "exponent", "min_val", "max_val")]
-            for k in ("min", "max"):
-                if k in kw and isinstance(self.ev(kw[k], env), Tensor):
-                    refuse(node, "%s with a tensor bound" % short)
-            return self.elementwise(tensors, node)
-        refuse(node, "unrecognised operation %s" % short)
+def rng_in_forward(run):
+    """The first random-number op the forward ran (dropout with p > 0 in training mode draws one), or None."""
+    for name, args in run.ops:
+        if name == "native_dropout":
+            if len(args) > 2 and args[2] is False or (len(args) > 1 and args[1] == 0):
+                continue
+            return "native_dropout"
+        if any(name.startswith(r) or name.startswith("_" + r) for r in RNG_OPS):
+            return name
+    return None
 
-    def axis_in_forward(self, node, env):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-            v = self.attrs.get(node.attr)
-            if isinstance(v, str):
-                self.mark(v, "axis", node, "an axis (dim=) in forward")
-                return self.globals[v]
-            if isinstance(v, int):
-                return v
-            if isinstance(v, Const) and isinstance(v.value, int):
-                return v.value
-            refuse(node, "an axis that is not an integer: %s" % ast.unparse(node))
-        if isinstance(node, ast.Name) and node.id in self.globals:
-            self.mark(node.id, "axis", node, "an axis (dim=) in forward")
-            return self.globals[node.id]
-        if isinstance(node, (ast.Tuple, ast.List)):
-            refuse(node, "a reduction over several axes")
-        v = self.constant(node)
-        if not isinstance(v, int):
-            refuse(node, "an axis that is not an integer: %s" % ast.unparse(node))
-        return v
 
-    def normal_axis(self, axis, t, node):
-        rank = len(t.shape)
-        if not -rank <= axis < rank:
-            refuse(node, "axis %d of a %d-D tensor" % (axis, rank))
-        return axis % rank
+GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu",
+            "_scaled_dot_product_attention_math"}
+NORM_OPS = ("batch_norm", "group_norm", "layer_norm", "instance_norm", "rms_norm")
+SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+ROW_OPS = ("_softmax", "_log_softmax", "_safe_softmax")
+REDUCE_OPS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "norm", "linalg_vector_norm",
+              "var", "std", "var_mean", "std_mean", "argmax", "argmin", "all", "any", "aminmax"}
+RNN_OPS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "_cudnn_rnn")
 
-    def reduction(self, short, values, arg_nodes, kw, node, env, method):
-        x = values[0]
-        if not isinstance(x, Tensor):
-            refuse(node, "%s of a number" % short)
-        pos = arg_nodes[0:] if method else arg_nodes[1:]
-        if short == "norm":
-            p_node = kw.get("p", pos[0] if pos else None)
-            p = self.constant(p_node) if p_node is not None else "fro"
-            if p not in (1, 2, 2.0, 1.0):
-                refuse(node, "a norm with p=%s" % p)
-            pos = pos[1:]
-        dim_node = kw.get("dim", kw.get("axis", pos[0] if pos else None))
-        if dim_node is None:
-            refuse(node, "%s over every element (a scalar output)" % short)
-        keep_node = kw.get("keepdim", pos[1] if len(pos) > 1 else None)
-        keepdim = bool(self.constant(keep_node)) if keep_node is not None else False
-        axis = self.normal_axis(self.axis_in_forward(dim_node, env), x, node)
-        shape = list(x.shape)
-        if keepdim:
-            shape[axis] = 1
-        else:
-            del shape[axis]
-        self.events.append({"op": "reduce", "axis": axis, "keepdim": keepdim, "of": list(x.shape), "line": node.lineno})
-        out = Tensor(shape)
-        return MaxTuple(out) if short in ("max", "min") else out
 
-    def row_op(self, x, axis, node, what):
-        if not isinstance(x, Tensor):
-            refuse(node, "%s of a number" % what)
-        axis = self.normal_axis(axis, x, node)
-        self.events.append({"op": "row", "axis": axis, "of": list(x.shape), "line": node.lineno})
-        return Tensor(x.shape)
+def heavy_ops(run):
+    """The convolutions and GEMMs of the forward in order: ("conv" | "tconv" | "gemm2d" | "gemm", rank)."""
+    out = []
+    for name, args in run.ops:
+        if name == "convolution":
+            out.append(("tconv" if len(args) > 6 and args[6] else "conv", None))
+        elif name in GEMM_OPS:
+            ranks = [a.dim() for a in args if isinstance(a, torch.Tensor)]
+            out.append(("gemm2d" if name in ("mm", "addmm") and all(r <= 2 for r in ranks) else "gemm", ranks))
+    return out
 
-    def apply_layer(self, layer, x, node):
-        if not isinstance(x, Tensor):
-            refuse(node, "a layer applied to a number")
-        if layer.kind == "Linear":
-            w = Tensor(layer.config["out_features"] + layer.config["in_features"], origin=("parameter", "weight"))
-            out = self.matmul(x, self.transpose(w, node), node)
-            return out
-        if layer.kind == "LayerNorm":
-            shape = layer.config["shape"]
-            if len(shape) != 1:
-                refuse(node, "LayerNorm over %d trailing dimensions: the rows grid takes the last dimension as the row"
-                       % len(shape))
-            if not x.shape or x.shape[-1] != shape[0]:
-                refuse(node, "LayerNorm's normalized_shape %s does not match the tensor's last dimension" % shape)
-            return self.row_op(x, -1, node, "LayerNorm")
-        if layer.kind == "BatchNorm":
-            # Eval mode: a per-channel affine map over axis 1, elementwise with broadcast.
-            if len(x.shape) < 2 or x.shape[1] != layer.config["channels"][0]:
-                refuse(node, "BatchNorm's channels do not match axis 1 of its input")
-            self.events.append({"op": "elementwise", "line": node.lineno})
-            return Tensor(x.shape)
-        if layer.kind == "elementwise":
-            return self.elementwise([x], node)
-        if layer.kind == "row":
-            if layer.config["dim"] is None:
-                refuse(node, "nn.%s without dim" % layer.config["name"])
-            return self.row_op(x, layer.config["dim"], node, layer.config["name"])
-        refuse(node, "unrecognised layer")
 
-    def matmul(self, a, b, node):
-        if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
-            refuse(node, "a matmul with a number")
-        if len(a.shape) != 2 or len(b.shape) != 2:
-            refuse(node, "a matmul of %d-D by %d-D tensors (batched or matrix-vector)" % (len(a.shape), len(b.shape)))
-        if any(e["op"] == "gemm" for e in self.events):
-            refuse(node, "a second GEMM")
-        if a.origin is None or a.origin[0] != "input":
-            refuse(node, "a GEMM whose left operand is computed (a prologue)")
-        if b.origin is None:
-            refuse(node, "a GEMM whose right operand is computed")
-        if a.shape[1] != b.shape[0]:
-            refuse(node, "a GEMM whose inner dimensions %s and %s differ" % (a.shape[1], b.shape[0]))
-        self.events.append({"op": "gemm", "line": node.lineno, "right": b.origin[0],
-                            "right_transposed": b.transposed})
-        self.gemm = {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1]}
-        return Tensor([a.shape[0], b.shape[1]])
+def axes_of(name, args):
+    """The normalised axes a reduction or a softmax names in its args (dim as int or list)."""
+    x = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if x is None:
+        return None
+    rank = x.dim()
+    dims = None
+    # linalg_vector_norm(x, ord, dim, keepdim): its first int is the order, not an axis
+    for a in args[2:] if name in ("linalg_vector_norm", "norm") else args[1:]:
+        if isinstance(a, int) and not isinstance(a, bool):
+            dims = [a]
+            break
+        if isinstance(a, (list, tuple)) and all(isinstance(d, int) for d in a):
+            dims = list(a)
+            break
+    if dims is None or rank == 0:
+        return list(range(rank)), rank
+    return sorted({d % rank for d in dims}), rank
 
-    def elementwise(self, values, node):
-        tensors = [v for v in values if isinstance(v, Tensor)]
-        for v in values:
-            if isinstance(v, (Layer, MaxTuple)):
-                refuse(node, "an operation on a layer or a (values, indices) pair")
-        if not tensors:
-            return Const()
-        for t in tensors:
-            if t.dtype != "float":
-                refuse(node, "arithmetic on an int64 tensor")
-        shape = tensors[0].shape
-        for t in tensors[1:]:
-            shape = self.broadcast(shape, t.shape, node)
-        self.events.append({"op": "elementwise", "line": node.lineno})
-        return Tensor(shape)
 
-    def broadcast(self, a, b, node):
-        n = max(len(a), len(b))
-        a2, b2 = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
-        out = []
-        for x, y in zip(a2, b2):
-            if x == y or y == 1:
-                out.append(x)
-            elif x == 1:
-                out.append(y)
+def classify(run):
+    """(kind, grid, reduce_axis) of the forward from the ops it ran and its tensors."""
+    names = [n for n, _ in run.ops]
+    outputs = [t for t in run.tensors if t[0] == "output"]
+    inputs = [t for t in run.tensors if t[0] == "input"]
+    first = inputs[0][3] if inputs else []
+    heavy = heavy_ops(run)
+    kinds = {k for k, _ in heavy}
+    if any(n.startswith(r) for n in names for r in RNN_OPS) or len(heavy) >= 3 or \
+            len(kinds & {"conv", "tconv"}) and len(kinds - {"conv", "tconv"}) or \
+            sum(1 for k, _ in heavy if k in ("conv", "tconv")) >= 2:
+        return "model", "elements", None
+    if "tconv" in kinds:
+        return "transposed_convolution", "elements", None
+    if "conv" in kinds:
+        return "convolution", "elements", None
+    after_gemm = names[names.index(next(n for n in names if n in GEMM_OPS)) + 1:] if heavy else []
+    if heavy:
+        reduces_after = any(n in REDUCE_OPS or n in ROW_OPS or any(n.find(x) >= 0 for x in NORM_OPS)
+                            for n in after_gemm)
+        if kinds == {"gemm2d"} and len(heavy) == 1 and not reduces_after and len(outputs) == 1 and \
+                len(outputs[0][3]) == 2:
+            return "gemm_epilogue", "tiles", None
+        return "matmul", "tiles" if outputs and outputs[0][3] else "elements", None
+    if any(o[3] == [] or numel(o[3]) == 1 and len(first) > 1 for o in outputs):
+        return "loss", "elements", None
+    if any(o[2] == "int64" for o in outputs):
+        return "index", "elements", None
+    if any(n in SCAN_OPS for n in names):
+        return "scan", "elements", None
+    if any("pool" in n for n in names):
+        return "pooling", "elements", None
+    return classify_rowwise(run, first, outputs)
+
+
+def classify_rowwise(run, first, outputs):
+    """The kinds of a forward of no convolution, GEMM, scan or pooling: elementwise, rowwise (every
+    reduction over the last axis, the output as the input), reduction (one axis reduced away),
+    normalization (the rest: norms over other axes, GroupNorm, BatchNorm in training mode)."""
+    axes = []
+    norm = False
+    for name, args in run.ops:
+        if any(name.find(x) >= 0 for x in NORM_OPS):
+            if name.find("layer_norm") >= 0 and len(args) > 1 and isinstance(args[0], torch.Tensor):
+                rank = args[0].dim()
+                axes.append((list(range(rank - len(args[1]), rank)), rank))
             else:
-                refuse(node, "cannot tell how shapes %s and %s broadcast" % (list(a), list(b)))
-        return out
+                norm = True
+        elif name in ROW_OPS or name in REDUCE_OPS:
+            found = axes_of(name, args)
+            if found:
+                axes.append(found)
+    if norm:
+        return "normalization", "elements", None
+    if not axes:
+        return "elementwise", "elements", None
+    same_shape = all(o[3] == first for o in outputs)
+    last_only = all(a == [r - 1] for a, r in axes)
+    if same_shape:
+        return ("rowwise", "rows", None) if last_only else ("normalization", "elements", None)
+    single = {tuple(a) for a, r in axes}
+    if len(single) == 1 and len(next(iter(single))) == 1 and all(r == len(first) for _, r in axes):
+        axis = next(iter(single))[0]
+        return "reduction", "rows" if axis == len(first) - 1 else "elements", axis
+    return "normalization", "elements", None
 
-    # ---- the verdict ----
-    def classify(self, out, ret):
-        first = self.inputs[0].shape
-        gemms = [e for e in self.events if e["op"] == "gemm"]
-        reduces = [e for e in self.events if e["op"] == "reduce"]
-        rows = [e for e in self.events if e["op"] == "row"]
-        if gemms:
-            if reduces or rows:
-                e = (reduces + rows)[0]
-                refuse(ast.Pass(lineno=e["line"]), "a reduction or row-wise op after a GEMM: its output is not "
-                       "[batch, out_features] computed tile by tile")
-            return "gemm_epilogue", "tiles"
-        if out.shape == first:
-            for e in reduces:
-                if e["axis"] != len(first) - 1 or not e["keepdim"] or e["of"] != first:
-                    refuse(ast.Pass(lineno=e["line"]), "a normalisation over axis %d, not the last one" % e["axis"])
-            for e in rows:
-                if e["axis"] != len(e["of"]) - 1 or e["of"] != first:
-                    refuse(ast.Pass(lineno=e["line"]), "a row-wise op over axis %d, not the last one" % e["axis"])
-            return ("rowwise", "rows") if reduces or rows else ("elementwise", "elements")
-        if rows:
-            refuse(ast.Pass(lineno=rows[0]["line"]), "a row-wise op and an output of another shape")
-        if not reduces:
-            refuse(ret, "an output of shape %s, not the first input's %s" % (out.shape, first))
-        axes = {(e["axis"], e["keepdim"]) for e in reduces}
-        if len(axes) != 1 or any(e["of"] != first for e in reduces):
-            refuse(ast.Pass(lineno=reduces[-1]["line"]), "reductions over different axes or of different shapes")
-        axis, keepdim = axes.pop()
-        expected = list(first)
-        if keepdim:
-            expected[axis] = 1
-        else:
-            del expected[axis]
-        if out.shape != expected:
-            refuse(ret, "a reduction whose output %s is not its input with axis %d reduced" % (out.shape, axis))
-        self.reduce_axis = axis
-        return "reduction", "rows" if axis == len(first) - 1 else "elements"
+
+# ---- shapes as expressions -------------------------------------------------------------------------
+
+def linear_fit(samples, dims):
+    """An expression sum(a_i * dim_i) + c with integer a_i >= 0 that gives every sample, or None.
+    `samples` is [(values of the dims, y)]; the coefficients come from the first samples that
+    change one dim alone."""
+    base_values, base_y = samples[0]
+    coefficients = {}
+    for d in dims:
+        for values, y in samples[1:]:
+            changed = [k for k in dims if values[k] != base_values[k]]
+            if changed == [d]:
+                step = values[d] - base_values[d]
+                if (y - base_y) % step:
+                    return None
+                coefficients[d] = (y - base_y) // step
+                break
+    c = base_y - sum(a * base_values[d] for d, a in coefficients.items())
+    for values, y in samples:
+        if sum(a * values[d] for d, a in coefficients.items()) + c != y:
+            return None
+    if any(a < 0 for a in coefficients.values()):
+        return None
+    terms = [d if a == 1 else "%d * %s" % (a, d) for d, a in coefficients.items() if a]
+    return join_terms(terms, c)
+
+
+def join_terms(terms, c):
+    text = " + ".join(terms)
+    if not text:
+        return c
+    if c > 0:
+        text += " + %d" % c
+    elif c < 0:
+        text += " - %d" % -c
+    return text
+
+
+def affine_division_fit(samples, dim):
+    """An expression m * ((a * dim + c) / s) + b (floor division, 1 <= a, m, s <= 8, 0 <= c < s) that
+    gives every sample, or None: a convolution's or a pooling's output size (m: a transposed
+    convolution after a pooling)."""
+    (v0, y0) = samples[0][0][dim], samples[0][1]
+    # a pooling's stride is its kernel's size by default: up to 64; a coefficient above 1 comes with small strides
+    for s in range(2, 65):
+        small = s <= 8
+        for m in range(1, 9 if small else 2):
+            for a in range(1, 9 if small else 2):
+                for c in range(s):
+                    b = y0 - m * ((a * v0 + c) // s)
+                    if all(m * ((a * values[dim] + c) // s) + b == y for values, y in samples):
+                        return affine_text(dim, a, c, s, m, b)
+    return None
+
+
+def affine_text(dim, a, c, s, m, b):
+    inner = join_terms([dim if a == 1 else "%d * %s" % (a, dim)], c)
+    text = "(%s) / %d" % (inner, s) if c else "%s / %d" % (inner, s)
+    if m != 1:
+        text = "%d * (%s)" % (m, text)
+    return join_terms([text], b)
+
+
+def product_fit(samples, dims):
+    """An expression k * d1 * d2 ... (k a positive integer) over the dims it depends on, or None."""
+    base_values, base_y = samples[0]
+    used = [d for d in dims if any(values[d] != base_values[d] and y != base_y and
+                                   [k for k in dims if values[k] != base_values[k]] == [d] for values, y in samples)]
+    if not used:
+        return None
+    denominator = numel([base_values[d] for d in used])
+    if base_y % denominator:
+        return None
+    k = base_y // denominator
+    if k < 1 or any(k * numel([values[d] for d in used]) != y for values, y in samples):
+        return None
+    return " * ".join(([] if k == 1 else [str(k)]) + used)
+
+
+def fit_expression(samples, dims):
+    """The simplest expression over `dims` that gives y at every sample: an integer, a dim, a
+    linear form, a dim's affine form with floor division, or a product of dims."""
+    ys = {y for _, y in samples}
+    if len(ys) == 1:
+        return ys.pop()
+    for d in dims:
+        if all(values[d] == y for values, y in samples):
+            return d
+    for fit in (lambda: linear_fit(samples, dims), lambda: product_fit(samples, dims)):
+        found = fit()
+        if found is not None:
+            return found
+    depends = [d for d in dims if any(v[d] != samples[0][0][d] for v, _ in samples)]
+    for d in depends:
+        found = affine_division_fit([s for s in samples if all(s[0][k] == samples[0][0][k] for k in dims if k != d)], d)
+        if found is not None and all(evaluate(found, values) == y for values, y in samples):
+            return found
+    return None
+
+
+def evaluate(expression, values):
+    """An expression written by fit_expression at `values` (floor division as the spec's language)."""
+    if isinstance(expression, int):
+        return expression
+    return eval(expression.replace("/", "//"), {"__builtins__": {}}, dict(values))
+
+
+# ---- the analysis -----------------------------------------------------------------------------------
+
+class Analysis:
+    def __init__(self, source, path):
+        self.source, self.path = source, path
+        self.runner = Runner(source, path)
+        self.ladders = {}
 
     def analyse(self):
-        self.own_parameters, self.sub_parameters, self.sub_buffers = [], [], []
-        self.reduce_axis = None
-        self.gemm = None
-        self.read_module()
-        self.inputs = self.read_inputs()
-        for t in self.inputs:
-            if not isinstance(t, Tensor):
-                refuse(self.functions["get_inputs"], "get_inputs returns something other than tensors")
-        self.read_init()
-        self.parameters = self.own_parameters + self.sub_parameters
-        self.buffers = self.sub_buffers
-        out, ret = self.read_forward()
-        self.kind, self.grid = self.classify(out, ret)
-        self.output_shape = out.shape
-        if self.inputs[0].dtype != "float":
-            refuse(self.functions["get_inputs"], "the first input is an int64 tensor")
+        self.globals = module_globals(self.source, self.path)
+        self.ints = {k: v for k, v in self.globals.items() if isinstance(v, int)}
+        self.bench_values = dict(self.ints)
+        base = self.runner.first({})
+        if base is None:
+            raise Refused("it does not run on the meta device (%s)" % self.runner.meta_error)
+        self.base = base
+        self.check_judgeable(base)
+        self.dims = self.find_dims()
+        self.unscaled = self.unscaled_tensors()
+        self.stages = self.stage_shapes()
+        self.shapes = self.shape_expressions()
+        self.kind, self.grid, self.reduce_axis = classify(base)
+
+    def check_judgeable(self, run):
+        rng = rng_in_forward(run)
+        if rng:
+            raise Refused("forward draws random numbers (aten.%s: dropout with p > 0 in training mode, or torch.rand "
+                          "in forward): its output is not a function of its inputs, as KernelBench calls it" % rng)
+        for role, name, kind, shape in run.tensors:
+            if kind not in ("float", "int64"):
+                raise Refused("%s %s is a %s tensor: a user type's tensors are float or int64" % (role, name, kind))
+        if not any(t[0] == "output" for t in run.tensors):
+            raise Refused("forward returns no tensor")
+        for i, value in run.constants.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise Refused("get_inputs() returns a %s at position %d: the inputs of a user type are tensors "
+                              "(or numbers that stay constant)" % (type(value).__name__, i))
+        for i, (low, high) in run.int_ranges.items():
+            if high is None:
+                raise Refused("int64 input %d is drawn with torch.randint without an upper bound we can read" % i)
+        for role, name, kind, _ in run.tensors:
+            if role == "input" and kind == "int64" and not any(
+                    name == n for i, n in enumerate(self.input_names()) if i in run.int_ranges):
+                raise Refused("int64 input %s is not drawn by torch.randint: its range is unknown" % name)
+
+    def input_names(self):
+        return [n for r, n, _, _ in self.base.tensors if r == "input"]
+
+    # -- dims
+
+    def find_dims(self):
+        """The integer globals whose change (doubled) changes the shape of an input, parameter or
+        buffer, keeps the same tensors, and is not a layer's hyperparameter by its name; each must
+        also run at a smaller value."""
+        dims = []
+        for name, value in self.ints.items():
+            if value < 1 or HYPERPARAMETER_NAME.search(name):
+                continue
+            run = self.runner.run({name: value * 2})
+            if run is None or run.signature() != self.base.signature():
+                continue
+            changed = [i for i, (a, b) in enumerate(zip(run.shapes(), self.base.shapes()))
+                       if a != b and self.base.tensors[i][0] != "output"]
+            if changed and self.smaller_values(name):
+                dims.append(name)
+        return dims
+
+    def unscaled_weights(self):
+        return {i for i, t in enumerate(self.base.tensors) if t[0] in ("parameter", "buffer")}
+
+    def unscaled_tensors(self):
+        """Positions of the tensors no dim changes (a model's weights of literal sizes): no stage
+        shape can make them smaller, so the budget of a stage's tensors leaves them out."""
+        changed = set()
+        for d in self.dims:
+            run = self.runner.run({d: self.ints[d] * 2})
+            changed.update(i for i, (a, b) in enumerate(zip(run.shapes(), self.base.shapes())) if a != b)
+        return {i for i in range(len(self.base.tensors)) if i not in changed}
+
+    def smaller_values(self, name):
+        """Values below the module's own at which the problem still runs, the others unchanged."""
+        value = self.ints[name]
+        found = []
+        for v in sorted({value // 2, value // 4, value // 16, (value // 2) | 1, max(1, value - 1)}, reverse=True):
+            if 1 <= v < value:
+                run = self.runner.run({name: v})
+                if run is not None and run.signature() == self.base.signature():
+                    found.append(v)
+        return found
+
+    def samples_for(self, overrides_list):
+        """(dim values, Run) of every overrides that runs."""
+        out = []
+        for overrides in overrides_list:
+            run = self.runner.run(overrides)
+            if run is not None and run.signature() == self.base.signature():
+                values = dict(self.bench_values)
+                values.update(overrides)
+                out.append((values, run))
+        return out
+
+    # -- stage shapes
+
+    def dim_roles(self):
+        """batch (in an input, never a last axis, in no weight), row (a last axis), feature."""
+        roles = {}
+        for d in self.dims:
+            bigger = self.runner.run({d: self.ints[d] * 2})
+            changed = [(t[0], i, len(t[3])) for t, a, b in zip(self.base.tensors, bigger.shapes(), self.base.shapes())
+                       for i, (x, y) in enumerate(zip(a, b)) if x != y]
+            if any(i == rank - 1 for _, i, rank in changed):
+                roles[d] = "row"
+            elif any(r == "input" for r, _, _ in changed) and not any(r in ("parameter", "buffer") for r, _, _ in changed):
+                roles[d] = "batch"
+            else:
+                roles[d] = "feature"
+        return roles
+
+    def ladder(self, d):
+        """The module's own value of `d` halved again and again, as far as the problem runs with it
+        (the others at their own values), largest first: sizes that keep the divisibility the
+        module's own had (channels a multiple of the groups) and stay above a kernel's size."""
+        if d not in self.ladders:
+            values = [self.ints[d]]
+            while values[-1] > 1:
+                v = values[-1] // 2
+                run = self.runner.run({d: v})
+                if run is None or run.signature() != self.base.signature():
+                    break
+                values.append(v)
+            self.ladders[d] = values
+        return self.ladders[d]
+
+    def candidate(self, roles, batch, feature, row, budget):
+        """A stage shape: each dim at its role's value (never above its own nor below what runs),
+        then dims halved until its tensors fit `budget`, checked by running it; None when none runs."""
+        target = {d: {"batch": batch, "feature": feature, "row": row}[roles[d]] for d in self.dims}
+        plain = {d: max(min(self.ints[d], target[d]), self.ladder(d)[-1]) for d in self.dims}
+        snapped = {d: min([v for v in self.ladder(d) if v >= target[d]] or [self.ladder(d)[-1]]) for d in self.dims}
+        for attempt in (plain, snapped):
+            shape = self.fit_budget(attempt, budget)
+            if shape is not None:
+                return shape
+        return None
+
+    def fits(self, values):
+        run = self.runner.run(values)
+        return run is not None and run.signature() == self.base.signature(), run
+
+    def fit_budget(self, values, budget):
+        """`values` with its largest dims halved (an odd one stays odd) until every tensor fits
+        `budget`, each step one that still runs; None when `values` does not run or cannot fit."""
+        values = dict(values)
+        ok, run = self.fits(values)
+        if not ok:
+            return None
+        while run.largest(self.unscaled) > budget:
+            for at in sorted(self.dims, key=lambda d: (-values[d], -self.dims.index(d))):
+                if values[at] <= 1:
+                    continue
+                trial = dict(values)
+                trial[at] = values[at] // 2 | (values[at] % 2) if values[at] > 2 else 1
+                ok, trial_run = self.fits(trial)
+                if ok:
+                    values, run = trial, trial_run
+                    break
+            else:
+                return None
+        return [values[d] for d in self.dims]
+
+    def unchangeable(self):
+        """Why no global is a dim, for the refusal: each integer global tried and what stopped it."""
+        if not self.ints:
+            return "the module sets no integer global"
+        return ", ".join("%s = %d" % (k, v) for k, v in self.ints.items()) + ", each changed alone, fail to run or change no tensor"
+
+    def stage_shapes(self):
+        if not self.dims and self.base.largest(self.unscaled_weights()) <= MAX_STAGE_ELEMENTS:
+            return {"bench": [], "smoke": [], "sweep": [[]], "stability": [], "determinism": [], "edge": [[]]}
+        if not self.dims:
+            raise Refused("none of its sizes can change (%s) and its tensors reach %d elements: its stages would all "
+                          "run at its timed size" % (self.unchangeable(), self.base.largest(self.unscaled_weights())))
+        roles = self.dim_roles()
+        self.roles = roles
+        bench = [self.ints[d] for d in self.dims]
+        smoke = self.candidate(roles, 4, 64, 1000, MAX_STAGE_ELEMENTS // 64) or \
+            self.candidate(roles, 1, 1, 1, MAX_STAGE_ELEMENTS // 64) or self.candidate(roles, 4, 64, 1000, MAX_STAGE_ELEMENTS)
+        sweep, edge = [], []
+        for pattern in ((64, 256, 4096), (33, 33, 1531), (128, 128, 2048), (7, 3, 65537), (1531, 7, 33)):
+            self.add(sweep, self.candidate(roles, *pattern, MAX_STAGE_ELEMENTS))
+        for pattern in ((1, 1, 1), (1, 3, 65537), (3, 7, 7)):
+            self.add(edge, self.candidate(roles, *pattern, MAX_STAGE_ELEMENTS))
+        if not sweep or smoke is None:
+            raise Refused("no shape below the module's own runs with its tensors under %d elements (the dims %s)"
+                          % (MAX_STAGE_ELEMENTS, ", ".join(self.dims)))
+        if not edge:
+            edge = [sweep[-1]]
+        return {"bench": bench, "smoke": smoke, "sweep": sweep, "stability": sweep[0], "determinism": sweep[0],
+                "edge": edge}
+
+    @staticmethod
+    def add(shapes, shape):
+        if shape is not None and shape not in shapes:
+            shapes.append(shape)
+
+    # -- expressions
+
+    def shape_overrides(self):
+        """Every shape the expressions must hold at: the module's own, each dim changed alone, and the stages."""
+        out = [{}]
+        for d in self.dims:
+            out += [{d: v} for v in [self.ints[d] * 2] + self.smaller_values(d)]
+        s = self.stages
+        for shape in [s["smoke"]] + s["sweep"] + s["edge"]:
+            out.append(dict(zip(self.dims, shape)))
+        return out
+
+    def shape_expressions(self):
+        """Each tensor's shape as expressions over the dims, and each int64 input's [low, high)."""
+        samples = self.samples_for(self.shape_overrides())
+        self.samples = samples
+        shapes = []
+        for i, (role, name, _, shape) in enumerate(self.base.tensors):
+            entries = []
+            for axis in range(len(shape)):
+                points = [({d: v[d] for d in self.dims}, run.tensors[i][3][axis]) for v, run in samples]
+                found = fit_expression(points, self.dims)
+                if found is None:
+                    raise Refused("axis %d of %s %s has a size we cannot write as an expression of %s (seen: %s)"
+                                  % (axis, role, name, ", ".join(self.dims),
+                                     ", ".join(str(y) for _, y in points[:6])))
+                entries.append(found)
+            shapes.append(entries)
+        self.int_bounds = {}
+        for position, (low, high) in self.base.int_ranges.items():
+            bounds = []
+            for which, value in (("low", low), ("high", high)):
+                points = [({d: v[d] for d in self.dims}, run.int_ranges.get(position, (None, None))[which == "high"])
+                          for v, run in samples]
+                if any(not isinstance(y, int) for _, y in points):
+                    raise Refused("the range of int64 input %d changes in a way we cannot follow" % position)
+                bounds.append(fit_expression(points, self.dims))
+            self.int_bounds[position] = bounds
+        return shapes
+
+    def constant_inputs(self):
+        """get_inputs()' numbers, which must be the same at every shape: {forward's name: value}."""
+        names = forward_names(module_at(self.source, self.path, {})["Model"], len(self.base.constants) +
+                              len(self.input_names()))
+        out = {}
+        for position, value in self.base.constants.items():
+            for _, run in self.samples:
+                if run.constants.get(position) != value:
+                    raise Refused("get_inputs() returns a number at position %d that changes with the sizes: the "
+                                  "inputs of a user type are tensors" % position)
+            out[names[position]] = value
+        return out
 
 
-def summary_of(problem):
+def summary_of(source):
     """The first line of Model's docstring, or empty."""
-    doc = ast.get_docstring(problem.model) if problem.model is not None else None
-    lines = [l.strip() for l in (doc or "").splitlines() if l.strip()]
-    return lines[0][:200] if lines else ""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            doc = ast.get_docstring(node) or ""
+            lines = [l.strip() for l in doc.splitlines() if l.strip()]
+            return lines[0][:200] if lines else ""
+    return ""
 
 
-def report(problem, refusal):
-    ints = {k: v for k, v in problem.globals.items() if isinstance(v, int) and not isinstance(v, bool)}
-    sizes = [k for k in problem.globals if k in ints and problem.roles.get(k, ("",))[0] == "size"]
-    fixed = {k: v for k, v in problem.globals.items() if k not in sizes and isinstance(v, (int, float)) and
-             not isinstance(v, bool)}
+def flops_expression(analysis):
+    """2 * M * N * K of the forward's GEMMs as a product of dims where one fits every shape, else None."""
+    points = []
+    for values, run in analysis.samples:
+        total = 0
+        for name, args in run.ops:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if name in ("mm", "addmm", "bmm", "baddbmm") and len(tensors) >= 2:
+                a, b = tensors[-2], tensors[-1]
+                total += 2 * numel(a.shape) * b.shape[-1]
+        points.append(({d: values[d] for d in analysis.dims}, total))
+    if not points or points[0][1] == 0:
+        return None
+    found = product_fit(points, analysis.dims)
+    return found if found is not None and all(evaluate(found, v) == y for v, y in points) else None
+
+
+def memory_at_bench(analysis):
+    """Bytes a judged launch holds on the GPU at the module's own sizes in fp32: the worker's pool
+    (every tensor once) and the reference process's peak, estimated as its rounded copies of the
+    inputs, parameters and buffers, the module's own parameters and buffers, its outputs, and the
+    two largest tensors an op of the forward returned (the live intermediates at its peak)."""
+    sizes = {"input": 0, "parameter": 0, "buffer": 0, "output": 0}
+    for role, _, kind, shape in analysis.base.tensors:
+        sizes[role] += numel(shape) * (8 if kind == "int64" else 4)
+    pool = sum(sizes.values())
+    weights = sizes["parameter"] + sizes["buffer"]
+    reference = sizes["input"] + 2 * weights + sizes["output"] + sum(analysis.base.largest_results)
+    return {"pool_bytes": pool, "reference_bytes": reference, "total_bytes": pool + reference}
+
+
+def report(analysis):
+    a = analysis
+    used_in_shapes = set()
+    for entries in a.shapes:
+        for e in entries:
+            if isinstance(e, str):
+                used_in_shapes.update(re.findall(r"[A-Za-z_]\w*", e))
+    fixed = {k: v for k, v in a.globals.items() if k not in a.dims}
+    tensors = {"input": [], "parameter": [], "buffer": [], "output": []}
+    names = a.input_names()
+    positions = [i for i in range(len(names) + len(a.base.constants)) if i not in a.base.constants]
+    for (role, name, kind, _), shape in zip(a.base.tensors, a.shapes):
+        entry = {"name": name, "shape": shape, "type": kind}
+        if role == "input" and kind == "int64":
+            position = positions[names.index(name)]
+            entry["low"], entry["high"] = a.int_bounds[position]
+        tensors[role].append(entry)
     out = {
-        "file": problem.path,
-        "accepted": refusal is None,
-        "globals": {k: {"value": v, "role": "size" if k in sizes else "fixed",
-                        "why": problem.roles.get(k, ("", "not used as a size"))[1],
-                        "line": problem.global_line.get(k)}
-                    for k, v in ints.items()},
-        "sizes": sizes,
-        "fixed": fixed,
-        "derived": {k: v for k, v in problem.derived.items()},
-        "summary": summary_of(problem),
+        "file": a.path, "accepted": True, "kind": a.kind, "grid": a.grid, "summary": summary_of(a.source),
+        "dims": a.dims, "fixed": fixed, "stages": a.stages, "derived": derived_globals(a.source),
+        "inputs": tensors["input"], "parameters": tensors["parameter"], "buffers": tensors["buffer"],
+        "outputs": tensors["output"], "reduce_axis": a.reduce_axis,
+        "constant_inputs": a.constant_inputs(), "flops": flops_expression(a),
+        "memory": memory_at_bench(a),
     }
-    out["inputs"] = []
-    for i, t in enumerate(problem.inputs if isinstance(problem.inputs, list) else []):
-        if not isinstance(t, Tensor):
-            continue
-        entry = {"name": getattr(t, "name", "input%d" % i), "shape": t.shape, "type": t.dtype}
-        if t.dtype == "int64":
-            entry["low"], entry["high"] = t.low, t.high
-        out["inputs"].append(entry)
-    out["parameters"] = [dict(p) for p in getattr(problem, "parameters", [])]
-    out["buffers"] = [dict(b) for b in getattr(problem, "buffers", [])]
-    if refusal is None:
-        out["kind"], out["grid"] = problem.kind, problem.grid
-        out["outputs"] = [{"name": "out", "shape": problem.output_shape, "type": "float"}]
-        out["reduce_axis"] = problem.reduce_axis
-        out["gemm"] = problem.gemm
-    else:
-        out["kind"], out["refused"] = "refused", refusal
     return out
 
 
 def analyse_source(source, path):
     try:
-        problem = Problem(source, path)
+        ast.parse(source, filename=path)
     except SyntaxError as e:
         return {"file": path, "accepted": False, "kind": "refused",
                 "refused": "not valid Python: %s (line %s)" % (e.msg, e.lineno)}
+    analysis = Analysis(source, path)
     try:
-        problem.analyse()
-        return report(problem, None)
+        analysis.analyse()
+        return report(analysis)
     except Refused as e:
-        return report(problem, str(e))
-    except RecursionError:
-        return report(problem, "an expression nested too deeply")
+        return {"file": path, "accepted": False, "kind": "refused", "refused": str(e)}
+    except Exception as e:  # the module itself failed: its reason is the refusal
+        return {"file": path, "accepted": False, "kind": "refused",
+                "refused": "it fails to run: %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:300])}
+
+
+def analyse_file(path):
+    """The verdict on one file: its analysis, or a refusal that says why it could not be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return {"file": path, "accepted": False, "kind": "refused", "refused": "cannot read it: %s" % e}
+    # The problem's own prints go to stderr: stdout carries the verdicts alone.
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        return analyse_source(source, path)
+    finally:
+        sys.stdout = stdout
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: python3 analyse_problem.py FILE.py\n")
+    global torch
+    if len(argv) < 2:
+        sys.stderr.write("usage: python3 analyse_problem.py FILE.py...\n")
         return 2
     try:
-        with open(argv[1], encoding="utf-8") as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        sys.stderr.write("%s: cannot read: %s\n" % (argv[1], e))
+        import torch as t
+    except ImportError:
+        sys.stderr.write("the analysis of a KernelBench problem runs it with PyTorch: this Python (%s) has no torch; "
+                         "install it (pip install torch) or give --python PATH\n" % sys.executable)
         return 2
-    print(json.dumps(analyse_source(source, argv[1]), indent=1))
+    torch = t
+    for path in argv[1:]:
+        print(json.dumps(analyse_file(path)), flush=True)
     return 0
 
 

@@ -25,8 +25,17 @@ std::string own_path() {
   return path ? path : "/usr/local/bin:/usr/bin:/bin";
 }
 
-/// A problem is read in well under a second; this only bounds a Python that hangs.
-constexpr double kAnalysisSeconds = 60;
+/// A problem is read in seconds (a whole ResNet on the meta device in about a minute, importing
+/// PyTorch included); this only bounds a problem that hangs.
+constexpr double kSecondsPerProblem = 900;
+
+/// One verdict line of the analyser, or why it is not one.
+Result<nlohmann::json> verdict_of(const std::string& line, const std::string& problem_path) {
+  auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("accepted"))
+    return error(problem_path + ": the analyser printed no verdict (expected a JSON object, got: " + line.substr(0, 200) + ")");
+  return json;
+}
 
 }  // namespace
 
@@ -36,33 +45,50 @@ const std::string& problem_analyser_source() {
 
 bool python_available(const std::string& python) { return !find_executable(python, own_path()).empty(); }
 
-Result<nlohmann::json> analyse_problem(const std::string& python, const std::string& problem_path) {
-  // The script arrives on stdin (`python -`): no temporary file, nothing on the command line. Its
-  // stderr stays the caller's, so the analyser's own complaints reach the user.
+Result<std::vector<Result<nlohmann::json>>> analyse_problems(const std::string& python,
+                                                             const std::vector<std::string>& problem_paths) {
+  // The script arrives on stdin (`python -`): no temporary file. Its stderr stays the caller's,
+  // so the analyser's own complaints (and a problem's prints) reach the user.
   const std::string exe = find_executable(python, own_path());
-  if (exe.empty()) return error(problem_path + ": cannot run the analyser: no " + python + " on PATH");
+  if (exe.empty()) return error("cannot run the analyser: no " + python + " on PATH");
   ChildProcess child;
   ChildOptions options;
   options.own_process_group = false;
-  if (auto started = child.start({exe, "-I", "-", problem_path}, own_environment(), options); !started)
-    return error(problem_path + ": cannot run the analyser (" + exe + "): " + started.error().message);
+  std::vector<std::string> argv{exe, "-I", "-"};
+  argv.insert(argv.end(), problem_paths.begin(), problem_paths.end());
+  if (auto started = child.start(argv, own_environment(), options); !started)
+    return error("cannot run the analyser (" + exe + "): " + started.error().message);
   // Python reads the whole script before it runs any of it, so writing all of it first cannot
   // deadlock against its output. A Python that died early fails the write: its status says why.
   child.write_all(problem_analyser_source());
   child.close_input();
-  std::string out;
-  for (bool timed_out = false, eof = false; !eof;) {
-    auto line = child.read_line(kAnalysisSeconds, timed_out, eof);
-    if (timed_out) return error(problem_path + ": the analyser (" + exe + ") ran past " + std::to_string(int(kAnalysisSeconds)) + " s");
-    if (line) out += *line + "\n";
+  std::vector<Result<nlohmann::json>> out;
+  std::string stopped;
+  while (out.size() < problem_paths.size()) {
+    const std::string& path = problem_paths[out.size()];
+    bool timed_out = false, eof = false;
+    auto line = child.read_line(kSecondsPerProblem, timed_out, eof);
+    if (timed_out) {
+      child.kill_now();
+      stopped = "the analyser (" + exe + ") ran past " + std::to_string(int(kSecondsPerProblem)) + " s on " + path;
+      break;
+    }
+    if (line) out.push_back(verdict_of(*line, path));
+    if (eof) break;
   }
-  const std::string how = child.reap();
-  if (how != "exited with code 0")
-    return error(problem_path + ": the analyser (" + python + ") " + how + " (its message is above)");
-  auto json = nlohmann::json::parse(out, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("accepted"))
-    return error(problem_path + ": the analyser printed no verdict (expected a JSON object)");
-  return json;
+  const std::string how = stopped.empty() ? child.reap() : "was stopped";
+  if (out.empty() && how != "exited with code 0")
+    return error("the analyser (" + python + ") " + how + (stopped.empty() ? " (its message is above)" : ": " + stopped));
+  while (out.size() < problem_paths.size())
+    out.push_back(error(problem_paths[out.size()] + ": " +
+                        (stopped.empty() ? "the analyser ended (" + how + ") before reading it (its message is above)" : stopped)));
+  return out;
+}
+
+Result<nlohmann::json> analyse_problem(const std::string& python, const std::string& problem_path) {
+  auto all = analyse_problems(python, {problem_path});
+  if (!all) return all.error();
+  return std::move(all->front());
 }
 
 }  // namespace ak

@@ -50,67 +50,33 @@ std::string values_text(const DimValues& v) {
   return out + "]";
 }
 
-std::vector<json> all_tensors(const json& a) {
-  std::vector<json> out;
-  for (const char* key : {"inputs", "parameters", "buffers", "outputs"})
-    for (auto& t : a.value(key, json::array())) out.push_back(t);
+DimValues dim_values(const json& v) {
+  DimValues out;
+  for (auto& e : v) out.push_back(e.get<int64_t>());
   return out;
 }
 
-enum class DimRole { Batch, Feature, Row };
-
-/// Batch-like: in an input's shape, never a tensor's last dimension, in no parameter or buffer.
-/// Row: the last dimension of some tensor. Feature: the rest.
-std::vector<DimRole> dim_roles(const json& a, const std::vector<std::string>& dims) {
-  std::set<std::string> in_inputs, last, in_weights;
-  for (auto& t : a.value("inputs", json::array()))
-    for (auto& e : t["shape"]) if (e.is_string()) in_inputs.insert(e.get<std::string>());
-  for (const char* key : {"parameters", "buffers"})
-    for (auto& t : a.value(key, json::array()))
-      for (auto& e : t["shape"]) if (e.is_string()) in_weights.insert(e.get<std::string>());
-  for (auto& t : all_tensors(a))
-    if (!t["shape"].empty() && t["shape"].back().is_string()) last.insert(t["shape"].back().get<std::string>());
-  std::vector<DimRole> roles;
-  for (auto& d : dims) {
-    if (last.count(d)) roles.push_back(DimRole::Row);
-    else if (in_inputs.count(d) && !in_weights.count(d)) roles.push_back(DimRole::Batch);
-    else roles.push_back(DimRole::Feature);
+/// Comments of the spec for what the analysis found beside the tensors: globals computed from
+/// others, numbers get_inputs() passes to forward.
+std::string notes_text(const json& a) {
+  std::string t;
+  for (auto& [k, from] : a.value("derived", json::object()).items()) {
+    std::string names;
+    for (auto& f : from) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+    if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
+      t += "# " + k + " is computed from " + names + ": the reference executes the module again at each shape\n";
   }
-  return roles;
+  for (auto& [k, v] : a.value("constant_inputs", json::object()).items())
+    if (plain_identifier(k))
+      t += "# get_inputs() also passes " + k + " = " + v.dump() + " to forward, the same at every shape: no argument of the kernel\n";
+  return t;
 }
 
-int64_t largest_tensor(const json& a, const std::vector<std::string>& dims, const DimValues& v) {
-  int64_t largest = 1;
-  for (auto& t : all_tensors(a)) {
-    int64_t n = 1;
-    for (auto& e : t["shape"]) {
-      if (e.is_number_integer()) n *= e.get<int64_t>();
-      else n *= v[size_t(std::find(dims.begin(), dims.end(), e.get<std::string>()) - dims.begin())];
-    }
-    largest = std::max(largest, n);
-  }
-  return largest;
-}
-
-/// Halves the largest size (the last of equals) until the largest tensor fits; an odd pattern
-/// stays odd, so a shape made of sizes that are multiples of nothing stays that way.
-DimValues fit(const json& a, const std::vector<std::string>& dims, DimValues v, int64_t max_elements) {
-  while (largest_tensor(a, dims, v) > max_elements) {
-    size_t at = 0;
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] >= v[at]) at = i;
-    if (v[at] <= 1) break;  // integer literals alone exceed the budget: keep the smallest there is
-    const bool odd = v[at] % 2 == 1;
-    v[at] /= 2;
-    if (odd) v[at] |= 1;
-  }
-  return v;
-}
-
-DimValues pattern(const std::vector<DimRole>& roles, int64_t batch, int64_t feature, int64_t row) {
-  DimValues v;
-  for (auto r : roles) v.push_back(r == DimRole::Batch ? batch : r == DimRole::Feature ? feature : row);
-  return v;
+/// The grid rule a file without a launch plan (ak_launch) is launched by; a file with one needs none.
+std::string grid_comment(const std::string& kind) {
+  static const std::set<std::string> planned{"convolution", "transposed_convolution", "pooling", "normalization", "scan",
+                                             "index", "loss", "matmul", "model"};
+  return planned.count(kind) ? "   # for a file without ak_launch (one kernel); a file with it launches its own steps" : "";
 }
 
 }  // namespace
@@ -127,32 +93,22 @@ std::string kernelbench_type_name(const std::string& problem_path) {
   return name;
 }
 
-StageShapes kernelbench_stage_shapes(const json& a, int64_t max_elements) {
-  const auto dims = a.value("sizes", std::vector<std::string>{});
-  const auto roles = dim_roles(a, dims);
+StageShapes kernelbench_stage_shapes(const json& a) {
+  const json& st = a.at("stages");
   StageShapes s;
-  for (auto& d : dims) s.bench.push_back(a["globals"][d]["value"].get<int64_t>());
-  auto add = [&](std::vector<DimValues>& list, DimValues v, int64_t budget) {
-    v = fit(a, dims, std::move(v), budget);
-    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-  };
-  s.smoke = fit(a, dims, pattern(roles, 4, 64, 1000), std::max<int64_t>(max_elements / 64, 1));
-  add(s.sweep, pattern(roles, 64, 256, 4096), max_elements);
-  add(s.sweep, pattern(roles, 33, 33, 1531), max_elements);
-  add(s.sweep, pattern(roles, 128, 128, 2048), max_elements);
-  add(s.sweep, pattern(roles, 7, 3, 65537), max_elements);
-  add(s.sweep, pattern(roles, 1531, 7, 33), max_elements);
-  s.stability = s.determinism = s.sweep.front();
-  add(s.edge, pattern(roles, 1, 1, 1), max_elements);
-  add(s.edge, pattern(roles, 1, 3, 65537), max_elements);
-  add(s.edge, pattern(roles, 3, 7, 7), max_elements);
+  s.bench = dim_values(st.at("bench"));
+  s.smoke = dim_values(st.at("smoke"));
+  s.stability = dim_values(st.at("stability"));
+  s.determinism = dim_values(st.at("determinism"));
+  for (auto& v : st.at("sweep")) s.sweep.push_back(dim_values(v));
+  for (auto& v : st.at("edge")) s.edge.push_back(dim_values(v));
   return s;
 }
 
 std::string kernelbench_spec_text(const json& a, const std::string& name, const std::string& reference,
                                   const std::string& source_path) {
   const std::string kind = a["kind"], grid = a["grid"];
-  const auto dims = a.value("sizes", std::vector<std::string>{});
+  const auto dims = a.value("dims", std::vector<std::string>{});
   const StageShapes s = kernelbench_stage_shapes(a);
   std::string summary = a.value("summary", std::string());
   if (summary.empty()) summary = "KernelBench problem " + std::filesystem::path(source_path).filename().string();
@@ -161,13 +117,12 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   t += "summary = " + toml_string(summary) + "\n";
   t += "reference = " + toml_string(reference) + "\n";
   t += "kind = " + toml_string(kind) + "\n";
-  t += "grid = " + toml_string(grid) + "\n";
+  t += "grid = " + toml_string(grid) + grid_comment(kind) + "\n";
   t += "dtypes = [\"fp32\"]\n";
-  if (kind == "gemm_epilogue") {
-    const json& g = a["gemm"];
-    auto factor = [](const json& e) { return e.is_string() ? e.get<std::string>() : std::to_string(e.get<int64_t>()); };
+  const json flops = a.value("flops", json());
+  if (flops.is_string()) {
     t += "metric = \"TFLOPS\"\n";
-    t += "flops = " + toml_string("2 * " + factor(g["m"]) + " * " + factor(g["n"]) + " * " + factor(g["k"])) + "\n";
+    t += "flops = " + toml_string(flops.get<std::string>()) + "\n";
   } else {
     t += "metric = \"GBps\"\n";
   }
@@ -185,28 +140,33 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   t += "edge = [";
   for (size_t i = 0; i < s.edge.size(); ++i) t += (i ? ", " : "") + values_text(s.edge[i]);
   t += "]\n\n[fixed]\n";
-  const json fixed = a.value("fixed", json::object()), derived = a.value("derived", json::object());
-  for (auto& [k, v] : fixed.items())
-    if (plain_identifier(k)) t += k + " = " + v.dump() + "\n";
-  for (auto& [k, from] : derived.items()) {
-    std::string names;
-    for (auto& f : from) names += (names.empty() ? "" : ", ") + f.get<std::string>();
-    if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
-      t += "# " + k + " is computed from " + names + ": the reference must compute it again at each shape\n";
-  }
+  for (auto& [k, v] : a.value("fixed", json::object()).items())
+    if (plain_identifier(k) && v.is_number()) t += k + " = " + v.dump() + "\n";
+  t += notes_text(a);
   std::set<std::string> taken(dims.begin(), dims.end());
   for (auto& [key, role] : std::vector<std::pair<const char*, const char*>>{
            {"inputs", "input"}, {"parameters", "parameter"}, {"buffers", "buffer"}, {"outputs", "output"}})
     for (auto& tensor : a.value(key, json::array())) {
       t += "\n[[tensor]]\nname = " + toml_string(argument_name(tensor["name"], taken)) + "\n";
       t += "role = \"" + std::string(role) + "\"\n";
-      t += "shape = " + shape_text(tensor["shape"]) + "\n";
+      t += "shape = " + shape_text(tensor["shape"]) + "\n";   // [] is a scalar (one element)
       const bool int64 = tensor.value("type", std::string("float")) == "int64";
       t += std::string("type = \"") + (int64 ? "int64" : "float") + "\"\n";
       for (const char* bound : {"low", "high"})
         if (int64 && tensor.contains(bound) && (tensor[bound].is_string() || tensor[bound].is_number_integer()))
           t += std::string(bound) + " = " + (tensor[bound].is_string() ? toml_string(tensor[bound].get<std::string>()) : tensor[bound].dump()) + "\n";
     }
+  return t;
+}
+
+std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, std::string>>& refusals) {
+  auto cell = [](std::string s) {
+    for (char& c : s)
+      if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return s;
+  };
+  std::string t = "file\treason\n";
+  for (auto& [file, reason] : refusals) t += cell(file) + "\t" + cell(reason) + "\n";
   return t;
 }
 

@@ -21,14 +21,19 @@ struct StageShapes {
   std::vector<DimValues> sweep, edge;
 };
 
-/// Stage shapes for an accepted analysis: small shapes, sizes that are multiples of nothing (33,
-/// 1531, 65537), 1 for every batch-like size in an edge shape, and each shape's largest tensor
-/// at most `max_elements` (smoke: 1/64 of it).
-StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis, int64_t max_elements = int64_t(1) << 22);
+/// The stage shapes of an accepted analysis, as the analyser found them by running the problem at
+/// each: small shapes, sizes that are multiples of nothing (33, 1531) where the problem allows
+/// them, 1 for batch-like sizes in an edge shape, each shape's tensors under 2^22 elements.
+StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis);
 
 /// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name.
 std::string kernelbench_spec_text(const nlohmann::json& analysis, const std::string& name,
                                   const std::string& reference, const std::string& source_path);
+
+/// The refusals of one `kernelbench` call, beside the config it writes (<config stem>.refused.tsv):
+/// a header, then one line per refused file, "file<TAB>reason", tabs and line breaks in either
+/// written as spaces. `report` counts them as problems that are not correct.
+std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, std::string>>& refusals);
 
 /// The config: [run], [llm] left to the user, one [[kernel]] per spec path (relative to the config).
 std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "daemon/loop/kernel_progress.hpp"
@@ -95,17 +96,48 @@ RunVerdicts read_user_type_verdicts(const std::string& run_dir, const std::vecto
   return out;
 }
 
-KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts) {
+Result<std::vector<RefusedProblem>> read_kernelbench_refusals(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error(path + ": cannot read (the refusals `autokernel kernelbench` writes beside its config)");
+  std::vector<RefusedProblem> out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (number == 1 && line == "file\treason") continue;
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || line.find('\t', tab + 1) != std::string::npos || tab == 0)
+      return error(path + " line " + std::to_string(number) + ": expected \"file<TAB>reason\"; write it again with "
+                   "`autokernel kernelbench`");
+    out.push_back({line.substr(0, tab), line.substr(tab + 1)});
+  }
+  return out;
+}
+
+std::string default_refusals_path(const std::string& run_dir) {
+  const std::filesystem::path dir = std::filesystem::absolute(run_dir).lexically_normal();
+  const std::filesystem::path run = dir.filename().empty() ? dir.parent_path() : dir;
+  return (run.parent_path().parent_path() / (run.filename().string() + ".refused.tsv")).string();
+}
+
+KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts,
+                                     const std::vector<RefusedProblem>& refused) {
   KernelBenchScores s;
   s.unreadable = verdicts.unreadable;
+  s.refused = refused;
   std::vector<std::string> tags;
   for (const ResultRow& r : rows)
     if (is_user_type(r.kernel_type) && std::find(tags.begin(), tags.end(), r.tag) == tags.end()) tags.push_back(r.tag);
   for (const std::string& tag : tags) s.problems.push_back(score(tag, rows, verdicts));
-  for (double p : {1.0, 1.5, 2.0}) {
+  for (double p : {0.0, 1.0, 1.5, 2.0}) {
     FastP f{p};
     // KernelBench's fast_p: correct AND speedup > p; an unmeasured baseline makes no problem fast.
+    // fast_0 is correctness alone: a correct problem counts whether or not a baseline was timed.
     for (const ProblemScore& q : s.problems) {
+      if (p == 0) {
+        f.eager += q.correct, f.compile += q.correct;
+        f.kernelbench_eager += q.kernelbench_correct, f.kernelbench_compile += q.kernelbench_correct;
+        continue;
+      }
       f.eager += q.correct && q.speedup_eager() > p;
       f.compile += q.correct && q.speedup_compile() > p;
       f.kernelbench_eager += q.kernelbench_correct && q.kernelbench_speedup_eager() > p;

@@ -1,12 +1,14 @@
 #pragma once
 /// A run's kernels of user types scored as KernelBench scores its problems: per problem whether
 /// it is correct and how fast against PyTorch eager and torch.compile, and fast_p (the share of
-/// problems that are correct and more than p times faster), under our tolerance and under
-/// KernelBench's own (atol = rtol = 1e-2, the verdict's kernelbench_pass).
+/// problems that are correct and more than p times faster; at p = 0 correctness alone), under our
+/// tolerance and under KernelBench's own (its checker's for the dtype, fp32 1e-4: the verdict's
+/// kernelbench_pass). Problems `kernelbench` refused count in the denominator as not correct.
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/result.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "harness/verdict.hpp"
 
@@ -53,14 +55,33 @@ struct FastP {
   int kernelbench_eager = 0, kernelbench_compile = 0;  ///< under KernelBench's
 };
 
+/// A problem `kernelbench` refused: its file and why (a line of <config stem>.refused.tsv).
+struct RefusedProblem {
+  std::string file, reason;
+};
+
+/// The refusals `kernelbench` wrote beside its config; an Error names the file and the line that
+/// is not "file<TAB>reason" (a missing file is an Error too: the caller decides whether it matters).
+Result<std::vector<RefusedProblem>> read_kernelbench_refusals(const std::string& path);
+
+/// Where `kernelbench` wrote the refusals of the config that made the run in `run_dir`: the config
+/// it writes names its run after its own stem under `workdir = "runs"`, so <run_dir>/../../<run
+/// folder's name>.refused.tsv.
+std::string default_refusals_path(const std::string& run_dir);
+
 struct KernelBenchScores {
   std::vector<ProblemScore> problems;   ///< in the order the run first met them
-  std::vector<FastP> fast_p;            ///< p = 1, 1.5, 2
+  std::vector<RefusedProblem> refused;  ///< counted in every denominator, never correct
+  std::vector<FastP> fast_p;            ///< p = 0 (correct alone), 1, 1.5, 2
   int without_eager = 0, without_compile = 0;   ///< problems with no time of that baseline
+  /// Every problem given to `kernelbench`: those of the run and those it refused.
+  size_t total() const { return problems.size() + refused.size(); }
   std::vector<std::string> unreadable;          ///< from RunVerdicts
 };
 
-/// Scores every user-type tag of `rows` with `verdicts`; no problems when the run has no user type.
-KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts);
+/// Scores every user-type tag of `rows` with `verdicts`, and `refused` as problems not solved; no
+/// problems when the run has no user type and nothing was refused.
+KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts,
+                                     const std::vector<RefusedProblem>& refused = {});
 
 }  // namespace ak

@@ -27,10 +27,11 @@ std::string micros(double us) { return us > 0 ? format_numbers("%.2f", us) : "�
 std::string times(double x) { return x > 0 ? format_numbers("%.3fx", x) : "—"; }
 
 /// The run's user types as KernelBench scores them (docs/user-types.md); empty without user types.
-std::string kernelbench_section(const KernelBenchScores& s) {
-  if (s.problems.empty()) return "";
+std::string kernelbench_section(const KernelBenchScores& s, const std::string& refusals_file) {
+  if (s.problems.empty() && s.refused.empty()) return "";
   std::string md = "\n## KernelBench\n\nEach kernel of a user type is a problem: correct under our tolerance (a passing best "
-                   "stands) and under KernelBench's (atol = rtol = 1e-2); its best against PyTorch eager and torch.compile.\n\n"
+                   "stands) and under KernelBench's (its checker's atol = rtol for the dtype: fp32 1e-4, fp16 and bf16 "
+                   "1e-2); its best against PyTorch eager and torch.compile.\n\n"
                    "| problem | correct (ours) | correct (KernelBench) | best µs | PyTorch eager µs | torch.compile µs | vs eager | vs compile |\n"
                    "|---|---|---|---|---|---|---|---|\n";
   bool only_kernelbench = false;
@@ -44,10 +45,17 @@ std::string kernelbench_section(const KernelBenchScores& s) {
           times(theirs ? p.kernelbench_speedup_eager() : p.speedup_eager()) + " | " +
           times(theirs ? p.kernelbench_speedup_compile() : p.speedup_compile()) + " |\n";
   }
+  for (const RefusedProblem& r : s.refused)
+    md += "| " + markdown_cell(std::filesystem::path(r.file).filename().string()) + " (refused: " + markdown_cell(r.reason) +
+          ") | no | no | — | — | — | — | — |\n";
   if (only_kernelbench) md += "\n† no file passes our tolerance: the fastest within KernelBench's.\n";
-  md += "\nfast_p: the share of problems that are correct and more than p times faster than the baseline.\n\n"
+  if (!s.refused.empty())
+    md += "\n" + std::to_string(s.refused.size()) + " problem" + (s.refused.size() == 1 ? "" : "s") + " refused by `kernelbench` (" +
+          markdown_cell(refusals_file) + ") count below as not correct.\n";
+  md += "\nfast_p: the share of the problems given to `kernelbench` that are correct and more than p times faster than the "
+        "baseline; at p = 0, correct alone.\n\n"
         "| p | vs eager (ours) | vs eager (KernelBench) | vs torch.compile (ours) | vs torch.compile (KernelBench) |\n|---|---|---|---|---|\n";
-  const size_t n = s.problems.size();
+  const size_t n = s.total();
   for (const FastP& f : s.fast_p)
     md += format_numbers("| %g | ", f.p) + count_of(f.eager, n) + " | " + count_of(f.kernelbench_eager, n) + " | " +
           count_of(f.compile, n) + " | " + count_of(f.kernelbench_compile, n) + " |\n";
@@ -82,6 +90,13 @@ Result<RunSnapshot> read_run(const std::string& dir) {
   auto state = read_state_file(dir + "/state.json");
   if (!state) return state.error();
   s.state = std::move(*state);
+  // The refusals of the `kernelbench` call that wrote the run's config, where it left them.
+  if (std::error_code ec; fs::exists(default_refusals_path(dir), ec)) {
+    auto refused = read_kernelbench_refusals(default_refusals_path(dir));
+    if (!refused) return refused.error();
+    s.kernelbench_refused = std::move(*refused);
+    s.refusals_file = default_refusals_path(dir);
+  }
   return s;
 }
 
@@ -163,7 +178,8 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
     md += "\n## Damaged rows of results.tsv (left out above)\n\n";
     for (const DamagedRow& d : s.damaged) md += "- line " + std::to_string(d.line) + ": " + markdown_cell(d.why) + "\n";
   }
-  return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows)));
+  return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows), s.kernelbench_refused),
+                                  s.refusals_file);
 }
 
 std::string combined_report(const std::vector<RunSnapshot>& runs) {

@@ -10,6 +10,7 @@
 
 #include "common/result.hpp"
 #include "daemon/loop/results_table.hpp"
+#include "daemon/report/kernelbench_scores.hpp"
 
 namespace ak {
 
@@ -18,11 +19,15 @@ struct RunSnapshot {
   nlohmann::json state;           ///< state.json; empty object when the run has not written one
   std::vector<ResultRow> rows;    ///< results.tsv
   std::vector<DamagedRow> damaged;   ///< its lines that are not rows: shown, not counted
+  /// The problems `kernelbench` refused for the config of this run (default_refusals_path, or
+  /// `report --refused FILE`), and that file: KernelBench's denominators count them.
+  std::vector<RefusedProblem> kernelbench_refused;
+  std::string refusals_file;
 };
 
 /// Reads a run folder without changing it (the daemon may be writing it). An Error names what
-/// cannot be read (the folder, results.tsv, state.json) and why; a damaged results row is listed
-/// in `damaged` and the rows after it are read.
+/// cannot be read (the folder, results.tsv, state.json, the refusals of `kernelbench` where they
+/// are) and why; a damaged results row is listed in `damaged` and the rows after it are read.
 Result<RunSnapshot> read_run(const std::string& dir);
 
 std::string status_text(const RunSnapshot& s);
