@@ -7,6 +7,7 @@ and the seeds never enter the worker, whose memory a candidate kernel can read.
 Protocol: one JSON object per line on stdin (a request, "op" naming it) and on stdout (its reply,
 "ok" always; "error" when not ok). stderr is a log. The worker runs it as `python3 -I -c <text>`.
 The functions above the torch section need no torch, so that a unittest can drive them."""
+import ast
 import json
 import math
 import os
@@ -16,7 +17,9 @@ import traceback
 
 torch = None  # imported in main(): the pure logic below is tested where there is no torch
 
-KERNELBENCH_TOLERANCE = 1e-2
+# KernelBench's checker (src/kernelbench/eval.py at 423217d, get_tolerance_for_precision): atol =
+# rtol per dtype, after torchbench. Its older rule, 1e-2 for every dtype, is gone.
+KERNELBENCH_TOLERANCES = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
@@ -49,22 +52,112 @@ def size_globals(dims, shape, fixed):
     return values
 
 
+def assigned_names(target):
+    """The plain names an assignment target binds (a, or a, b in a tuple target)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in assigned_names(t)]
+    return []
+
+
+def with_overrides(tree, overrides):
+    """The module's AST with `name = value` inserted after every module-level assignment of a name
+    in `overrides`: a global computed from it afterwards (bias_shape = (out_features,)) follows.
+    daemon/kernelbench/analyse_problem.py runs a problem the same way when it imports it."""
+    body = []
+    for stmt in tree.body:
+        body.append(stmt)
+        if isinstance(stmt, ast.Assign):
+            names = [n for t in stmt.targets for n in assigned_names(t)]
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            names = assigned_names(stmt.target)
+        else:
+            names = []
+        for name in names:
+            if name in overrides:
+                assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Constant(value=overrides[name]))
+                body.append(ast.copy_location(assign, stmt))
+    return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+
+
+def module_at(source, filename, overrides):
+    """The reference's globals after executing its source with `overrides` assigned anew."""
+    namespace = {"__name__": "reference_module", "__file__": filename}
+    exec(compile(with_overrides(ast.parse(source, filename=filename), overrides), filename, "exec"), namespace)
+    return namespace
+
+
+def shape_names(dims, shape, fixed):
+    """The names a spec's shape expressions may use at `shape`: the dims, and the integer [fixed]
+    globals (an axis, a kernel's size) as the spec gives them."""
+    names = {k: v for k, v in (fixed or {}).items() if isinstance(v, int) and not isinstance(v, bool)}
+    names.update(dim_values(dims, shape))
+    return names
+
+
+INT64_LIMIT = 1 << 63
+
+
+def expression_value(text, names):
+    """An integer expression of the spec (kernels_cuda/spec_expression's language): integers, names,
+    + - * / % (floor division and modulo), unary minus, parentheses, ceil_div(a, b), min(a, b),
+    max(a, b); division by zero and values past int64 are errors."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise Failure("the shape expression %r does not parse" % text)
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            v = node.value
+        elif isinstance(node, ast.Name):
+            if node.id not in names:
+                raise Failure("the shape expression %r names no dim nor integer [fixed] global: %r (those: %s)"
+                              % (text, node.id, ", ".join(names)))
+            v = names[node.id]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = value(node.operand)
+            v = -v if isinstance(node.op, ast.USub) else v
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
+            a, b = value(node.left), value(node.right)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+                raise Failure("the shape expression %r divides by zero here (%s)" % (text, json.dumps(names)))
+            v = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a // b,
+                 ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}[type(node.op)]()
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("ceil_div", "min", "max") and len(node.args) == 2 and not node.keywords:
+            a, b = value(node.args[0]), value(node.args[1])
+            if node.func.id == "ceil_div":
+                if b == 0:
+                    raise Failure("the shape expression %r divides by zero here (%s)" % (text, json.dumps(names)))
+                v = -((-a) // b)
+            else:
+                v = min(a, b) if node.func.id == "min" else max(a, b)
+        else:
+            raise Failure("the shape expression %r holds %s, which the spec's language has not"
+                          % (text, ast.dump(node)[:60]))
+        if not -INT64_LIMIT <= v < INT64_LIMIT:
+            raise Failure("the shape expression %r overflows int64 here (%s)" % (text, json.dumps(names)))
+        return v
+    return value(tree.body)
+
+
 def tensor_shape(spec_shape, dims):
-    """A spec tensor's shape at one shape: each entry a dim's name or an integer literal."""
+    """A spec tensor's shape at one shape: each entry an integer or an expression over `dims` (the
+    names shape_names gives); [] is a scalar."""
     out = []
     for entry in spec_shape:
         if isinstance(entry, str):
-            if entry not in dims:
-                raise Failure("the shape entry %r names no dim (dims: %s)" % (entry, ", ".join(dims)))
-            out.append(dims[entry])
+            out.append(expression_value(entry, dims))
         else:
             out.append(int(entry))
     return out
 
 
 def bound(value, dims):
-    """An int64 input's low or high: an integer or a dim's name."""
-    return dims[value] if isinstance(value, str) else int(value)
+    """An int64 input's low or high: an integer or an expression over `dims`."""
+    return expression_value(value, dims) if isinstance(value, str) else int(value)
 
 
 def element_bytes(tensor, dtype):
@@ -447,40 +540,49 @@ def finite_rms(reference):
     return math.sqrt(total / count) if count else 0.0
 
 
-def compare_output(got, reference, out_dtype, tolerance, atol):
-    """The Tally of a flat output against the flat fp32 reference, chunk by chunk."""
+def compare_output(got, reference, out_dtype, tolerance, atol, kernelbench_tolerance=None, kernelbench_reference=None):
+    """The Tally of a flat output against the flat fp32 reference, chunk by chunk; KernelBench's
+    rule at its tolerance (the dtype's, when not given) against `kernelbench_reference` (computed
+    as its checker computes it, TF32 in convolutions) or, where it is None, the same reference."""
     tally = Tally()
-    overflow = overflow_threshold(DTYPE_NAMES[out_dtype])
+    name = DTYPE_NAMES[out_dtype]
+    overflow = overflow_threshold(name)
+    if kernelbench_tolerance is None:
+        kernelbench_tolerance = KERNELBENCH_TOLERANCES[name]
     for i, j in chunk_bounds(got.numel(), CHUNK_ELEMENTS):
+        theirs = None if kernelbench_reference is None else kernelbench_reference[i:j]
         elements, bad, kb_bad, max_abs_error, worst, got_range, expected_range = compare_chunk(
-            got[i:j], reference[i:j], out_dtype, tolerance, atol, overflow)
+            got[i:j], reference[i:j], out_dtype, tolerance, atol, overflow, kernelbench_tolerance, theirs)
         if worst is not None:
             worst = (worst[0], worst[1] + i, worst[2], worst[3])
         tally.add(elements, bad, kb_bad, max_abs_error, worst, got_range, expected_range)
     return tally
 
 
-def compare_chunk(got, reference, out_dtype, tolerance, atol, overflow):
-    """One chunk judged by element_passes's rule at the verdict's tolerance and at KernelBench's:
-    what Tally.add takes, the worst's index within the chunk."""
+def compare_chunk(got, reference, out_dtype, tolerance, atol, overflow, kernelbench_tolerance, kernelbench_reference=None):
+    """One chunk judged by element_passes's rule at the verdict's tolerance and at KernelBench's
+    (against `kernelbench_reference` where given): what Tally.add takes, the worst's index within
+    the chunk."""
     g = got.double()
-    r = reference.double()
-    e = reference.to(out_dtype).double()  # what PyTorch returns in the output's dtype
-    same = (g == e) | (torch.isnan(g) & torch.isnan(e))  # equal infinities, NaN where NaN is expected
-    diff = torch.where(same, torch.zeros_like(g), (g - e).abs())
-    both_finite = torch.isfinite(g) & torch.isfinite(e)
-    r_finite = torch.isfinite(r)
 
-    def passes(rtol, a):
+    def passes_against(reference, rtol, a):
+        r = reference.double()
+        e = reference.to(out_dtype).double()  # what PyTorch returns in the output's dtype
+        same = (g == e) | (torch.isnan(g) & torch.isnan(e))  # equal infinities, NaN where NaN is expected
+        diff = torch.where(same, torch.zeros_like(g), (g - e).abs())
+        both_finite = torch.isfinite(g) & torch.isfinite(e)
+        r_finite = torch.isfinite(r)
         ok = same | (both_finite & (diff <= a + rtol * e.abs()))
         # Either side of the overflow threshold is right where the reference is within tolerance of it.
         ok |= torch.isinf(g) & r_finite & (torch.sign(g) == torch.sign(r)) & (r.abs() * (1 + rtol) + a >= overflow)
         ok |= torch.isinf(e) & r_finite & torch.isfinite(g) & ((g - r).abs() <= a + rtol * r.abs())
-        return ok
+        return ok, diff, e
 
-    bad = ~passes(tolerance, atol)
+    ok, diff, e = passes_against(reference, tolerance, atol)
+    bad = ~ok
     count = int(bad.sum())
-    kb_bad = bool((~passes(KERNELBENCH_TOLERANCE, KERNELBENCH_TOLERANCE)).any())
+    theirs = reference if kernelbench_reference is None else kernelbench_reference
+    kb_bad = bool((~passes_against(theirs, kernelbench_tolerance, kernelbench_tolerance)[0]).any())
     max_abs_error = float(diff.max()) if bool(torch.isfinite(diff).all()) else None
     worst = None
     if count:
@@ -495,6 +597,62 @@ def compare_chunk(got, reference, out_dtype, tolerance, atol, overflow):
                           float(torch.where(finite, e, torch.full_like(e, -math.inf)).max()),
                           float(torch.where(finite, e.abs(), torch.zeros_like(e)).max()))
     return g.numel(), count, kb_bad, max_abs_error, worst, (float(g.min()), float(g.max())), expected_range
+
+
+def compare_int_output(got, reference):
+    """The Tally of a flat int64 output (an index: argmax, argmin) against the reference: every
+    element equal, under our rule and KernelBench's alike."""
+    tally = Tally()
+    for i, j in chunk_bounds(got.numel(), CHUNK_ELEMENTS):
+        g, r = got[i:j], reference[i:j].to(torch.int64)
+        bad = g != r
+        count = int(bad.sum())
+        diff = (g - r).abs()
+        worst = None
+        if count:
+            at = int(bad.nonzero()[0][0])
+            worst = (float(diff[at]), i + at, float(g[at]), float(r[at]))
+        tally.add(int(g.numel()), count, count > 0, float(diff.max()) if g.numel() else 0.0, worst,
+                  (float(g.min()), float(g.max())), (float(r.min()), float(r.max()), float(r.abs().max())))
+    return tally
+
+
+def tensor_attributes(model):
+    """(dotted name, tensor) of the tensors the model or a submodule holds as plain attributes,
+    neither parameters nor buffers (an RNN's initial hidden state set in __init__): the kernel
+    takes them as buffers, after named_buffers()."""
+    out = []
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                out.append(((prefix + "." if prefix else "") + name, value))
+    return out
+
+
+def uses_cudnn(model):
+    """Whether the model has layers cuDNN computes (convolutions, recurrent layers), whose results
+    TF32 changes: only there KernelBench's reference differs from ours."""
+    return any(isinstance(m, (torch.nn.modules.conv._ConvNd, torch.nn.RNNBase)) for m in model.modules())
+
+
+class ModuleState:
+    """The values the kernel got for the model's buffers and tensor attributes, put back before
+    every forward: in training mode a forward changes BatchNorm's running statistics, and an RNN
+    may replace its hidden state, so that without this each call would compute another function."""
+
+    def __init__(self, model, buffers):
+        self.model = model
+        self.saved = [(name, value.float() if value.is_floating_point() else value.clone()) for _, name, value in buffers]
+
+    def restore(self):
+        buffers = dict(self.model.named_buffers())
+        for name, value in self.saved:
+            if name in buffers:
+                buffers[name].copy_(value)
+                continue
+            owner_path, _, attribute = name.rpartition(".")
+            owner = self.model.get_submodule(owner_path) if owner_path else self.model
+            setattr(owner, attribute, value.clone())
 
 
 def edge_values(value, rung, low=None, high=None):
@@ -625,33 +783,49 @@ class Server:
         return {}
 
     def build(self, shape, dtype):
-        """Model and inputs at `shape` under a fresh seed: (model, inputs, dims)."""
+        """Model and inputs at `shape` under a fresh seed: (model, inputs, constants, dims). The
+        module's source runs again with the dims and [fixed] globals assigned, so that globals
+        computed from them follow; the model is left in the mode it is built in (training), as
+        KernelBench calls it. `inputs` are get_inputs()' tensors, `constants` its numbers by position."""
         if self.module is None:
             raise Failure("prepare before load")
         if dtype not in TORCH_DTYPES:
             raise Failure("dtype %r is not one of fp32, fp16, bf16" % dtype)
-        dims = dim_values(self.spec["dims"], shape)
-        self.module.__dict__.update(size_globals(self.spec["dims"], shape, self.spec.get("fixed")))
+        dims = shape_names(self.spec["dims"], shape, self.spec.get("fixed"))
+        overrides = size_globals(self.spec["dims"], shape, self.spec.get("fixed"))
+        try:
+            namespace = module_at(self.spec["reference_source"], "<reference of %s>" % self.spec["name"], overrides)
+        except Exception as e:
+            raise Failure("the reference of %s failed to run at shape %s: %s: %s"
+                          % (self.spec["name"], json.dumps(shape), type(e).__name__, e))
         seed = secrets.randbits(63)  # the OS's CSPRNG; never the clock, never sent
         torch.manual_seed(seed)
         import random
         random.seed(secrets.randbits(63))
         with torch.device(DEVICE):
-            model = self.module.Model(*self.module.get_init_inputs()).eval()
-            inputs = list(self.module.get_inputs())
-        for i, x in enumerate(inputs):
-            if not isinstance(x, torch.Tensor):
-                raise Failure("get_inputs() returned a %s at position %d: the inputs of a user type are tensors"
-                              % (type(x).__name__, i))
-        return model, [x.to(DEVICE) for x in inputs], dims
+            model = namespace["Model"](*namespace["get_init_inputs"]())
+            drawn = list(namespace["get_inputs"]())
+        inputs, constants = [], {}
+        for i, x in enumerate(drawn):
+            if isinstance(x, torch.Tensor):
+                inputs.append(x.to(DEVICE))
+            elif isinstance(x, (int, float)):
+                constants[i] = x  # a number get_inputs() passes to forward: no argument of the kernel
+            else:
+                raise Failure("get_inputs() returned a %s at position %d: the inputs of a user type are tensors "
+                              "(or numbers)" % (type(x).__name__, i))
+        return model, inputs, constants, dims
 
     def module_tensors(self, model, inputs):
-        """(role, torch name, tensor) for every tensor the kernel takes, in the spec's order."""
+        """(role, torch name, tensor) for every tensor the kernel takes, in the spec's order: the
+        inputs, named_parameters(), named_buffers(), then tensors held as plain attributes (an
+        RNN's initial hidden state), which the kernel takes as buffers."""
         spec_inputs = [t["name"] for t in self.spec["tensors"] if t["role"] == "input"]
         out = [("input", spec_inputs[i] if i < len(spec_inputs) else "input %d" % i, x)
                for i, x in enumerate(inputs)]
         out += [("parameter", n, p) for n, p in model.named_parameters()]
         out += [("buffer", n, b) for n, b in model.named_buffers()]
+        out += [("buffer", n, b) for n, b in tensor_attributes(model)]
         return out
 
     def prepare(self, req):
@@ -661,7 +835,7 @@ class Server:
         dtype = req["dtype"]
         scale = input_scale(req)
         ladder = edge_ladder(req, dtype)
-        model, inputs, dims = self.build(req["shape"], dtype)
+        model, inputs, constants, dims = self.build(req["shape"], dtype)
         found = self.module_tensors(model, inputs)
         del inputs
         described = [{"role": r, "name": n, "type": type_name(t), "shape": list(t.shape)} for r, n, t in found]
@@ -681,9 +855,11 @@ class Server:
             for (role, _, t), value in zip(found, values):
                 if role != "input":
                     t.copy_(value.float() if t.is_floating_point() else value)  # the rounded values
+            state = ModuleState(model, [(role, name, value) for (role, name, _), value in zip(found, values)
+                                        if role == "buffer"])
             rung = None
             if ladder is not None:
-                rung, values = self.edge_inputs(model, found, values, ladder, dtype)
+                rung, values = self.edge_inputs(model, found, values, ladder, dtype, constants, state)
             # No byte of an earlier launch survives in the pool, and 0xFF is NaN in every float dtype:
             # an output element the candidate leaves unwritten fails.
             self.pool.fill_(0xFF)
@@ -695,7 +871,7 @@ class Server:
         synchronize()
         follows_magnitude = scale > 1 or bool(rung and rung.get("follows_magnitude"))
         self.prepared = {"model": model, "kept": kept, "dims": dims, "dtype": dtype, "layout": req["layout"],
-                         "follows_magnitude": follows_magnitude}
+                         "follows_magnitude": follows_magnitude, "constants": constants, "state": state}
         if ladder is None:
             return {}
         return {"inputs": rung["what"] if rung else "get_inputs() as drawn (no rung of the %s recipe gives a finite "
@@ -711,7 +887,7 @@ class Server:
         value = value.to(TORCH_DTYPES[dtype]) if value.is_floating_point() else value
         return value.clone(memory_format=torch.contiguous_format)
 
-    def edge_inputs(self, model, found, values, ladder, dtype):
+    def edge_inputs(self, model, found, values, ladder, dtype, constants, state):
         """The first rung of an edge recipe whose reference, rounded to `dtype`, is finite: (rung, the
         values with its float inputs), or (None, `values`) when none is. Parameters, buffers and
         int64 inputs stay as drawn. The draws come from the generator build() seeded from the CSPRNG."""
@@ -720,7 +896,8 @@ class Server:
                      if role == "input" and v.is_floating_point() else v
                      for spec, (role, _, _), v in zip(self.spec["tensors"], found, values)]
             # Copies: a forward that works in place must not change the values the kernel will get.
-            outputs = self.forward(model, [v.clone() for (role, _, _), v in zip(found, trial) if role == "input"])
+            outputs = self.forward(model, [v.clone() for (role, _, _), v in zip(found, trial) if role == "input"],
+                                   constants, state)
             finite = all(all_finite(o.detach().reshape(-1), TORCH_DTYPES[dtype]) for o in outputs)
             del outputs
             if finite:
@@ -728,12 +905,24 @@ class Server:
         return None, values
 
     @staticmethod
-    def forward(model, inputs):
+    def forward(model, inputs, constants, state, kernelbench_tf32=False):
         """The module's outputs, as a list, for inputs in the dtype under test (floats upcast to fp32:
-        the reference is full precision whatever the kernel's dtype)."""
+        the reference is full precision whatever the kernel's dtype), get_inputs()' numbers put back
+        at their places. The buffers are put back first (a forward in training mode changes
+        BatchNorm's running statistics): every call computes the same function. TF32 stays off
+        unless `kernelbench_tf32`, which computes as KernelBench's checker does: PyTorch's defaults,
+        TF32 in cuDNN's convolutions, none in matmuls."""
         inputs = [v.float() if v.is_floating_point() and v.dtype != torch.float32 else v for v in inputs]
-        with torch.no_grad():
-            result = model(*inputs)
+        arguments = list(inputs)
+        for position in sorted(constants):
+            arguments.insert(position, constants[position])
+        state.restore()
+        try:
+            torch.backends.cudnn.allow_tf32 = kernelbench_tf32
+            with torch.no_grad():
+                result = model(*arguments)
+        finally:
+            torch.backends.cudnn.allow_tf32 = False
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
     def region(self, slot):
@@ -759,20 +948,19 @@ class Server:
         # input; a forward that works in place changes them, and they are put back from the pool,
         # which holds their bytes unchanged (checked above).
         kept_inputs = [(value, slot) for (role, _, value), slot in zip(p["kept"], p["layout"]) if role == "input"]
-        expected = self.forward(p["model"], [v for v, _ in kept_inputs])
-        for value, slot in kept_inputs:
-            if value.dtype in (torch.float32, torch.int64) and not bytes_equal(self.region(slot),
-                                                                                 value.reshape(-1).view(torch.uint8)):
-                # An output that is the changed input itself (relu_(x)) is the reference: kept aside first.
-                expected = [o.clone() if same_storage(o, value) else o for o in expected]
-                value.reshape(-1).view(torch.uint8).copy_(self.region(slot))
+        expected = self.forward(p["model"], [v for v, _ in kept_inputs], p["constants"], p["state"])
+        expected = self.put_back_inputs(kept_inputs, expected)
+        kernelbench_expected = None
+        if uses_cudnn(p["model"]):
+            kernelbench_expected = self.put_back_inputs(kept_inputs, self.forward(
+                p["model"], [v for v, _ in kept_inputs], p["constants"], p["state"], kernelbench_tf32=True))
         outputs = [t for t in self.spec["tensors"] if t["role"] == "output"]
         if len(expected) != len(outputs):
             raise Failure("forward returned %d outputs where the spec declares %d" % (len(expected), len(outputs)))
         tolerance = float(self.spec.get("tolerance", {}).get(p["dtype"], 0))
         if tolerance <= 0:
             raise Failure("load gave no tolerance for %s" % p["dtype"])
-        out_dtype = TORCH_DTYPES[p["dtype"]]
+        kernelbench_tolerance = KERNELBENCH_TOLERANCES[p["dtype"]]
         verdict = {"pass": True, "kernelbench_pass": True, "message": "", "max_abs_error": 0.0}
         slots = p["layout"][len(p["kept"]):]
         for i, (t, slot) in enumerate(zip(outputs, slots)):
@@ -782,13 +970,34 @@ class Server:
                               % (t["name"], list(expected[i].shape), shape))
             reference = expected[i].detach().reshape(-1)
             expected[i] = None  # the reference's output goes as soon as it is judged
+            theirs = None
+            if kernelbench_expected is not None:
+                theirs = kernelbench_expected[i].detach().reshape(-1)
+                kernelbench_expected[i] = None
+            if t.get("type") == "int64":   # an index (argmax): exact, under both rules
+                tally = compare_int_output(self.region(slot).view(torch.int64), reference)
+                tally.judge(t["name"], shape, 0.0, 0.0, verdict)
+                continue
+            out_dtype = TORCH_DTYPES[p["dtype"]]
             got = self.region(slot).view(out_dtype)
             rms = finite_rms(reference) if p["follows_magnitude"] else 0.0
             atol = absolute_tolerance(tolerance, p["follows_magnitude"], rms)
-            tally = compare_output(got, reference, out_dtype, tolerance, atol)
-            del reference
+            tally = compare_output(got, reference, out_dtype, tolerance, atol, kernelbench_tolerance, theirs)
+            del reference, theirs
             tally.judge(t["name"], shape, tolerance, atol, verdict)
         return verdict
+
+    def put_back_inputs(self, kept_inputs, expected):
+        """The kept fp32 and int64 inputs put back from the pool where a forward that works in
+        place changed them (the pool holds their bytes unchanged, checked before); an output that
+        is such an input itself (relu_(x)) is kept aside first."""
+        p = self.prepared
+        for value, slot in kept_inputs:
+            if value.dtype in (torch.float32, torch.int64) and not bytes_equal(self.region(slot),
+                                                                                 value.reshape(-1).view(torch.uint8)):
+                expected = [o.clone() if same_storage(o, value) else o for o in expected]
+                value.reshape(-1).view(torch.uint8).copy_(self.region(slot))
+        return expected
 
     def free(self, req):
         """Drops the last launch's copies and gives every cached block back: the worker is done with
@@ -819,10 +1028,20 @@ class Server:
 
     def time_module(self, req):
         repetitions = max(1, int(req.get("repetitions", 20)))
-        model, inputs, _ = self.build(req["shape"], req["dtype"])
+        model, tensors, constants, _ = self.build(req["shape"], req["dtype"])
         dtype = TORCH_DTYPES[req["dtype"]]
         model = model.to(dtype)
-        inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+        inputs = [x.to(dtype) if x.is_floating_point() else x for x in tensors]
+        for position in sorted(constants):
+            inputs.insert(position, constants[position])
+        # Timed as a user runs it and as KernelBench times it: PyTorch's defaults (TF32 in cuDNN).
+        torch.backends.cudnn.allow_tf32 = True
+        try:
+            return self.time_eager_and_compiled(req, model, inputs, repetitions)
+        finally:
+            torch.backends.cudnn.allow_tf32 = False
+
+    def time_eager_and_compiled(self, req, model, inputs, repetitions):
         flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         reply = {"eager_us": self.time(model, inputs, flush, repetitions)}
         if req.get("compile", True) is False:  # torch.compile autotunes for minutes: a caller may skip it

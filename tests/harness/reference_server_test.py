@@ -612,5 +612,170 @@ class ServerOnCpu(unittest.TestCase):
         self.assertTrue(bool((x == 1).any()), "the huge values clamped to the range's top")
 
 
+class Expressions(unittest.TestCase):
+    """The spec's shape expressions as the reference evaluates them (kernels_cuda/spec_expression's language)."""
+
+    def test_floor_division_modulo_and_the_functions(self):
+        names = {"height": 128, "padding": 1, "kernel_size": 3, "stride": 2}
+        self.assertEqual(R.expression_value("(height + 2 * padding - kernel_size) / stride + 1", names), 64)
+        self.assertEqual(R.expression_value("-7 / 2", {}), -4)
+        self.assertEqual(R.expression_value("7 % 3 + ceil_div(7, 2) + min(3, 4) + max(3, 4)", {}), 1 + 4 + 3 + 4)
+        self.assertEqual(R.tensor_shape(["batch", "2 * n - 1", 3], {"batch": 5, "n": 4}), [5, 7, 3])
+        self.assertEqual(R.tensor_shape([], {}), [])
+
+    def test_unknown_names_division_by_zero_overflow_and_other_syntax_are_refused(self):
+        for text, words in (("rows", "names no dim"), ("n / 0", "divides by zero"), ("ceil_div(n, n - 4)", "divides by zero"),
+                            ("n * 4611686018427387904 * 4", "overflows int64"), ("n ** 2", "language has not"),
+                            ("abs(n)", "language has not"), ("n +", "does not parse")):
+            with self.assertRaisesRegex(R.Failure, words, msg=text):
+                R.expression_value(text, {"n": 4})
+
+    def test_integer_fixed_globals_are_names_and_dims_win_over_them(self):
+        self.assertEqual(R.shape_names(["n"], [8], {"n": 3, "kernel_size": 3, "scale": 0.5}), {"n": 8, "kernel_size": 3})
+
+
+class ModuleAgain(unittest.TestCase):
+    def test_a_global_computed_from_a_size_follows_it(self):
+        source = "out_features = 16\nbias_shape = (out_features, 1)\nn = 2\nn *= 4\na = b = 3\n"
+        g = R.module_at(source, "<t>", {"out_features": 5, "n": 7, "b": 9})
+        self.assertEqual(g["bias_shape"], (5, 1))
+        self.assertEqual(g["n"], 7)   # the override follows every assignment, the augmented one too
+        self.assertEqual((g["a"], g["b"]), (3, 9))
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class KernelBenchSemantics(unittest.TestCase):
+    """prepare and check of problems in KernelBench's format on the CPU, the test playing the kernel:
+    the module in training mode with its buffers put back before every call, sizes computed from
+    others recomputed at each shape, int64 outputs compared exactly, numbers from get_inputs()."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+        cls.device = R.DEVICE
+        R.DEVICE = "cpu"
+
+    @classmethod
+    def tearDownClass(cls):
+        R.DEVICE = cls.device
+
+    def load(self, source, dims, tensors, fixed=None):
+        server = R.Server()
+        server.load({"name": "t", "reference_source": source, "dims": dims, "tensors": tensors,
+                     "fixed": fixed or {}, "tolerance": {"fp32": 1e-4}})
+        self.tensors = tensors
+        return server
+
+    def prepare(self, server, shape):
+        names = R.shape_names(server.spec["dims"], list(shape), server.spec.get("fixed"))
+        self.layout, offset = [], 0
+        for t in self.tensors:
+            n = R.numel(R.tensor_shape(t["shape"], names)) * (8 if t["type"] == "int64" else 4)
+            self.layout.append({"offset": offset, "bytes": n})
+            offset += (n + 255) // 256 * 256
+        server.pool = self.torch.zeros(offset, dtype=self.torch.uint8)
+        return server.prepare({"shape": list(shape), "dtype": "fp32", "layout": self.layout})
+
+    def tensor(self, server, i, dtype=None):
+        return server.region(self.layout[i]).view(dtype or self.torch.float32)
+
+    BATCHNORM = ("import torch\nbatch_size = 16\nfeatures = 4\nclass Model(torch.nn.Module):\n"
+                 "    def __init__(self):\n        super().__init__()\n        self.bn = torch.nn.BatchNorm1d(features)\n"
+                 "    def forward(self, x):\n        return self.bn(x)\n"
+                 "def get_inputs():\n    return [torch.randn(batch_size, features) * 3 + 1]\n"
+                 "def get_init_inputs():\n    return []\n")
+    BN_TENSORS = [{"name": "x", "role": "input", "shape": ["batch_size", "features"], "type": "float"},
+                  {"name": "bn_weight", "role": "parameter", "shape": ["features"], "type": "float"},
+                  {"name": "bn_bias", "role": "parameter", "shape": ["features"], "type": "float"},
+                  {"name": "bn_running_mean", "role": "buffer", "shape": ["features"], "type": "float"},
+                  {"name": "bn_running_var", "role": "buffer", "shape": ["features"], "type": "float"},
+                  {"name": "bn_num_batches_tracked", "role": "buffer", "shape": [], "type": "int64"},
+                  {"name": "out", "role": "output", "shape": ["batch_size", "features"], "type": "float"}]
+
+    def test_batchnorm_is_judged_in_training_mode_with_its_buffers_put_back_before_every_call(self):
+        t = self.torch
+        server = self.load(self.BATCHNORM, ["batch_size", "features"], self.BN_TENSORS)
+        self.prepare(server, (16, 4))
+        x = self.tensor(server, 0).reshape(16, 4)
+        batch_stats = (x - x.mean(0)) / t.sqrt(x.var(0, unbiased=False) + 1e-5)   # training mode: the batch's statistics
+        self.tensor(server, 6).copy_(batch_stats.reshape(-1))
+        for _ in range(3):   # the determinism stage checks one drawing three times: the same function each time
+            verdict = server.check({})
+            self.assertTrue(verdict["pass"], verdict["message"])
+            self.assertTrue(verdict["kernelbench_pass"])
+        running = (x - 0.0) / t.sqrt(t.tensor(1.0) + 1e-5)   # eval mode's running statistics (0, 1): not the function
+        self.tensor(server, 6).copy_(running.reshape(-1))
+        self.assertFalse(server.check({})["pass"])
+        model = server.prepared["model"]
+        self.assertTrue(model.training)
+        # Four calls, each from the drawn buffers: the running mean moved by one momentum step, not four.
+        self.assertTrue(t.allclose(model.bn.running_mean, 0.1 * x.mean(0)), "the buffers were put back before each call")
+        self.assertEqual(int(model.bn.num_batches_tracked), 1)
+        self.assertTrue(t.equal(self.tensor(server, 3), t.zeros(4)), "the kernel's buffer is as drawn")
+
+    def test_a_size_computed_from_another_follows_it_at_every_shape(self):
+        source = ("import torch\nbatch_size = 8\nout_features = 16\nbias_shape = (out_features,)\n"
+                  "class Model(torch.nn.Module):\n    def __init__(self, bias_shape):\n        super().__init__()\n"
+                  "        self.bias = torch.nn.Parameter(torch.randn(bias_shape))\n"
+                  "    def forward(self, x):\n        return x + self.bias\n"
+                  "def get_inputs():\n    return [torch.rand(batch_size, out_features)]\n"
+                  "def get_init_inputs():\n    return [bias_shape]\n")
+        tensors = [{"name": "x", "role": "input", "shape": ["batch_size", "out_features"], "type": "float"},
+                   {"name": "bias", "role": "parameter", "shape": ["out_features"], "type": "float"},
+                   {"name": "out", "role": "output", "shape": ["batch_size", "out_features"], "type": "float"}]
+        server = self.load(source, ["batch_size", "out_features"], tensors)
+        for shape in ((8, 16), (3, 33), (1, 1)):
+            self.prepare(server, shape)
+            x = self.tensor(server, 0).reshape(shape)
+            self.tensor(server, 2).copy_((x + self.tensor(server, 1)).reshape(-1))
+            verdict = server.check({})
+            self.assertTrue(verdict["pass"], "%s: %s" % (shape, verdict["message"]))
+
+    def test_an_index_output_is_compared_exactly_and_shapes_may_be_expressions(self):
+        t = self.torch
+        source = ("import torch\nbatch_size = 8\nn = 16\nk = 3\nclass Model(torch.nn.Module):\n"
+                  "    def forward(self, x):\n        return torch.argmax(x[:, : n - k + 1], dim=1)\n"
+                  "def get_inputs():\n    return [torch.rand(batch_size, n)]\ndef get_init_inputs():\n    return []\n")
+        tensors = [{"name": "x", "role": "input", "shape": ["batch_size", "n"], "type": "float"},
+                   {"name": "out", "role": "output", "shape": ["batch_size"], "type": "int64"}]
+        server = self.load(source, ["batch_size", "n"], tensors, fixed={"k": 3})
+        self.prepare(server, (8, 16))
+        x = self.tensor(server, 0).reshape(8, 16)
+        index = self.tensor(server, 1, t.int64)
+        index.copy_(t.argmax(x[:, :14], dim=1))
+        verdict = server.check({})
+        self.assertTrue(verdict["pass"] and verdict["kernelbench_pass"], verdict["message"])
+        index[5] += 1
+        verdict = server.check({})
+        self.assertFalse(verdict["pass"])
+        self.assertFalse(verdict["kernelbench_pass"])
+        self.assertIn("1 of 8 elements differ, worst at [5]", verdict["message"])
+
+    def test_a_scalar_output_and_a_number_from_get_inputs(self):
+        t = self.torch
+        source = ("import torch\nbatch_size = 8\nclass Model(torch.nn.Module):\n"
+                  "    def forward(self, x, s):\n        return torch.mean(x * s)\n"
+                  "def get_inputs():\n    return [torch.rand(batch_size, 4), 3.5]\ndef get_init_inputs():\n    return []\n")
+        tensors = [{"name": "x", "role": "input", "shape": ["batch_size", 4], "type": "float"},
+                   {"name": "out", "role": "output", "shape": [], "type": "float"}]
+        server = self.load(source, ["batch_size"], tensors)
+        self.prepare(server, (8,))
+        self.tensor(server, 1).copy_((self.tensor(server, 0) * 3.5).mean().reshape(1))
+        verdict = server.check({})
+        self.assertTrue(verdict["pass"], verdict["message"])
+
+    def test_kernelbenchs_tolerance_is_its_checkers_for_the_dtype(self):
+        self.assertEqual(R.KERNELBENCH_TOLERANCES, {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2})
+        t = self.torch
+        reference = t.ones(64)
+        got = reference + 5e-4          # within 1e-2 (the old rule), not within fp32's 1e-4
+        tally = R.compare_output(got, reference, t.float32, 1e-3, 1e-3)
+        self.assertTrue(tally.kernelbench_bad)
+        self.assertEqual(tally.bad, 0)
+        tally = R.compare_output(got, reference, t.float32, 1e-3, 1e-3, kernelbench_reference=reference + 5e-4)
+        self.assertFalse(tally.kernelbench_bad, "KernelBench's own reference (TF32 in convolutions) is the one it is judged by")
+
+
 if __name__ == "__main__":
     unittest.main()
