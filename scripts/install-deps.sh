@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libgit2-dev catch2 libtomlplusplus-dev
   systemd   # systemd-analyze, to check config/autokernel.service in the tests
   python3   # the tests of the Python autokernel writes out (profile --modules, export)
+  python3-pip python3-venv   # torch, below
 )
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -19,6 +20,17 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${packages[@]}"
+
+# PyTorch: `autokernel kernelbench` runs each problem with it (on its meta device), and the reference
+# process's tests run on the CPU with it. From PyPI where python3 has none: the default wheel,
+# which brings CUDA's libraries (a few GB; minutes on a fast link).
+if ! python3 -c 'import torch' >/dev/null 2>&1; then
+  echo "install-deps: python3 has no torch: installing it from PyPI (pip install torch)"
+  started=$SECONDS
+  python3 -m pip install --quiet torch 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages torch   # Debian 12's python3 is externally managed
+  echo "install-deps: torch $(python3 -c 'import torch; print(torch.__version__)') installed in $((SECONDS - started)) s"
+fi
 
 cuda=${CUDA_HOME:-/usr/local/cuda}
 missing=()

@@ -23,6 +23,8 @@ import sys
 
 torch = None  # imported in main(): the problem cannot be read without it
 
+# A problem meta cannot run runs on the CPU where its inputs and weights hold at most this many elements.
+CPU_ELEMENTS = 1 << 26
 # Tensors of a stage shape stay under this many elements (the smoke shape under 1/64 of it).
 MAX_STAGE_ELEMENTS = 1 << 22
 # Names of globals that are a layer's hyperparameters rather than sizes, even where they shape a
@@ -32,6 +34,14 @@ HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|
 
 class Refused(Exception):
     """The problem cannot be judged as a user type; the message says why."""
+
+
+class Unfitted(Refused):
+    """A tensor's axis no expression of the dims gives; `dims` are those it changes with."""
+
+    def __init__(self, message, dims):
+        super().__init__(message)
+        self.dims = dims
 
 
 # ---- running the module at chosen sizes -----------------------------------------------------------
@@ -205,6 +215,19 @@ def recorded_randint():
     return randint, draws, real
 
 
+def build_model(namespace, device):
+    """Model(*get_init_inputs()) on `device`; for meta, built on the CPU and moved there where its
+    construction reads a value (a stochastic-depth schedule's .item())."""
+    try:
+        with torch.device(device):
+            return namespace["Model"](*namespace["get_init_inputs"]())
+    except Exception:
+        if device != "meta":
+            raise
+    torch.manual_seed(0)
+    return namespace["Model"](*namespace["get_init_inputs"]()).to("meta")
+
+
 def run_problem(source, path, overrides, device):
     """Builds and runs the problem on `device` with `overrides`: a Run, or an exception."""
     namespace = module_at(source, path, overrides)
@@ -215,8 +238,8 @@ def run_problem(source, path, overrides, device):
     randint, draws, real = recorded_randint()
     torch.randint = randint
     try:
+        model = build_model(namespace, device)
         with torch.device(device):
-            model = namespace["Model"](*namespace["get_init_inputs"]())
             inputs = list(namespace["get_inputs"]())
     finally:
         torch.randint = real
@@ -267,13 +290,40 @@ class Runner:
         return self.cache[key]
 
     def first(self, overrides):
-        """The run at the module's own sizes, which must succeed: on meta, else the reason."""
+        """The run at the module's own sizes, which must succeed: on meta, else on the CPU where
+        its tensors are small enough to run there (a forward that reads values: .item(), a mask),
+        else None with the reason in meta_error."""
         try:
             return run_problem(self.source, self.path, overrides, "meta")
         except Refused:
             raise
         except Exception as e:
-            self.meta_error = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+            self.meta_error = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200])
+        elements = self.elements_on_meta(overrides)
+        if elements is None or elements > CPU_ELEMENTS:
+            self.meta_error += "; its tensors are too large to run it on the CPU instead" if elements else ""
+            return None
+        try:
+            run = run_problem(self.source, self.path, overrides, "cpu")
+        except Refused:
+            raise
+        except Exception as e:
+            self.meta_error += "; on the CPU: %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200])
+            return None
+        self.device = "cpu"
+        self.cache.clear()
+        return run
+
+    def elements_on_meta(self, overrides):
+        """Elements of the inputs and the model's tensors, built on meta (None where that fails too)."""
+        try:
+            namespace = module_at(self.source, self.path, overrides)
+            model = build_model(namespace, "meta")
+            with torch.device("meta"):
+                inputs = [x for x in namespace["get_inputs"]() if isinstance(x, torch.Tensor)]
+            return sum(t.numel() for t in inputs) + sum(p.numel() for p in model.parameters()) + \
+                sum(b.numel() for b in model.buffers())
+        except Exception:
             return None
 
 
@@ -515,6 +565,7 @@ class Analysis:
         self.source, self.path = source, path
         self.runner = Runner(source, path)
         self.ladders = {}
+        self.notes = []
 
     def analyse(self):
         self.globals = module_globals(self.source, self.path)
@@ -523,12 +574,24 @@ class Analysis:
         base = self.runner.first({})
         if base is None:
             raise Refused("it does not run on the meta device (%s)" % self.runner.meta_error)
+        if self.runner.device == "cpu":
+            self.notes.append("runs on the CPU: %s" % self.runner.meta_error)
         self.base = base
         self.check_judgeable(base)
         self.dims = self.find_dims()
-        self.unscaled = self.unscaled_tensors()
-        self.stages = self.stage_shapes()
-        self.shapes = self.shape_expressions()
+        while True:
+            self.unscaled = self.unscaled_tensors()
+            self.stages = self.stage_shapes()
+            try:
+                self.shapes = self.shape_expressions()
+                break
+            except Unfitted as e:
+                if not e.dims:
+                    raise
+                # Kept at the module's own values, those dims become [fixed]: the axis is then a number.
+                self.notes.append("%s kept at the module's own value%s: %s" % (
+                    ", ".join(e.dims), "s" if len(e.dims) > 1 else "", e))
+                self.dims = [d for d in self.dims if d not in e.dims]
         self.kind, self.grid, self.reduce_axis = classify(base)
 
     def check_judgeable(self, run):
@@ -736,9 +799,13 @@ class Analysis:
                 points = [({d: v[d] for d in self.dims}, run.tensors[i][3][axis]) for v, run in samples]
                 found = fit_expression(points, self.dims)
                 if found is None:
-                    raise Refused("axis %d of %s %s has a size we cannot write as an expression of %s (seen: %s)"
-                                  % (axis, role, name, ", ".join(self.dims),
-                                     ", ".join(str(y) for _, y in points[:6])))
+                    base = points[0]
+                    involved = [d for d in self.dims if any(
+                        v[d] != base[0][d] and y != base[1] and all(v[k] == base[0][k] for k in self.dims if k != d)
+                        for v, y in points)]
+                    raise Unfitted("axis %d of %s %s has a size we cannot write as an expression of %s (seen: %s)"
+                                   % (axis, role, name, ", ".join(self.dims),
+                                      ", ".join(str(y) for _, y in points[:6])), involved)
                 entries.append(found)
             shapes.append(entries)
         self.int_bounds = {}
@@ -831,7 +898,7 @@ def report(analysis):
         "inputs": tensors["input"], "parameters": tensors["parameter"], "buffers": tensors["buffer"],
         "outputs": tensors["output"], "reduce_axis": a.reduce_axis,
         "constant_inputs": a.constant_inputs(), "flops": flops_expression(a),
-        "memory": memory_at_bench(a),
+        "memory": memory_at_bench(a), "notes": a.notes,
     }
     return out
 

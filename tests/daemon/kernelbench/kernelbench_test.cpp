@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
@@ -19,12 +21,13 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kExamples = std::string(AK_SOURCE_DIR) + "/examples/kernelbench/";
+const std::string kProblems = std::string(AK_SOURCE_DIR) + "/tests/data/kernelbench/";
 
-/// False, with a message, where no python3 is on PATH: the analysis cannot run there.
-bool python_or_skip() {
-  if (python_available("python3")) return true;
-  WARN("SKIPPED: no python3 on PATH; the KernelBench analyser needs one");
-  return false;
+/// False, with a message, where python3 has no torch: the analyser runs each problem with PyTorch.
+bool torch_or_skip() {
+  static const bool has = python_available("python3") && std::system("python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  if (!has) WARN("SKIPPED: python3 has no torch (pip install torch); the KernelBench analyser runs each problem with it");
+  return has;
 }
 
 json analyse(const std::string& path) {
@@ -44,51 +47,17 @@ std::vector<json> shapes_of(const json& tensors) {
   return out;
 }
 
-const char* kConvProblem = R"(import torch
-import torch.nn as nn
+std::string spec_of(const json& a, const std::string& file) {
+  const std::string name = kernelbench_type_name(file);
+  return kernelbench_spec_text(a, name, name + ".py", file);
+}
 
-class Model(nn.Module):
-    def __init__(self, in_channels, out_channels, kernel_size):
-        super(Model, self).__init__()
-        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
-
-    def forward(self, x):
-        return torch.relu(self.conv(x))
-
-batch_size = 16
-in_channels = 3
-out_channels = 64
-height = width = 128
-kernel_size = 3
-
-def get_inputs():
-    return [torch.rand(batch_size, in_channels, height, width)]
-
-def get_init_inputs():
-    return [in_channels, out_channels, kernel_size]
-)";
-
-const char* kCumsumProblem = R"(import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self, dim):
-        super(Model, self).__init__()
-        self.dim = dim
-
-    def forward(self, x):
-        return torch.cumsum(x, dim=self.dim)
-
-batch_size = 128
-input_shape = (4000,)
-dim = 1
-
-def get_inputs():
-    return [torch.rand(batch_size, *input_shape)]
-
-def get_init_inputs():
-    return [dim]
-)";
+void check_lines(const std::string& spec, std::initializer_list<const char*> lines) {
+  for (const char* line : lines) {
+    INFO(line);
+    CHECK(spec.find(line) != std::string::npos);
+  }
+}
 
 /// A sum over axis `dim` where `dim` is an axis, or (as_size) a size of the input as well.
 std::string sum_problem(bool dim_is_size) {
@@ -110,15 +79,15 @@ batch_size = 64
 
 }  // namespace
 
-TEST_CASE("the analyser reads each example problem: sizes, tensors, kind and output shape", "[kernelbench]") {
-  if (!python_or_skip()) return;
+TEST_CASE("the analyser reads each example problem: dims, tensors, kind and output shape", "[kernelbench]") {
+  if (!torch_or_skip()) return;
   SECTION("GELU-tanh is elementwise over [batch_size, dim]") {
     auto a = analyse(kExamples + "gelu_tanh.py");
     CHECK(a["accepted"] == true);
     CHECK(a["kind"] == "elementwise");
     CHECK(a["grid"] == "elements");
-    CHECK(a["sizes"] == json({"batch_size", "dim"}));
-    CHECK(a["globals"]["dim"]["value"] == 16384);
+    CHECK(a["dims"] == json({"batch_size", "dim"}));
+    CHECK(a["stages"]["bench"] == json({4096, 16384}));
     CHECK(shapes_of(a["inputs"]) == std::vector<json>{json({"batch_size", "dim"})});
     CHECK(a["parameters"].empty());
     CHECK(a["outputs"][0]["shape"] == json({"batch_size", "dim"}));
@@ -127,7 +96,7 @@ TEST_CASE("the analyser reads each example problem: sizes, tensors, kind and out
     auto a = analyse(kExamples + "residual_layernorm.py");
     CHECK(a["kind"] == "rowwise");
     CHECK(a["grid"] == "rows");
-    CHECK(a["sizes"] == json({"batch_size", "hidden"}));
+    CHECK(a["dims"] == json({"batch_size", "hidden"}));
     CHECK(a["fixed"] == json({{"scale", 0.5}}));
     REQUIRE(a["inputs"].size() == 2);
     CHECK(a["inputs"][0]["name"] == "x");
@@ -148,12 +117,11 @@ TEST_CASE("the analyser reads each example problem: sizes, tensors, kind and out
     CHECK(a["kind"] == "reduction");
     CHECK(a["grid"] == "elements");
     CHECK(a["reduce_axis"] == 1);
-    CHECK(a["sizes"] == json({"batch_size", "reduce_size", "features"}));
-    CHECK(a["globals"]["dim"]["role"] == "fixed");
+    CHECK(a["dims"] == json({"batch_size", "reduce_size", "features"}));
     CHECK(a["fixed"] == json({{"dim", 1}}));
     CHECK(a["outputs"][0]["shape"] == json({"batch_size", "features"}));
   }
-  SECTION("Linear + ReLU is a GEMM with an epilogue: weight [out, in], bias [out], output [batch, out]") {
+  SECTION("Linear + ReLU is a GEMM with an epilogue: weight [out, in], bias [out], output [batch, out], flops 2MNK") {
     auto a = analyse(kExamples + "linear_relu.py");
     CHECK(a["kind"] == "gemm_epilogue");
     CHECK(a["grid"] == "tiles");
@@ -162,44 +130,148 @@ TEST_CASE("the analyser reads each example problem: sizes, tensors, kind and out
     CHECK(a["parameters"][0]["shape"] == json({"out_features", "in_features"}));
     CHECK(a["parameters"][1]["shape"] == json({"out_features"}));
     CHECK(a["outputs"][0]["shape"] == json({"batch_size", "out_features"}));
-    CHECK(a["gemm"] == json({{"m", "batch_size"}, {"k", "in_features"}, {"n", "out_features"}}));
+    CHECK(a["flops"] == "2 * batch_size * in_features * out_features");
   }
 }
 
-TEST_CASE("the analyser refuses convolutions and scans, naming the construct and its line", "[kernelbench]") {
-  if (!python_or_skip()) return;
+TEST_CASE("the analyser reads every kind by running it, and the spec holds its shapes as expressions", "[kernelbench]") {
+  if (!torch_or_skip()) return;
+  std::vector<std::string> files;
+  for (const char* f : {"conv2d_relu", "conv_transpose2d", "max_pool2d", "group_norm", "softmax_middle", "cumsum", "argmax",
+                        "cross_entropy", "bmm", "gemm_sum", "mlp", "batchnorm_training", "dropout_training"})
+    files.push_back(kProblems + f + ".py");
+  auto all = analyse_problems("python3", files);   // one Python for all of them
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == files.size());
+  std::map<std::string, json> a;
+  for (size_t i = 0; i < files.size(); ++i) {
+    INFO(files[i]);
+    REQUIRE((*all)[i].ok());
+    a[fs::path(files[i]).stem().string()] = *(*all)[i];
+  }
+  SECTION("a 2-D convolution: stride and padding fixed, its output size an expression of its input's") {
+    const json& c = a["conv2d_relu"];
+    CHECK(c["kind"] == "convolution");
+    CHECK(c["dims"] == json({"batch_size", "in_channels", "out_channels", "height", "width"}));
+    CHECK(c["fixed"] == json({{"kernel_size", 3}, {"stride", 2}, {"padding", 1}}));
+    CHECK(c["parameters"][0]["shape"] == json({"out_channels", "in_channels", 3, 3}));
+    CHECK(c["outputs"][0]["shape"] == json({"batch_size", "out_channels", "(height + 1) / 2", "(width + 1) / 2"}));
+    check_lines(spec_of(c, "conv2d_relu.py"),
+                {"kind = \"convolution\"\n", "[fixed]\nkernel_size = 3\nstride = 2\npadding = 1\n",
+                 "name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"out_channels\", \"(height + 1) / 2\", \"(width + 1) / 2\"]\n"});
+  }
+  SECTION("a transposed convolution doubles the spatial sizes") {
+    const json& c = a["conv_transpose2d"];
+    CHECK(c["kind"] == "transposed_convolution");
+    CHECK(c["outputs"][0]["shape"] == json({"batch_size", "out_channels", "2 * height", "2 * width"}));
+    CHECK(c["parameters"][0]["shape"] == json({"in_channels", "out_channels", 3, 3}));
+  }
+  SECTION("pooling, GroupNorm (channels stay a multiple of the groups), a softmax over the middle axis") {
+    CHECK(a["max_pool2d"]["kind"] == "pooling");
+    CHECK(a["max_pool2d"]["outputs"][0]["shape"][2] == "(height + 1) / 2");
+    const json& g = a["group_norm"];
+    CHECK(g["kind"] == "normalization");
+    CHECK(g["fixed"] == json({{"num_groups", 8}}));
+    const auto dims = g["dims"].get<std::vector<std::string>>();
+    const size_t channels = size_t(std::find(dims.begin(), dims.end(), "channels") - dims.begin());
+    REQUIRE(channels < dims.size());
+    const StageShapes s = kernelbench_stage_shapes(g);
+    for (auto& shape : s.sweep) CHECK(shape[channels] % 8 == 0);
+    for (auto& shape : s.edge) CHECK(shape[channels] % 8 == 0);
+    CHECK(a["softmax_middle"]["kind"] == "normalization");
+    CHECK(a["batchnorm_training"]["kind"] == "normalization");
+  }
+  SECTION("a scan, an index output in int64, a loss to a scalar with int64 labels in [0, num_classes)") {
+    CHECK(a["cumsum"]["kind"] == "scan");
+    const json& i = a["argmax"];
+    CHECK(i["kind"] == "index");
+    CHECK(i["outputs"][0] == json({{"name", "out"}, {"shape", {"batch_size", "features"}}, {"type", "int64"}}));
+    check_lines(spec_of(i, "argmax.py"), {"role = \"output\"\nshape = [\"batch_size\", \"features\"]\ntype = \"int64\"\n"});
+    const json& l = a["cross_entropy"];
+    CHECK(l["kind"] == "loss");
+    CHECK(l["outputs"][0]["shape"] == json::array());
+    CHECK(l["inputs"][1]["type"] == "int64");
+    CHECK(l["inputs"][1]["low"] == 0);
+    CHECK(l["inputs"][1]["high"] == "num_classes");
+    check_lines(spec_of(l, "cross_entropy.py"), {"role = \"output\"\nshape = []\ntype = \"float\"\n",
+                                                 "type = \"int64\"\nlow = 0\nhigh = \"num_classes\"\n"});
+  }
+  SECTION("a batched matmul and a GEMM followed by a reduction are matmuls, timed in TFLOPS") {
+    CHECK(a["bmm"]["kind"] == "matmul");
+    CHECK(a["bmm"]["outputs"][0]["shape"] == json({"batch_size", "m", "n"}));
+    check_lines(spec_of(a["bmm"], "bmm.py"), {"metric = \"TFLOPS\"\nflops = \"2 * batch_size * m * k * n\"\n"});
+    CHECK(a["gemm_sum"]["kind"] == "matmul");
+    CHECK(a["gemm_sum"]["outputs"][0]["shape"] == json({"batch_size", 1}));
+  }
+  SECTION("a small whole model") {
+    CHECK(a["mlp"]["kind"] == "model");
+    CHECK(a["mlp"]["parameters"].size() == 6);
+    CHECK(a["mlp"]["parameters"][2]["name"] == "net.2.weight");
+  }
+  SECTION("dropout in training mode is refused: its output is random as KernelBench calls it") {
+    CHECK(a["dropout_training"]["accepted"] == false);
+    CHECK_THAT(a["dropout_training"]["refused"].get<std::string>(), Catch::Contains("forward draws random numbers (aten.bernoulli"));
+  }
+  SECTION("every stage shape's tensors stay under 2^22 elements") {
+    for (auto& [name, analysis] : a) {
+      if (!analysis["accepted"].get<bool>()) continue;
+      INFO(name);
+      const StageShapes s = kernelbench_stage_shapes(analysis);
+      CHECK(s.bench.size() == analysis["dims"].size());
+      CHECK_FALSE(s.sweep.empty());
+      CHECK_FALSE(s.edge.empty());
+    }
+  }
+}
+
+TEST_CASE("the analyser refuses what cannot be judged, with the reason", "[kernelbench]") {
+  if (!torch_or_skip()) return;
   test::TempDir dir;
-  auto conv = analyse_text(dir, "conv.py", kConvProblem);
-  CHECK(conv["accepted"] == false);
-  CHECK(conv["kind"] == "refused");
-  CHECK(conv["refused"] == "a convolution: Conv2d (line 7)");
-  auto scan = analyse_text(dir, "scan.py", kCumsumProblem);
-  CHECK(scan["kind"] == "refused");
-  CHECK(scan["refused"] == "a scan (cumsum): cumsum (line 10)");
   auto broken = analyse_text(dir, "broken.py", "class Model(:\n");
   CHECK(broken["kind"] == "refused");
   CHECK(broken["refused"].get<std::string>().rfind("not valid Python", 0) == 0);
   auto no_model = analyse_text(dir, "plain.py", "x = 1\n");
   CHECK(no_model["refused"] == "no Model: not a problem in KernelBench's format");
+  auto mask = analyse_text(dir, "mask.py", R"(import torch
+class Model(torch.nn.Module):
+    def forward(self, x, mask):
+        return x * mask
+n = 64
+def get_inputs():
+    return [torch.rand(n, n), torch.rand(n, n) > 0.5]
+def get_init_inputs():
+    return []
+)");
+  CHECK(mask["refused"] == "input mask is a bool tensor: a user type's tensors are float or int64");
+  auto fails = analyse_text(dir, "fails.py", R"(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        raise ValueError("no")
+n = 64
+def get_inputs():
+    return [torch.rand(n)]
+def get_init_inputs():
+    return []
+)");
+  CHECK_THAT(fails["refused"].get<std::string>(), Catch::Contains("ValueError: no"));
 }
 
-TEST_CASE("a global used as an axis is fixed, the same name used as a tensor's size is a size", "[kernelbench]") {
-  if (!python_or_skip()) return;
+TEST_CASE("a global used as an axis is fixed, the same name used as a tensor's size is a dim", "[kernelbench]") {
+  if (!torch_or_skip()) return;
   test::TempDir dir;
   auto axis = analyse_text(dir, "axis.py", sum_problem(false));
   CHECK(axis["accepted"] == true);
-  CHECK(axis["sizes"] == json({"batch_size", "features"}));
-  CHECK(axis["globals"]["dim"]["role"] == "fixed");
+  CHECK(axis["dims"] == json({"batch_size", "features"}));
+  CHECK(axis["fixed"] == json({{"dim", 1}}));
   auto size = analyse_text(dir, "size.py", sum_problem(true));
   CHECK(size["accepted"] == true);
-  CHECK(size["sizes"] == json({"batch_size", "dim"}));
-  CHECK(size["globals"]["dim"]["role"] == "size");
+  CHECK(size["dims"] == json({"batch_size", "dim"}));
   CHECK(size["outputs"][0]["shape"] == json({"batch_size"}));
   CHECK(size["grid"] == "rows");
 }
 
 TEST_CASE("BatchNorm's parameters come before its buffers, num_batches_tracked an int64 scalar", "[kernelbench]") {
-  if (!python_or_skip()) return;
+  if (!torch_or_skip()) return;
   test::TempDir dir;
   auto a = analyse_text(dir, "bn.py", R"(import torch
 import torch.nn as nn
@@ -225,19 +297,19 @@ def get_inputs():
 def get_init_inputs():
     return [in_features, out_features, scale_shape]
 )");
-  CHECK(a["kind"] == "gemm_epilogue");
+  CHECK(a["kind"] == "matmul");   // a norm after the GEMM: not an elementwise epilogue
   std::vector<std::string> names;
   for (auto& p : a["parameters"]) names.push_back(p["name"]);
   // named_parameters: the module's own parameter first, then each submodule's in order.
   CHECK(names == std::vector<std::string>{"scale", "gemm.weight", "gemm.bias", "bn.weight", "bn.bias"});
+  CHECK(a["parameters"][0]["shape"] == json({"out_features"}));   // scale_shape follows out_features
   REQUIRE(a["buffers"].size() == 3);
   CHECK(a["buffers"][2]["name"] == "bn.num_batches_tracked");
   CHECK(a["buffers"][2]["type"] == "int64");
   CHECK(a["buffers"][2]["shape"] == json::array());
-  // scale_shape follows out_features: the spec says the reference must compute it again.
   CHECK(a["derived"] == json({{"scale_shape", {"out_features"}}}));
   CHECK(kernelbench_spec_text(a, "kb_bn", "kb_bn.py", "bn.py")
-            .find("# scale_shape is computed from out_features: the reference must compute it again at each shape\n") !=
+            .find("# scale_shape is computed from out_features: the reference executes the module again at each shape\n") !=
         std::string::npos);
 }
 
@@ -249,14 +321,14 @@ TEST_CASE("a type's name is the file's stem, sanitised", "[kernelbench]") {
 }
 
 TEST_CASE("the spec written for a problem has its dims, shapes and tensors in the plan's format", "[kernelbench]") {
-  if (!python_or_skip()) return;
+  if (!torch_or_skip()) return;
   auto a = analyse(kExamples + "residual_layernorm.py");
   const std::string spec = kernelbench_spec_text(a, "kb_residual_layernorm", "kb_residual_layernorm.py",
                                                  kExamples + "residual_layernorm.py");
   for (const char* line : {"name = \"kb_residual_layernorm\"\n", "reference = \"kb_residual_layernorm.py\"\n",
                            "kind = \"rowwise\"\n", "grid = \"rows\"\n", "dtypes = [\"fp32\"]\n", "metric = \"GBps\"\n",
                            "dims = [\"batch_size\", \"hidden\"]\n", "bench = [8192, 4096]\n", "smoke = [4, 1000]\n",
-                           "edge = [[1, 1], [1, 65537], [3, 7]]\n", "[fixed]\nscale = 0.5\n",
+                           "edge = [[1, 1], [1, 4096], [3, 7]]\n", "[fixed]\nscale = 0.5\n",
                            "[[tensor]]\nname = \"norm_weight\"\nrole = \"parameter\"\nshape = [\"hidden\"]\ntype = \"float\"\n",
                            "[[tensor]]\nname = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"hidden\"]\n"}) {
     INFO(line);
@@ -268,8 +340,9 @@ TEST_CASE("the spec written for a problem has its dims, shapes and tensors in th
 }
 
 TEST_CASE("tensor names in the spec are distinct C identifiers", "[kernelbench]") {
-  json a = {{"kind", "elementwise"}, {"grid", "elements"}, {"sizes", {"n"}},
-            {"globals", {{"n", {{"value", 64}, {"role", "size"}}}}},
+  json a = {{"kind", "elementwise"}, {"grid", "elements"}, {"dims", {"n"}},
+            {"stages", {{"bench", {64}}, {"smoke", {4}}, {"sweep", {{8}}}, {"stability", {8}}, {"determinism", {8}},
+                        {"edge", {{1}}}}},
             {"inputs", {{{"name", "out"}, {"shape", {"n"}}}, {{"name", "float"}, {"shape", {"n"}}},
                         {{"name", "n"}, {"shape", {"n"}}}}},
             {"outputs", {{{"name", "out"}, {"shape", {"n"}}}}}};
@@ -282,12 +355,12 @@ TEST_CASE("tensor names in the spec are distinct C identifiers", "[kernelbench]"
 }
 
 TEST_CASE("stage shapes stay small, include sizes that are multiples of nothing and 1 for batch sizes", "[kernelbench]") {
-  if (!python_or_skip()) return;
+  if (!torch_or_skip()) return;
   for (const char* file : {"gelu_tanh.py", "residual_layernorm.py", "log_softmax.py", "sum_middle_dim.py", "linear_relu.py"}) {
     INFO(file);
     auto a = analyse(kExamples + file);
     const StageShapes s = kernelbench_stage_shapes(a);
-    const auto dims = a["sizes"].get<std::vector<std::string>>();
+    const auto dims = a["dims"].get<std::vector<std::string>>();
     CHECK(s.bench.size() == dims.size());
     int64_t largest_input = 0;
     for (auto& v : s.sweep) {
@@ -305,17 +378,24 @@ TEST_CASE("stage shapes stay small, include sizes that are multiples of nothing 
   }
 }
 
-TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes the config", "[kernelbench]") {
-  if (!python_or_skip()) return;
+const char* kDropoutProblem = "dropout_training.py";
+
+TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes the config and its refusals", "[kernelbench]") {
+  if (!torch_or_skip()) return;
   test::TempDir dir;
-  const std::string conv = dir.write("conv.py", kConvProblem);
-  auto r = test::run_autokernel("kernelbench " + kExamples + "*.py " + conv + " --out " + (dir.path / "kb.toml").string());
+  const std::string dropout = kProblems + kDropoutProblem;
+  auto r = test::run_autokernel("kernelbench " + kExamples + "*.py " + dropout + " " + (dir.path / "absent.py").string() +
+                                " --out " + (dir.path / "kb.toml").string());
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("gelu_tanh.py: accepted (elementwise) as kb_gelu_tanh") != std::string::npos);
   CHECK(r.out.find("linear_relu.py: accepted (gemm_epilogue) as kb_linear_relu") != std::string::npos);
-  CHECK(r.out.find("conv.py: refused: a convolution: Conv2d (line 7)") != std::string::npos);
-  CHECK(r.out.find("5 accepted, 1 refused") != std::string::npos);
+  CHECK(r.out.find("dropout_training.py: refused: forward draws random numbers") != std::string::npos);
+  CHECK(r.out.find("absent.py: refused: no such file") != std::string::npos);
+  CHECK(r.out.find("5 accepted, 2 refused") != std::string::npos);
+  const std::string refused = test::read_file((dir.path / "kb.refused.tsv").string());
+  CHECK(refused.rfind("file\treason\n" + dropout + "\tforward draws random numbers (aten.bernoulli_", 0) == 0);
+  CHECK_THAT(refused, Catch::Contains((dir.path / "absent.py").string() + "\tno such file\n"));
   for (const char* name : {"kb_gelu_tanh", "kb_residual_layernorm", "kb_log_softmax", "kb_sum_middle_dim", "kb_linear_relu"}) {
     INFO(name);
     CHECK(fs::exists(dir.path / "types" / (std::string(name) + ".toml")));
@@ -327,7 +407,7 @@ TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes t
   CHECK(config.find("[llm]\n#") != std::string::npos);
   CHECK(config.find("[[kernel]]\nspec = \"types/kb_sum_middle_dim.toml\"\ndtype = \"fp32\"\nweight = 0.2000\n") !=
         std::string::npos);
-  CHECK(config.find("conv") == std::string::npos);
+  CHECK(config.find("dropout") == std::string::npos);
 
   SECTION("--types puts the specs elsewhere, named relative to the config") {
     auto t = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + (dir.path / "c/one.toml").string() +
@@ -339,7 +419,7 @@ TEST_CASE("autokernel kernelbench writes specs, copies the problems and writes t
 }
 
 TEST_CASE("autokernel kernelbench overwrites neither a config nor an edited spec without --force", "[kernelbench]") {
-  if (!python_or_skip()) return;
+  if (!torch_or_skip()) return;
   test::TempDir dir;
   const std::string config = dir.write("kb.toml", "# the user's own config\n");
   auto refused = test::run_autokernel("kernelbench " + kExamples + "gelu_tanh.py --out " + config);
@@ -370,8 +450,8 @@ TEST_CASE("autokernel kernelbench overwrites neither a config nor an edited spec
 
 TEST_CASE("autokernel kernelbench exits 2 when nothing is accepted, on bad usage and without python", "[kernelbench]") {
   test::TempDir dir;
-  const std::string conv = dir.write("conv.py", kConvProblem);
-  if (python_available("python3")) {
+  const std::string conv = kProblems + kDropoutProblem;
+  if (torch_or_skip()) {
     auto none = test::run_autokernel("kernelbench " + conv + " --out " + (dir.path / "kb.toml").string());
     CHECK(none.exit_code == 2);
     CHECK(none.out.find("no problem accepted (1 refused)") != std::string::npos);
@@ -388,7 +468,7 @@ TEST_CASE("autokernel kernelbench exits 2 when nothing is accepted, on bad usage
   auto no_python = test::run_autokernel("kernelbench " + conv + " --out " + (dir.path / "kb.toml").string() +
                                         " --python " + (dir.path / "no-python3").string());
   CHECK(no_python.exit_code == 2);
-  CHECK(no_python.out.find("the analysis of a problem needs a Python 3") != std::string::npos);
+  CHECK(no_python.out.find("the analysis of a problem needs a Python 3 with PyTorch") != std::string::npos);
 }
 
 TEST_CASE("the example kernels compile with NVRTC in the user-type contract", "[kernelbench][nvrtc]") {

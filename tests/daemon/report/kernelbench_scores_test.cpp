@@ -109,9 +109,10 @@ TEST_CASE("kernelbench scores: per problem correctness under both tolerances, an
   CHECK(s.without_compile == 2);   // kb_nocompile, and kb_wrong with no time at all
   CHECK(s.without_eager == 1);
 
-  REQUIRE(s.fast_p.size() == 3);
+  REQUIRE(s.fast_p.size() == 4);
   struct Expected { double p; int eager, kb_eager, compile, kb_compile; };
-  for (const Expected e : {Expected{1, 2, 3, 0, 1}, Expected{1.5, 2, 3, 0, 1}, Expected{2, 1, 2, 0, 1}}) {
+  // p = 0 is correctness alone: kb_nocompile counts against torch.compile though it was never timed.
+  for (const Expected e : {Expected{0, 2, 3, 2, 3}, Expected{1, 2, 3, 0, 1}, Expected{1.5, 2, 3, 0, 1}, Expected{2, 1, 2, 0, 1}}) {
     INFO("p = " << e.p);
     const auto it = std::find_if(s.fast_p.begin(), s.fast_p.end(), [&](const FastP& x) { return x.p == e.p; });
     REQUIRE(it != s.fast_p.end());
@@ -133,8 +134,8 @@ TEST_CASE("a best demoted after a failed judgement is not scored: the best befor
   REQUIRE(s.problems.size() == 1);
   CHECK(s.problems[0].best_us == 100);
   CHECK(s.problems[0].speedup_eager() == Approx(2.0));
-  CHECK(s.fast_p[2].eager == 0);   // 2x is not more than 2x
-  CHECK(s.fast_p[0].compile == 1);
+  CHECK(s.fast_p[3].eager == 0);   // 2x is not more than 2x
+  CHECK(s.fast_p[1].compile == 1);
 }
 
 TEST_CASE("report has a KernelBench section with fast_p and names the verdict files it could not read", "[report][kernelbench]") {
@@ -150,12 +151,48 @@ TEST_CASE("report has a KernelBench section with fast_p and names the verdict fi
   CHECK_THAT(md, Catch::Contains("| kb\\_loose | no | yes | 20.00 † | 50.00 | 45.00 | 2.500x | 2.250x |"));
   CHECK_THAT(md, Catch::Contains("| kb\\_nocompile | yes | yes | 60.00 | 120.00 | — | 2.000x | — |"));
   CHECK_THAT(md, Catch::Contains("| kb\\_wrong | no | no | — | — | — | — | — |"));
+  CHECK_THAT(md, Catch::Contains("| 0 | 2/4 (50%) | 3/4 (75%) | 2/4 (50%) | 3/4 (75%) |"));
   CHECK_THAT(md, Catch::Contains("| 1 | 2/4 (50%) | 3/4 (75%) | 0/4 (0%) | 1/4 (25%) |"));
   CHECK_THAT(md, Catch::Contains("| 1.5 | 2/4 (50%) | 3/4 (75%) | 0/4 (0%) | 1/4 (25%) |"));
   CHECK_THAT(md, Catch::Contains("| 2 | 1/4 (25%) | 2/4 (50%) | 0/4 (0%) | 1/4 (25%) |"));
   CHECK_THAT(md, Catch::Contains("2 of the 4 problems have no torch.compile time"));
   CHECK_THAT(md, Catch::Contains("- experiments/0011-kb\\_wrong.verdict.json (missing)"));
   CHECK(md.find("| rmsnorm |") == std::string::npos);
+}
+
+TEST_CASE("problems kernelbench refused count in every denominator as not correct", "[report][kernelbench]") {
+  FixtureRun f;
+  four_problems(f);
+  const std::string refused = f.dir.write("kb.refused.tsv", "file\treason\nlevel1/93_masked_cumsum.py\tinput mask is a bool "
+                                                              "tensor\nlevel2/66_Matmul_Dropout_Softmax.py\tforward draws random numbers\n");
+  auto problems = read_kernelbench_refusals(refused);
+  REQUIRE(problems.ok());
+  REQUIRE(problems->size() == 2);
+  CHECK((*problems)[0].file == "level1/93_masked_cumsum.py");
+  CHECK((*problems)[1].reason == "forward draws random numbers");
+  auto rows = read_results(f.run + "/results.tsv");
+  REQUIRE(rows.ok());
+  const KernelBenchScores s = kernelbench_scores(*rows, read_user_type_verdicts(f.run, *rows), *problems);
+  CHECK(s.total() == 6);
+  CHECK(s.fast_p[0].eager == 2);   // the refused add nothing to the numerators
+
+  auto r = run_autokernel("report --run " + f.run + " --refused " + refused);
+  REQUIRE(r.exit_code == 0);
+  const std::string md = read_file(f.run + "/report.md");
+  CHECK_THAT(md, Catch::Contains("| 93\\_masked\\_cumsum.py (refused: input mask is a bool tensor) | no | no | — | — | — | — | — |"));
+  CHECK_THAT(md, Catch::Contains("2 problems refused by `kernelbench`"));
+  CHECK_THAT(md, Catch::Contains("| 0 | 2/6 (33%) | 3/6 (50%) | 2/6 (33%) | 3/6 (50%) |"));
+  CHECK_THAT(md, Catch::Contains("| 1 | 2/6 (33%) | 3/6 (50%) | 0/6 (0%) | 1/6 (17%) |"));
+
+  const std::string broken = f.dir.write("broken.tsv", "file\treason\njust one column\n");
+  auto bad = run_autokernel("report --run " + f.run + " --refused " + broken);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("broken.tsv line 2: expected \"file<TAB>reason\""));
+}
+
+TEST_CASE("the refusals are found beside the config kernelbench wrote, whose run is runs/<its stem>", "[report][kernelbench]") {
+  CHECK(default_refusals_path("/work/kb/runs/level1") == "/work/kb/level1.refused.tsv");
+  CHECK(default_refusals_path("/work/kb/runs/level1/") == "/work/kb/level1.refused.tsv");
 }
 
 TEST_CASE("a run of built-in types only has no KernelBench section", "[report][kernelbench]") {
