@@ -29,7 +29,7 @@ CPU_ELEMENTS = 1 << 26
 MAX_STAGE_ELEMENTS = 1 << 22
 # Names of globals that are a layer's hyperparameters rather than sizes, even where they shape a
 # weight (kernel_size, groups): kept as the module sets them, [fixed] in the spec.
-HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|scale_factor|^dim$|axis")
+HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|scale_factor")
 
 
 class Refused(Exception):
@@ -228,8 +228,9 @@ def build_model(namespace, device):
     return namespace["Model"](*namespace["get_init_inputs"]()).to("meta")
 
 
-def run_problem(source, path, overrides, device):
-    """Builds and runs the problem on `device` with `overrides`: a Run, or an exception."""
+def run_problem(source, path, overrides, device, record_ops=True):
+    """Builds and runs the problem on `device` with `overrides`: a Run (with the forward's aten
+    ops where `record_ops`: recording them costs a Python call an op), or an exception."""
     namespace = module_at(source, path, overrides)
     for needed in ("Model", "get_inputs", "get_init_inputs"):
         if not callable(namespace.get(needed)):
@@ -258,8 +259,12 @@ def run_problem(source, path, overrides, device):
     tensors += [("buffer", n, tensor_type(b), list(b.shape)) for n, b in tensor_attributes(model)]
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     log = OpLog()
-    with torch.no_grad(), log.mode:
-        result = model(*inputs)
+    with torch.no_grad():
+        if record_ops:
+            with log.mode:
+                result = model(*inputs)
+        else:
+            result = model(*inputs)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     for i, o in enumerate(outputs):
         if not isinstance(o, torch.Tensor):
@@ -277,29 +282,44 @@ class Runner:
         self.device = "meta"
         self.cache = {}
         self.meta_error = None
+        self.recurrent = False
 
     def run(self, overrides):
+        """The run at `overrides` (shapes and dtypes; the ops are recorded at the module's own sizes
+        alone, see recorded_ops), or None where it does not run."""
         key = tuple(sorted(overrides.items()))
         if key not in self.cache:
             try:
-                self.cache[key] = run_problem(self.source, self.path, overrides, self.device)
+                self.cache[key] = run_problem(self.source, self.path, overrides, self.device, record_ops=False)
             except Refused:
                 raise
             except Exception:
                 self.cache[key] = None
         return self.cache[key]
 
+    def recorded_ops(self, overrides):
+        """The aten ops of the forward at `overrides` (None where it does not run)."""
+        try:
+            return run_problem(self.source, self.path, overrides, self.device).ops
+        except Exception:
+            return None
+
     def first(self, overrides):
         """The run at the module's own sizes, which must succeed: on meta, else on the CPU where
         its tensors are small enough to run there (a forward that reads values: .item(), a mask),
         else None with the reason in meta_error."""
-        try:
-            return run_problem(self.source, self.path, overrides, "meta")
-        except Refused:
-            raise
-        except Exception as e:
-            self.meta_error = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200])
         elements = self.elements_on_meta(overrides)
+        if self.recurrent and elements is not None and elements <= CPU_ELEMENTS:
+            # A recurrent layer on meta runs its time steps as Python meta kernels, minutes a run;
+            # on the CPU it is one fused op of C++.
+            self.meta_error = "a recurrent layer, faster on the CPU at these sizes"
+        else:
+            try:
+                return run_problem(self.source, self.path, overrides, "meta")
+            except Refused:
+                raise
+            except Exception as e:
+                self.meta_error = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200])
         if elements is None or elements > CPU_ELEMENTS:
             self.meta_error += "; its tensors are too large to run it on the CPU instead" if elements else ""
             return None
@@ -315,10 +335,12 @@ class Runner:
         return run
 
     def elements_on_meta(self, overrides):
-        """Elements of the inputs and the model's tensors, built on meta (None where that fails too)."""
+        """Elements of the inputs and the model's tensors, built on meta (None where that fails
+        too); notes whether the model holds a recurrent layer."""
         try:
             namespace = module_at(self.source, self.path, overrides)
             model = build_model(namespace, "meta")
+            self.recurrent = any(isinstance(m, torch.nn.RNNBase) for m in model.modules())
             with torch.device("meta"):
                 inputs = [x for x in namespace["get_inputs"]() if isinstance(x, torch.Tensor)]
             return sum(t.numel() for t in inputs) + sum(p.numel() for p in model.parameters()) + \
@@ -349,7 +371,8 @@ SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 ROW_OPS = ("_softmax", "_log_softmax", "_safe_softmax")
 REDUCE_OPS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "norm", "linalg_vector_norm",
               "var", "std", "var_mean", "std_mean", "argmax", "argmin", "all", "any", "aminmax"}
-RNN_OPS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "_cudnn_rnn")
+# aten's recurrent ops (lstm, gru, rnn_tanh, _cudnn_rnn, mkldnn_rnn_layer on the CPU, ...), by name
+RNN_OPS = ("lstm", "gru", "rnn")
 
 
 def heavy_ops(run):
@@ -392,7 +415,7 @@ def classify(run):
     first = inputs[0][3] if inputs else []
     heavy = heavy_ops(run)
     kinds = {k for k, _ in heavy}
-    if any(n.startswith(r) for n in names for r in RNN_OPS) or len(heavy) >= 3 or \
+    if any(r in n for n in names for r in RNN_OPS) or len(heavy) >= 3 or \
             len(kinds & {"conv", "tconv"}) and len(kinds - {"conv", "tconv"}) or \
             sum(1 for k, _ in heavy if k in ("conv", "tconv")) >= 2:
         return "model", "elements", None
@@ -654,7 +677,7 @@ class Analysis:
         """Values below the module's own at which the problem still runs, the others unchanged."""
         value = self.ints[name]
         found = []
-        for v in sorted({value // 2, value // 4, value // 16, (value // 2) | 1, max(1, value - 1)}, reverse=True):
+        for v in sorted({value // 2, (value // 2) | 1, max(1, value - 1)}, reverse=True):
             if 1 <= v < value:
                 run = self.runner.run({name: v})
                 if run is not None and run.signature() == self.base.signature():
@@ -846,10 +869,14 @@ def summary_of(source):
 
 def flops_expression(analysis):
     """2 * M * N * K of the forward's GEMMs as a product of dims where one fits every shape, else None."""
+    if analysis.kind not in ("gemm_epilogue", "matmul"):
+        return None
     points = []
     for values, run in analysis.samples:
         total = 0
-        for name, args in run.ops:
+        ops = run.ops if values == analysis.bench_values else analysis.runner.recorded_ops(
+            {d: values[d] for d in analysis.dims if values[d] != analysis.bench_values[d]})
+        for name, args in ops or []:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             if name in ("mm", "addmm", "bmm", "baddbmm") and len(tensors) >= 2:
                 a, b = tensors[-2], tensors[-1]
@@ -947,6 +974,8 @@ def main(argv):
                          "install it (pip install torch) or give --python PATH\n" % sys.executable)
         return 2
     torch = t
+    # One thread: the runs are small or on meta, and a busy machine's cores are better left alone.
+    torch.set_num_threads(1)
     for path in argv[1:]:
         print(json.dumps(analyse_file(path)), flush=True)
     return 0

@@ -72,6 +72,17 @@ std::string notes_text(const json& a) {
   return t;
 }
 
+/// What a judged launch at the timed shape holds on the GPU in fp32, as the analysis estimates it.
+std::string memory_comment(const json& a) {
+  const json m = a.value("memory", json::object());
+  if (!m.is_object() || !m.contains("pool_bytes") || !m.contains("reference_bytes")) return "";
+  char line[200];
+  std::snprintf(line, sizeof line, "# at bench in fp32: the pool %.1f GB, the reference process ~%.1f GB (estimated)%s\n",
+                m["pool_bytes"].get<double>() / 1e9, m["reference_bytes"].get<double>() / 1e9,
+                m["pool_bytes"].get<double>() + m["reference_bytes"].get<double>() > 80e9 ? ": more than an 80 GB GPU holds" : "");
+  return line;
+}
+
 /// The grid rule a file without a launch plan (ak_launch) is launched by; a file with one needs none.
 std::string grid_comment(const std::string& kind) {
   static const std::set<std::string> planned{"convolution", "transposed_convolution", "pooling", "normalization", "scan",
@@ -131,6 +142,7 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   for (size_t i = 0; i < dims.size(); ++i) dims_text += (i ? ", " : "") + toml_string(dims[i]);
   t += "dims = " + dims_text + "]\n";
   t += "bench = " + values_text(s.bench) + "\n";
+  t += memory_comment(a);
   t += "smoke = " + values_text(s.smoke) + "\n";
   t += "sweep = [";
   for (size_t i = 0; i < s.sweep.size(); ++i) t += (i ? ", " : "") + values_text(s.sweep[i]);

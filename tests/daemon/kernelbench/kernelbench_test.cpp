@@ -157,7 +157,7 @@ TEST_CASE("the analyser reads every kind by running it, and the spec holds its s
     CHECK(c["parameters"][0]["shape"] == json({"out_channels", "in_channels", 3, 3}));
     CHECK(c["outputs"][0]["shape"] == json({"batch_size", "out_channels", "(height + 1) / 2", "(width + 1) / 2"}));
     check_lines(spec_of(c, "conv2d_relu.py"),
-                {"kind = \"convolution\"\n", "[fixed]\nkernel_size = 3\nstride = 2\npadding = 1\n",
+                {"kind = \"convolution\"\n", "[fixed]\nkernel_size = 3\npadding = 1\nstride = 2\n",
                  "name = \"out\"\nrole = \"output\"\nshape = [\"batch_size\", \"out_channels\", \"(height + 1) / 2\", \"(width + 1) / 2\"]\n"});
   }
   SECTION("a transposed convolution doubles the spatial sizes") {
