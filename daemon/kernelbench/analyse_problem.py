@@ -857,6 +857,20 @@ class Analysis:
         return out
 
 
+def follows_dims(name, dims, source):
+    """Whether the module computes global `name` from a dim, directly or through other globals."""
+    derived = derived_globals(source)
+    seen, todo = set(), [name]
+    while todo:
+        for used in derived.get(todo.pop(), []):
+            if used in dims:
+                return True
+            if used not in seen:
+                seen.add(used)
+                todo.append(used)
+    return False
+
+
 def summary_of(source):
     """The first line of Model's docstring, or empty."""
     for node in ast.parse(source).body:
@@ -909,7 +923,8 @@ def report(analysis):
         for e in entries:
             if isinstance(e, str):
                 used_in_shapes.update(re.findall(r"[A-Za-z_]\w*", e))
-    fixed = {k: v for k, v in a.globals.items() if k not in a.dims}
+    # A global computed from a dim is computed again at every shape: the spec does not pin it.
+    fixed = {k: v for k, v in a.globals.items() if k not in a.dims and not follows_dims(k, a.dims, a.source)}
     tensors = {"input": [], "parameter": [], "buffer": [], "output": []}
     names = a.input_names()
     positions = [i for i in range(len(names) + len(a.base.constants)) if i not in a.base.constants]
