@@ -104,7 +104,8 @@ int kernelbench_command(const Args& args) {
   std::vector<std::string> readable;
   for (auto& file : files)
     if (std::error_code ec; fs::is_regular_file(file, ec)) readable.push_back(file);
-  auto analyses = analyse_problems(python, readable);
+  auto analyses = readable.empty() ? Result<std::vector<Result<nlohmann::json>>>(std::vector<Result<nlohmann::json>>{})
+                                   : analyse_problems(python, readable);
   if (!analyses) {
     std::fprintf(stderr, "autokernel kernelbench: %s\n", analyses.error().message.c_str());
     return kExitUsage;

@@ -888,7 +888,7 @@ def flops_expression(analysis):
     points = []
     for values, run in analysis.samples:
         total = 0
-        ops = run.ops if values == analysis.bench_values else analysis.runner.recorded_ops(
+        ops = analysis.base.ops if values == analysis.bench_values else analysis.runner.recorded_ops(
             {d: values[d] for d in analysis.dims if values[d] != analysis.bench_values[d]})
         for name, args in ops or []:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]

@@ -60,13 +60,15 @@ DimValues dim_values(const json& v) {
 /// others, numbers get_inputs() passes to forward.
 std::string notes_text(const json& a) {
   std::string t;
-  for (auto& [k, from] : a.value("derived", json::object()).items()) {
+  // Each object held by name: items() of a temporary would outlive it.
+  const json derived = a.value("derived", json::object()), constants = a.value("constant_inputs", json::object());
+  for (auto& [k, from] : derived.items()) {
     std::string names;
     for (auto& f : from) names += (names.empty() ? "" : ", ") + f.get<std::string>();
     if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
       t += "# " + k + " is computed from " + names + ": the reference executes the module again at each shape\n";
   }
-  for (auto& [k, v] : a.value("constant_inputs", json::object()).items())
+  for (auto& [k, v] : constants.items())
     if (plain_identifier(k))
       t += "# get_inputs() also passes " + k + " = " + v.dump() + " to forward, the same at every shape: no argument of the kernel\n";
   return t;
@@ -77,7 +79,7 @@ std::string memory_comment(const json& a) {
   const json m = a.value("memory", json::object());
   if (!m.is_object() || !m.contains("pool_bytes") || !m.contains("reference_bytes")) return "";
   char line[200];
-  std::snprintf(line, sizeof line, "# at bench in fp32: the pool %.1f GB, the reference process ~%.1f GB (estimated)%s\n",
+  std::snprintf(line, sizeof line, "# at bench in fp32: the pool %.3g GB, the reference process ~%.3g GB (estimated)%s\n",
                 m["pool_bytes"].get<double>() / 1e9, m["reference_bytes"].get<double>() / 1e9,
                 m["pool_bytes"].get<double>() + m["reference_bytes"].get<double>() > 80e9 ? ": more than an 80 GB GPU holds" : "");
   return line;
@@ -152,7 +154,8 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   t += "edge = [";
   for (size_t i = 0; i < s.edge.size(); ++i) t += (i ? ", " : "") + values_text(s.edge[i]);
   t += "]\n\n[fixed]\n";
-  for (auto& [k, v] : a.value("fixed", json::object()).items())
+  const json fixed = a.value("fixed", json::object());
+  for (auto& [k, v] : fixed.items())
     if (plain_identifier(k) && v.is_number()) t += k + " = " + v.dump() + "\n";
   t += notes_text(a);
   std::set<std::string> taken(dims.begin(), dims.end());
