@@ -50,6 +50,93 @@ std::string values_text(const DimValues& v) {
   return out + "]";
 }
 
+std::vector<json> all_tensors(const json& a) {
+  std::vector<json> out;
+  for (const char* key : {"inputs", "parameters", "buffers", "outputs"})
+    for (auto& t : a.value(key, json::array())) out.push_back(t);
+  return out;
+}
+
+enum class DimRole { Batch, Feature, Row };
+
+/// Batch-like: in an input's shape, never a tensor's last dimension, in no parameter or buffer.
+/// Row: the last dimension of some tensor. Feature: the rest.
+std::vector<DimRole> dim_roles(const json& a, const std::vector<std::string>& dims) {
+  std::set<std::string> in_inputs, last, in_weights;
+  for (auto& t : a.value("inputs", json::array()))
+    for (auto& e : t["shape"]) if (e.is_string()) in_inputs.insert(e.get<std::string>());
+  for (const char* key : {"parameters", "buffers"})
+    for (auto& t : a.value(key, json::array()))
+      for (auto& e : t["shape"]) if (e.is_string()) in_weights.insert(e.get<std::string>());
+  for (auto& t : all_tensors(a))
+    if (!t["shape"].empty() && t["shape"].back().is_string()) last.insert(t["shape"].back().get<std::string>());
+  std::vector<DimRole> roles;
+  for (auto& d : dims) {
+    if (last.count(d)) roles.push_back(DimRole::Row);
+    else if (in_inputs.count(d) && !in_weights.count(d)) roles.push_back(DimRole::Batch);
+    else roles.push_back(DimRole::Feature);
+  }
+  return roles;
+}
+
+int64_t largest_tensor(const json& a, const std::vector<std::string>& dims, const DimValues& v) {
+  int64_t largest = 1;
+  for (auto& t : all_tensors(a)) {
+    int64_t n = 1;
+    for (auto& e : t["shape"]) {
+      if (e.is_number_integer()) n *= e.get<int64_t>();
+      else n *= v[size_t(std::find(dims.begin(), dims.end(), e.get<std::string>()) - dims.begin())];
+    }
+    largest = std::max(largest, n);
+  }
+  return largest;
+}
+
+/// Halves the largest size (the last of equals) until the largest tensor fits; an odd pattern
+/// stays odd, so a shape made of sizes that are multiples of nothing stays that way.
+DimValues fit(const json& a, const std::vector<std::string>& dims, DimValues v, int64_t max_elements) {
+  while (largest_tensor(a, dims, v) > max_elements) {
+    size_t at = 0;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] >= v[at]) at = i;
+    if (v[at] <= 1) break;  // integer literals alone exceed the budget: keep the smallest there is
+    const bool odd = v[at] % 2 == 1;
+    v[at] /= 2;
+    if (odd) v[at] |= 1;
+  }
+  return v;
+}
+
+DimValues pattern(const std::vector<DimRole>& roles, int64_t batch, int64_t feature, int64_t row) {
+  DimValues v;
+  for (auto r : roles) v.push_back(r == DimRole::Batch ? batch : r == DimRole::Feature ? feature : row);
+  return v;
+}
+
+/// Stage shapes by pattern, for an analysis that names its sizes ("sizes", "globals") but was not
+/// run at any shape: plan --user-types' one tensor in, one out.
+StageShapes pattern_stage_shapes(const json& a, int64_t max_elements) {
+  const auto dims = a.value("sizes", std::vector<std::string>{});
+  const auto roles = dim_roles(a, dims);
+  StageShapes s;
+  for (auto& d : dims) s.bench.push_back(a["globals"][d]["value"].get<int64_t>());
+  auto add = [&](std::vector<DimValues>& list, DimValues v, int64_t budget) {
+    v = fit(a, dims, std::move(v), budget);
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  s.smoke = fit(a, dims, pattern(roles, 4, 64, 1000), std::max<int64_t>(max_elements / 64, 1));
+  add(s.sweep, pattern(roles, 64, 256, 4096), max_elements);
+  add(s.sweep, pattern(roles, 33, 33, 1531), max_elements);
+  add(s.sweep, pattern(roles, 128, 128, 2048), max_elements);
+  add(s.sweep, pattern(roles, 7, 3, 65537), max_elements);
+  add(s.sweep, pattern(roles, 1531, 7, 33), max_elements);
+  s.stability = s.determinism = s.sweep.front();
+  add(s.edge, pattern(roles, 1, 1, 1), max_elements);
+  add(s.edge, pattern(roles, 1, 3, 65537), max_elements);
+  add(s.edge, pattern(roles, 3, 7, 7), max_elements);
+  return s;
+}
+
 DimValues dim_values(const json& v) {
   DimValues out;
   for (auto& e : v) out.push_back(e.get<int64_t>());
@@ -106,7 +193,8 @@ std::string kernelbench_type_name(const std::string& problem_path) {
   return name;
 }
 
-StageShapes kernelbench_stage_shapes(const json& a) {
+StageShapes kernelbench_stage_shapes(const json& a, int64_t max_elements) {
+  if (!a.contains("stages")) return pattern_stage_shapes(a, max_elements);
   const json& st = a.at("stages");
   StageShapes s;
   s.bench = dim_values(st.at("bench"));

@@ -22,9 +22,12 @@ struct StageShapes {
 };
 
 /// The stage shapes of an accepted analysis, as the analyser found them by running the problem at
-/// each: small shapes, sizes that are multiples of nothing (33, 1531) where the problem allows
-/// them, 1 for batch-like sizes in an edge shape, each shape's tensors under 2^22 elements.
-StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis);
+/// each ("stages"): small shapes, sizes that are multiples of nothing (33, 1531) where the problem
+/// allows them, 1 for batch-like sizes in an edge shape, each shape's tensors under 2^22 elements.
+/// Without "stages" (a type plan --user-types offers, named by "sizes" and "globals", never run):
+/// the same patterns scaled from the sizes, each shape's largest tensor at most `max_elements`
+/// (smoke: 1/64 of it).
+StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis, int64_t max_elements = int64_t(1) << 22);
 
 /// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name.
 std::string kernelbench_spec_text(const nlohmann::json& analysis, const std::string& name,
