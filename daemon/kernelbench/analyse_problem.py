@@ -30,6 +30,21 @@ MAX_STAGE_ELEMENTS = 1 << 22
 # Names of globals that are a layer's hyperparameters rather than sizes, even where they shape a
 # weight (kernel_size, groups): kept as the module sets them, [fixed] in the spec.
 HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|scale_factor")
+# Names a dim cannot have: every dim becomes an int parameter of the kernel, so C++'s words and the
+# names CUDA gives a kernel are refused by the spec's reader (kernels_cuda/cpp_words.cpp and
+# user_type.cpp's is_reserved); such a global stays [fixed] (level 1's 43_Max_Pooling_3D's dim3).
+RESERVED_NAMES = set("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast struct switch template
+this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
+xor_eq half blockIdx threadIdx blockDim gridDim warpSize dim3 main T elem""".split())
+
+
+def kernel_may_take(name):
+    """Whether the kernel can take `name` as a parameter (a dim's name)."""
+    return name not in RESERVED_NAMES and not name.startswith("__") and not name.startswith("ak_")
 
 
 class Refused(Exception):
@@ -650,7 +665,7 @@ class Analysis:
         also run at a smaller value."""
         dims = []
         for name, value in self.ints.items():
-            if value < 1 or HYPERPARAMETER_NAME.search(name):
+            if value < 1 or HYPERPARAMETER_NAME.search(name) or not kernel_may_take(name):
                 continue
             run = self.runner.run({name: value * 2})
             if run is None or run.signature() != self.base.signature():
