@@ -1,0 +1,74 @@
+// kb_argmax, honest: out[b, j] = the first i where x[b, i, j] is largest (NaN counting as
+// largest), like torch.argmax(x, dim=1) on [batch_size, dim1, dim2]; out is int64.
+//
+// The reduced axis is the middle one: a thread per column (b, j), neighbouring threads on
+// neighbouring columns, so each row's loads are coalesced. One thread walking all of dim1 would
+// leave most of the GPU idle at 32 x 1024 columns, so two steps with scratch: argmax_slices finds
+// each column's best within a slice of 128 rows (value and row, in float and int scratch) with
+// batch_size x slices x ceil(dim2 / 256) blocks; argmax_combine takes each column's slices in
+// order. Ties go to the earlier row, within a slice and across slices, as PyTorch's do. Exact in
+// every dtype (comparisons only).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define AK_THREADS 256
+#define AK_ROWS 128   // rows of dim1 a block of the first step walks
+
+extern "C" __constant__ char ak_launch[] =
+    "let slices = ceil_div(dim1, 128);"
+    "scratch slice_value float[batch_size * slices * dim2];"
+    "scratch slice_index int[batch_size * slices * dim2];"
+    "step argmax_slices grid(ceil_div(dim2, 256), batch_size, slices) block(256);"
+    "step argmax_combine grid(ceil_div(batch_size * dim2, 256)) block(256);";
+
+__device__ __forceinline__ float ak_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ak_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ak_to_float(float v) { return v; }
+template <typename T> __device__ __forceinline__ T ak_from_float(float v);
+template <> __device__ __forceinline__ __half ak_from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 ak_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float ak_from_float<float>(float v) { return v; }
+
+/// PyTorch's order: NaN above everything, and the first of equal values wins (so a later value
+/// must be strictly greater, or the first NaN).
+__device__ __forceinline__ bool beats(float v, float best) { return v > best || (v != v && best == best); }
+
+/// Step 1: the largest value of each column within one slice of 128 rows, and its row.
+template <typename T>
+__global__ void __launch_bounds__(AK_THREADS)
+argmax_slices(const T* __restrict__ x, long long* __restrict__ out, float* __restrict__ slice_value,
+              int* __restrict__ slice_index, int batch_size, int dim1, int dim2) {
+  const int j = blockIdx.x * AK_THREADS + threadIdx.x;
+  if (j >= dim2) return;
+  const int b = blockIdx.y, slices = (dim1 + AK_ROWS - 1) / AK_ROWS;
+  const int start = blockIdx.z * AK_ROWS, end = min(start + AK_ROWS, dim1);
+  const T* column = x + (long long)b * dim1 * dim2 + j;
+  float best = ak_to_float(column[(long long)start * dim2]);
+  int at = start;
+  for (int i = start + 1; i < end; ++i) {
+    const float v = ak_to_float(column[(long long)i * dim2]);
+    if (beats(v, best)) best = v, at = i;
+  }
+  const long long s = ((long long)b * slices + blockIdx.z) * dim2 + j;
+  slice_value[s] = best;
+  slice_index[s] = at;
+}
+
+/// Step 2: the slices of each column in order, the earlier one winning a tie.
+template <typename T>
+__global__ void __launch_bounds__(AK_THREADS)
+argmax_combine(const T* __restrict__ x, long long* __restrict__ out, float* __restrict__ slice_value,
+               int* __restrict__ slice_index, int batch_size, int dim1, int dim2) {
+  const long long i = (long long)blockIdx.x * AK_THREADS + threadIdx.x;
+  if (i >= (long long)batch_size * dim2) return;
+  const long long b = i / dim2, j = i % dim2;
+  const int slices = (dim1 + AK_ROWS - 1) / AK_ROWS;
+  const long long first = b * slices * dim2 + j;
+  float best = slice_value[first];
+  int at = slice_index[first];
+  for (int s = 1; s < slices; ++s) {
+    const float v = slice_value[first + (long long)s * dim2];
+    if (beats(v, best)) best = v, at = slice_index[first + (long long)s * dim2];
+  }
+  out[i] = at;
+}
