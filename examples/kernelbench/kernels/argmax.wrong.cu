@@ -1,9 +1,8 @@
 // kb_argmax, WRONG on purpose (a test of the stages): an off-by-one at the border: a slice stops one
 // row short of dim1, so the last row of x is never looked at (unless it begins a slice of its
-// own). Right wherever no column has its
-// largest value in the last row (likely at few columns and many rows), wrong on most shapes with
-// many columns: with 1/dim1 of the columns' maxima in that row, some column always has one.
-// Otherwise the honest kernel (argmax.cu).
+// own). Right wherever no column has its largest value in that row (likely at few columns and
+// many rows), wrong on most shapes with many columns: with 1/dim1 of the columns' maxima in that
+// row, some column has one. Otherwise the honest kernel (argmax.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
