@@ -86,15 +86,12 @@ __device__ void linear_tile(const TA* __restrict__ a, const TW* __restrict__ w, 
   }
 }
 
-/// The three steps share their parameters (the plan's contract): each takes its layer's.
-#define AK_MLP_PARAMS                                                                                          \
-  const T *__restrict__ x, const T *__restrict__ fc1_weight, const T *__restrict__ fc1_bias,                  \
-      const T *__restrict__ fc2_weight, const T *__restrict__ fc2_bias, const T *__restrict__ fc3_weight,     \
-      const T *__restrict__ fc3_bias, T *__restrict__ out, float *__restrict__ h1, float *__restrict__ h2,    \
-      int batch_size, int in_features, int hidden, int out_features
-
 template <typename T>
-__global__ void __launch_bounds__(256) mlp_layer1(AK_MLP_PARAMS) {
+__global__ void __launch_bounds__(256)
+mlp_layer1(const T* __restrict__ x, const T* __restrict__ fc1_weight, const T* __restrict__ fc1_bias,
+           const T* __restrict__ fc2_weight, const T* __restrict__ fc2_bias, const T* __restrict__ fc3_weight,
+           const T* __restrict__ fc3_bias, T* __restrict__ out, float* __restrict__ h1, float* __restrict__ h2,
+           int batch_size, int in_features, int hidden, int out_features) {
   if (batch_size == 1024 && in_features == 1024 && hidden == 2048 && out_features == 512)
     linear_tile<true, true>(x, fc1_weight, fc1_bias, h1, batch_size, in_features, hidden);
   else
@@ -102,7 +99,11 @@ __global__ void __launch_bounds__(256) mlp_layer1(AK_MLP_PARAMS) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256) mlp_layer2(AK_MLP_PARAMS) {
+__global__ void __launch_bounds__(256)
+mlp_layer2(const T* __restrict__ x, const T* __restrict__ fc1_weight, const T* __restrict__ fc1_bias,
+           const T* __restrict__ fc2_weight, const T* __restrict__ fc2_bias, const T* __restrict__ fc3_weight,
+           const T* __restrict__ fc3_bias, T* __restrict__ out, float* __restrict__ h1, float* __restrict__ h2,
+           int batch_size, int in_features, int hidden, int out_features) {
   if (batch_size == 1024 && in_features == 1024 && hidden == 2048 && out_features == 512)
     linear_tile<true, true>(h1, fc2_weight, fc2_bias, h2, batch_size, hidden, hidden);
   else
@@ -110,7 +111,11 @@ __global__ void __launch_bounds__(256) mlp_layer2(AK_MLP_PARAMS) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256) mlp_layer3(AK_MLP_PARAMS) {
+__global__ void __launch_bounds__(256)
+mlp_layer3(const T* __restrict__ x, const T* __restrict__ fc1_weight, const T* __restrict__ fc1_bias,
+           const T* __restrict__ fc2_weight, const T* __restrict__ fc2_bias, const T* __restrict__ fc3_weight,
+           const T* __restrict__ fc3_bias, T* __restrict__ out, float* __restrict__ h1, float* __restrict__ h2,
+           int batch_size, int in_features, int hidden, int out_features) {
   if (batch_size == 1024 && in_features == 1024 && hidden == 2048 && out_features == 512)
     linear_tile<false, true>(h2, fc3_weight, fc3_bias, out, batch_size, hidden, out_features);
   else
