@@ -12,7 +12,8 @@ process environment, print from the device, carry host code, never finish compil
 one honest change among them: the loop must keep none of the cheats. --kernelbench DIR answers the
 user types of DIR's problems (examples/kernelbench: a request names its type, kb_<problem>) from
 DIR/kernels/: the honest file first, then in turn the wrong one, the cheating one, and the current
-best with its AK_THREADS (or AK_TILE) halved, doubled, and its AK_VEC doubled, where it has them. --serve TYPE=FILE.cu does the same for
+best with its AK_THREADS (or AK_TILE) halved, doubled, and its AK_VEC doubled, where it has them
+(not in a file with a launch plan, ak_launch, whose blocks the plan states). --serve TYPE=FILE.cu does the same for
 the requests that name TYPE, from FILE.cu (and FILE.wrong.cu, FILE.cheating.cu where they exist).
 --marker TEXT reports, on
 stderr and at exit, every request that carried TEXT (a value from the daemon's environment).
@@ -101,7 +102,8 @@ SERVED_ROTATION = [
 
 
 def has_knob(src, names):
-    return any(re.search(r"^#define %s \d+" % n, src, re.M) for n in names)
+    # A file with a launch plan states its blocks in ak_launch: a knob edited alone would break it.
+    return "ak_launch[]" not in src and any(re.search(r"^#define %s \d+" % n, src, re.M) for n in names)
 
 
 def served_reply(user):
