@@ -34,6 +34,30 @@
 #                                      scripts/kernelbench-round-summary.py, also the exit status: 0 met)
 #                                      and $OUT/kb6.tar.gz (the config and types, the run folder, the
 #                                      run's log raw and filtered, the memory samples, report.md).
+#   scripts/gpu-kernelbench.sh kinds [PROBLEM...]
+#                                      the launch-plan problems of examples/kernelbench/specs/ (a 2-D and a
+#                                      transposed convolution, max pooling, GroupNorm, RMS over channels, a
+#                                      cumsum, an argmax, an MSE loss, a batched matmul, a Linear + row max,
+#                                      an MLP; PROBLEM is a spec's stem without kb_, default all eleven) in
+#                                      one `autokernel run` with a config naming their specs, against
+#                                      scripts/scripted-llm-server.py --kernelbench, which serves each its
+#                                      honest file first, then its .wrong and its .cheating one; the run
+#                                      stops a kernel after those two reverts. Then `autokernel report`.
+#                                      Writes $OUT/kinds-summary.txt (scripts/kernelbench-kinds-summary.py:
+#                                      per problem the three verdicts, honest PASS with its speedups over
+#                                      eager and torch.compile, wrong and cheat not passing; fast_p; the
+#                                      report's KernelBench section) over every kinds run kept in $KB_WORK
+#                                      on this machine, so calls that each run a few problems add up (rm
+#                                      -rf $KB_WORK/kinds to start over); and $OUT/kinds-<label>.tar.gz.
+#                                      Exit status: the summary's: 0 once all eleven problems have run here
+#                                      and each is as expected; 1 before that or when one is not.
+#                                      torch.compile's autotuning takes minutes a problem: all eleven in one
+#                                      call outlast a 10-minute command; three or four a call fit, e.g.
+#                                        kinds conv2d_bias conv_transpose2d maxpool2d
+#                                        kinds group_norm rms_norm_channels cumsum argmax
+#                                        kinds mse_loss batched_matmul linear_rowmax mlp
+#                                      KINDS_TIMEOUT (default 540 s) bounds the run; KINDS_TORCH_COMPILE=0
+#                                      skips torch.compile (no speedup against it then).
 # Everything else goes to $OUT (or ./gpu-kernelbench-out): *.log, results, report.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -198,11 +222,55 @@ kb6() {
   return "$claim"   # 0: the claim met (scripts/kernelbench-round-summary.py)
 }
 
+kinds() {
+  local specs=examples/kernelbench/specs problems=("$@") p
+  [ "${#problems[@]}" = 0 ] && for p in "$specs"/kb_*.toml; do p=${p##*/kb_}; problems+=("${p%.toml}"); done
+  for p in "${problems[@]}"; do
+    if [ ! -f "$specs/kb_$p.toml" ]; then
+      echo "kinds: no spec $specs/kb_$p.toml (the problems: $(ls "$specs" | sed 's/^kb_//; s/\.toml$//' | tr '\n' ' '))" >&2
+      return 2
+    fi
+  done
+  local label
+  label=$(printf '%s\n' "${problems[@]}" | md5sum | cut -c1-8)
+  local dir=$work/kinds/$label
+  rm -rf "$dir" && mkdir -p "$dir"
+  local weight n=${#problems[@]}
+  weight=$(python3 -c "print('%.4f' % (int(1e4 / $n) / 1e4))")
+  {
+    printf '[run]\nname = "kinds-%s"\nworkdir = "runs"\nmax_experiments = %d\n\n[llm]\n\n' "$label" $((4 * n))
+    printf '[harness]\nstage_timeout_s = 120\ntorch_compile = %s\n\n' "$([ "${KINDS_TORCH_COMPILE:-1}" = 0 ] && echo false || echo true)"
+    for p in "${problems[@]}"; do
+      printf '[[kernel]]\nspec = "%s"\nweight = %s\n\n' "$PWD/$specs/kb_$p.toml" "$weight"
+    done
+  } > "$dir/kinds.toml"
+  scripted_llm "$dir/kinds.toml" 8771 2
+  # Neither the 2x over eager nor the peak may end a kernel before its wrong and cheating files are judged.
+  printf 'target_speedup = 1000\npeak_fraction = 1.0\n' >> "$dir/kinds.toml"
+  server_log=$dir/llm-server.log start_server 8771 --kernelbench examples/kernelbench
+  timeout -s TERM -k 30 "${KINDS_TIMEOUT:-540}" "$ak" run --config "$dir/kinds.toml" 2>&1 | tee "$dir/run-raw.log" | quiet > "$dir/run.log"
+  echo "run exit ${PIPESTATUS[0]}" | tee -a "$dir/run.log"
+  stop_server
+  local run=$dir/runs/kinds-$label
+  "$ak" report --run "$run" > "$dir/report.log" 2>&1 || cat "$dir/report.log"
+  grep -E "PASS|FAIL|ERROR|converged|reverts in a row|stopp" "$dir/run.log" | cut -c1-220 | tail -40
+  tar -czf "$out/kinds-$label.tar.gz" -C "$work/kinds" "$label"
+  # Every kinds run on this machine, so that calls of a few problems each add up to all eleven.
+  local runs=() expect=() r
+  for r in "$work"/kinds/*/runs/kinds-*; do [ -f "$r/results.tsv" ] && runs+=("$r"); done
+  for r in "$specs"/kb_*.toml; do r=${r##*/}; expect+=("${r%.toml}"); done
+  python3 scripts/kernelbench-kinds-summary.py --expect "$(IFS=,; echo "${expect[*]}")" "${runs[@]}" > "$out/kinds-summary.txt"
+  local rc=$?
+  cat "$out/kinds-summary.txt"
+  return "$rc"
+}
+
 case ${1:-} in
   tests) tests ;;
   loop) loop ;;
   offer) offer ;;
   eval-time) eval_time ;;
   kb6) kb6; exit ;;
-  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|eval-time|kb6" >&2; exit 2 ;;
+  kinds) shift; kinds "$@"; exit ;;
+  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|eval-time|kb6|kinds [PROBLEM...]" >&2; exit 2 ;;
 esac
