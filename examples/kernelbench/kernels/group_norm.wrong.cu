@@ -1,8 +1,9 @@
-// kb_group_norm, WRONG on purpose (a test of the stages): combining two chunks' summaries, it adds
-// their sums of squared deviations but leaves out Chan's term for the distance between their
-// means (delta^2 * n_a * n_b / n). Right when a group fits in one 4096-element chunk (the smoke
-// shape, small groups), a variance too small as soon as a group spans several chunks (the sweep,
-// the timed shape). Otherwise the honest kernel (group_norm.cu).
+// kb_group_norm, WRONG on purpose (a test of the stages): the apply step normalises each 4096-element
+// chunk by that chunk's own mean and variance instead of its group's: the chunk summaries are
+// written and never combined. Right when a group fits in one chunk (the smoke shape's 256
+// elements, the edge shapes' 2 and 42), wrong as soon as a group spans several (the sweep, the
+// timed shape): a chunk's mean is off its group's by about 1/64 of the spread. Otherwise the
+// honest kernel (group_norm.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -48,7 +49,7 @@ __device__ Moments combine(Moments a, Moments b) {
   if (a.n == 0.f) return b;
   if (b.n == 0.f) return a;
   const float n = a.n + b.n, delta = b.mean - a.mean;
-  return {n, a.mean + delta * (b.n / n), a.m2 + b.m2 + 0.f  /* the bug: the term delta^2 * a.n * b.n / n is left out */};
+  return {n, a.mean + delta * (b.n / n), a.m2 + b.m2 + delta * delta * (a.n * b.n / n)};
 }
 
 /// Step 1: each block summarises one 4096-element chunk of one group: its mean and the sum of
@@ -100,7 +101,7 @@ group_norm_apply(const T* __restrict__ x, const T* __restrict__ gn_weight, const
   const int chunks = int((group_size + kChunk - 1) / kChunk);
   const float* s = chunk_stats + (long long)blockIdx.y * chunks * 2;
   Moments m{0.f, 0.f, 0.f};
-  for (int c = threadIdx.x; c < chunks; c += AK_THREADS) {
+  for (int c = int(blockIdx.x) + threadIdx.x; c < min(chunks, int(blockIdx.x) + 1)  /* the bug: its own chunk's statistics alone */; c += AK_THREADS) {
     const float n = float(min((long long)kChunk, group_size - (long long)c * kChunk));
     m = combine(m, Moments{n, s[2 * c], s[2 * c + 1]});
   }
