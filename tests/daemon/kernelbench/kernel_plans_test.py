@@ -1,12 +1,12 @@
-"""The launch-plan examples of examples/kernelbench/ against the plan's contract, without a GPU.
+"""The launch-plan examples of examples/kernelbench/ against their specs, without a GPU.
 
 Every spec under examples/kernelbench/specs/ has its problem file and its three kernel files
-(honest, .wrong, .cheating). Each kernel file's `ak_launch` is parsed and evaluated as the
-contract defines it (integers, floor division, int64) at every shape its spec declares: grids,
-blocks, shared memory and scratch within the limits the harness checks at load; and each step's
-parameter list is the spec's tensors in order, then the scratch buffers, then the dims, with the
-types the contract gives them. The harness cannot see a parameter list in a compiled module, so
-a step that takes its arguments in another order would only show as wrong numbers on the GPU.
+(honest, .wrong, .cheating), and its tensors' shape expressions are positive at every shape it
+declares. Each step's parameter list in the source is the spec's tensors in order, then the plan's
+scratch buffers, then the dims, with the names and the types the contract gives them: a compiled
+module shows its parameters' sizes, not which tensor each one is, so two pointers swapped would
+only show as wrong numbers on the GPU. (The plans' limits at every declared shape are checked by
+the C++ plan checker itself: tests/daemon/kernelbench/kernelbench_kinds_test.cpp.)
 
 Where PyTorch is importable, each problem's module is also run on the CPU at the spec's stage
 shapes and its tensors compared with the spec's (names, shapes, int64); without it, that test
@@ -28,17 +28,13 @@ SPECS = os.path.join(EXAMPLES, "specs")
 KERNELS = os.path.join(EXAMPLES, "kernels")
 
 INT64_MAX = 2**63 - 1
-MAX_PLAN_BYTES = 8192
-MAX_LETS, MAX_SCRATCH, MAX_STEPS = 32, 16, 16
-SCRATCH_CAP_BYTES = 16384 << 20          # [harness] scratch_cap_mib's default
-H100_SMEM_OPTIN = 232448                 # the device's opt-in maximum of dynamic shared memory
-SCRATCH_TYPES = {"float": ("float", 4), "T": ("T", None), "int": ("int", 4), "int64": ("long long", 8)}
-ELEM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+SCRATCH_TYPES = {"float": "float", "T": "T", "int": "int", "int64": "long long"}
 
 
 class Expr:
-    """The plan's integer expressions: + - * / %, unary minus, parentheses, ceil_div, min, max;
-    `/` and `%` floor, by zero an error, int64 overflow an error."""
+    """The specs' integer expressions, for the shapes written as expressions: + - * / %, unary
+    minus, parentheses, ceil_div, min, max; `/` and `%` floor, by zero an error, int64 overflow an
+    error (as kernels_cuda/spec_expression evaluates them)."""
 
     TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(.))")
 
@@ -211,7 +207,7 @@ def expected_parameters(spec, plan):
         params.append((("%s*" if t["role"] == "output" else "const %s*") % base, t["name"]))
     for kind, name, details in plan:
         if kind == "scratch":
-            params.append((SCRATCH_TYPES[details[0]][0] + "*", name))
+            params.append((SCRATCH_TYPES[details[0]] + "*", name))
     return params + [("int", d) for d in spec["dims"]]
 
 
@@ -264,49 +260,6 @@ class KernelPlansTest(unittest.TestCase):
                         sizes = [e if isinstance(e, int) else Expr(e).value(env) for e in t["shape"]]
                         self.assertTrue(all(s >= 1 for s in sizes), sizes)
                         self.assertLess(math.prod(sizes) * 4, 256 << 20, "a tensor under 256 MB")
-
-    def test_every_plan_parses_and_stays_within_the_limits_at_every_declared_shape(self):
-        for f, spec in self.specs.items():
-            for path in self.kernel_files(spec):
-                source = read(path)
-                text = plan_text(source)
-                plan = parse_plan(text)
-                kinds = [k for k, _, _ in plan]
-                with self.subTest(file=os.path.basename(path)):
-                    self.assertLessEqual(len(text.encode()), MAX_PLAN_BYTES)
-                    self.assertLessEqual(kinds.count("let"), MAX_LETS)
-                    self.assertLessEqual(kinds.count("scratch"), MAX_SCRATCH)
-                    self.assertTrue(1 <= kinds.count("step") <= MAX_STEPS)
-                    for label, shape in spec_shapes(spec):
-                        for dtype in spec.get("dtypes", ["fp32"]):
-                            self.check_plan_at(plan, spec, label, shape, dtype)
-
-    def check_plan_at(self, plan, spec, label, shape, dtype):
-        env = dict(fixed_integers(spec), **dict(zip(spec["dims"], shape)))
-        scratch_bytes = 0
-        where = "%s at %s %s" % (spec["name"], label, shape)
-        for kind, name, details in plan:
-            if kind == "let":
-                self.assertNotIn(name, env, where + ": let %s defined twice or over a dim" % name)
-                env[name] = details.value(env)
-            elif kind == "scratch":
-                elem, count = details
-                n = count.value(env)
-                self.assertGreaterEqual(n, 1, where + ": scratch " + name)
-                scratch_bytes += n * (SCRATCH_TYPES[elem][1] or ELEM_BYTES[dtype])
-            else:
-                grid, block, smem = details
-                g = [e.value(env) for e in grid]
-                b = [e.value(env) for e in block]
-                self.assertTrue(1 <= len(g) <= 3 and 1 <= len(b) <= 3, where + ": step " + name)
-                self.assertTrue(1 <= g[0] <= 2**31 - 1, "%s: step %s grid.x = %d" % (where, name, g[0]))
-                self.assertTrue(all(1 <= v <= 65535 for v in g[1:]), "%s: step %s grid %s" % (where, name, g))
-                self.assertTrue(all(v >= 1 for v in b) and b[0] <= 1024, "%s: step %s block %s" % (where, name, b))
-                self.assertTrue(len(b) < 2 or b[1] <= 1024, where)
-                self.assertTrue(len(b) < 3 or b[2] <= 64, where)
-                self.assertLessEqual(math.prod(b), 1024, where)
-                self.assertLessEqual(smem.value(env), H100_SMEM_OPTIN, where)
-        self.assertLessEqual(scratch_bytes, SCRATCH_CAP_BYTES, where)
 
     def test_every_step_takes_the_tensors_then_the_scratch_then_the_dims(self):
         for f, spec in self.specs.items():
