@@ -1,20 +1,22 @@
 // The launch-plan examples of examples/kernelbench/: eleven problems of the kinds a single entry
 // point under a grid rule cannot launch (convolutions, pooling, norms over a middle axis, a scan,
-// an argmax, a loss to a scalar, batched and reduced GEMMs, a whole MLP). Every kernel file
-// compiles with NVRTC, each step its ak_launch names for every dtype it is written for; every
-// hand-written spec under examples/kernelbench/specs/ is read by the spec reader, shapes written
-// as expressions, int64 and scalar outputs, the new kinds. (tests/daemon/kernelbench/
-// kernel_plans_test.py checks each plan's limits and parameter lists against its spec.)
+// an argmax, a loss to a scalar, batched and reduced GEMMs, a whole MLP). Every hand-written spec
+// under examples/kernelbench/specs/ is read by the spec reader (shapes written as expressions,
+// int64 and scalar outputs, the new kinds); every kernel file keeps the contract, compiles with
+// NVRTC through the harness's request (each step of its ak_launch in each dtype) and its plan holds
+// at every shape its spec declares. (tests/daemon/kernelbench/kernel_plans_test.py checks each
+// step's parameter list against its spec, which no compiled module shows.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
 
-#include <toml++/toml.h>
-
+#include "harness/candidate_compile.hpp"
+#include "harness/kernel_contract.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "harness/planned_launch.hpp"
+#include "kernels_cuda/launch_plan.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "tests/support.hpp"
 
@@ -28,87 +30,79 @@ const std::string kExamples = std::string(AK_SOURCE_DIR) + "/examples/kernelbenc
 const std::vector<std::string> kProblems{"conv2d_bias", "conv_transpose2d", "maxpool2d",      "group_norm",
                                          "rms_norm_channels", "cumsum",    "argmax",         "mse_loss",
                                          "batched_matmul",    "linear_rowmax", "mlp"};
+const char* kSuffixes[] = {"", ".wrong", ".cheating"};
 
-/// ak_launch's text: the string literals after `ak_launch[] =`, concatenated as C concatenates
-/// adjacent literals; empty when the file declares no plan.
-std::string plan_text(const std::string& source) {
-  static const std::regex decl(R"re(ak_launch\[\]\s*=((\s*"([^"\\\n]|\\.)*")+)\s*;)re");
-  std::smatch m;
-  if (!std::regex_search(source, m, decl)) return "";
-  static const std::regex literal(R"re("(([^"\\\n]|\\.)*)")re");
-  std::string text;
-  const std::string literals = m[1];
-  for (std::sregex_iterator it(literals.begin(), literals.end(), literal), end; it != end; ++it) text += (*it)[1];
-  return text;
-}
-
-/// The names of the plan's steps, in order: what NVRTC needs as name expressions before it compiles.
-std::vector<std::string> plan_steps(const std::string& plan) {
-  static const std::regex step(R"((^|;)\s*step\s+([A-Za-z_]\w*)\s)");
-  std::vector<std::string> names;
-  for (std::sregex_iterator it(plan.begin(), plan.end(), step), end; it != end; ++it) names.push_back((*it)[2]);
-  return names;
-}
-
-/// The spec's dtypes as written (read with the TOML parser alone: independent of the spec reader).
-std::vector<std::string> spec_dtypes(const std::string& problem) {
-  const toml::table spec = toml::parse_file(kExamples + "specs/kb_" + problem + ".toml");
-  std::vector<std::string> out;
-  if (const toml::array* a = spec["dtypes"].as_array())
-    for (auto& d : *a) out.push_back(d.value_or(std::string()));
-  return out.empty() ? std::vector<std::string>{"fp32"} : out;
-}
-
-/// The instantiations a file is written for: an honest file every dtype; a wrong or cheating one
-/// fp32, and fp16 where its spec has it.
-std::vector<std::string> file_dtypes(const std::string& problem, const std::string& suffix) {
-  if (suffix.empty()) return {"float", "__half", "__nv_bfloat16"};
-  const auto spec = spec_dtypes(problem);
-  std::vector<std::string> out{"float"};
-  if (std::count(spec.begin(), spec.end(), "fp16")) out.push_back("__half");
-  return out;
+UserTypeSpec example_spec(const std::string& problem) {
+  const std::string path = kExamples + "specs/kb_" + problem + ".toml";
+  auto spec = load_user_type(path);
+  INFO(path);
+  INFO((spec.ok() ? std::string() : spec.error().message));
+  REQUIRE(spec.ok());
+  return *spec;
 }
 
 }  // namespace
 
-TEST_CASE("a plan's step names are read from ak_launch's concatenated literals", "[kernelbench]") {
-  const std::string source = "extern \"C\" __constant__ char ak_launch[] =\n"
-                             "    \"let n = a * b;\"\n    \"scratch s float[n];\"\n"
-                             "    \"step first grid(n) block(256);\" \"step second grid(1) block(32) smem(64);\";\n";
-  CHECK(plan_text(source) == "let n = a * b;scratch s float[n];step first grid(n) block(256);step second grid(1) block(32) smem(64);");
-  CHECK(plan_steps(plan_text(source)) == std::vector<std::string>{"first", "second"});
-  CHECK(plan_text("extern \"C\" __constant__ int ak_block_threads = 256;").empty());
-}
-
-TEST_CASE("every launch-plan example compiles with NVRTC, each step for every dtype it is written for",
+TEST_CASE("every launch-plan example keeps the contract and compiles with NVRTC, each step in each dtype of its spec",
           "[kernelbench][nvrtc]") {
-  for (const std::string& problem : kProblems)
-    for (const std::string suffix : {"", ".wrong", ".cheating"}) {
+  for (const std::string& problem : kProblems) {
+    const UserTypeSpec spec = example_spec(problem);
+    for (const char* suffix : kSuffixes) {
       const std::string file = problem + suffix + ".cu";
       INFO(file);
-      const std::string path = kExamples + "kernels/" + file;
-      REQUIRE(fs::exists(path));
-      CompileRequest req{test::read_file(path), file, {}, "sm_90a"};
-      const auto steps = plan_steps(plan_text(req.source));
-      REQUIRE_FALSE(steps.empty());
-      const auto dtypes = file_dtypes(problem, suffix);
-      for (auto& step : steps)
-        for (auto& d : dtypes) req.name_expressions.push_back(step + "<" + d + ">");
-      auto out = nvrtc_compile(req);
+      const std::string source = test::read_file(kExamples + "kernels/" + file);
+      KernelSpec ks = user_kernel_spec(spec);
+      REQUIRE(ks.launch_plans);
+      CHECK(contract_violations(source, ks) == std::vector<std::string>{});
+      auto steps = launch_step_names(source);
+      REQUIRE(steps.ok());
+      REQUIRE_FALSE(steps->empty());
+      // The honest files are written for every dtype, whatever their spec times.
+      if (std::string(suffix).empty()) ks.dtypes = {DType::F32, DType::F16, DType::BF16};
+      auto out = nvrtc_compile(candidate_request(ks, source, file, "sm_90a"));
       REQUIRE(out.ok());
       INFO(out->log);
       CHECK(out->ok);
-      CHECK(out->functions.size() == steps.size() * dtypes.size());
-      // A plan file declares no grid rule of its own: the plan is its launch.
-      CHECK(req.source.find("ak_block_threads") == std::string::npos);
+      CHECK(out->functions.size() == steps->size() * ks.dtypes.size());
+      CHECK(compiled_step_names(*out) == *steps);
     }
+  }
 }
 
-// [!mayfail] until the spec reader reads what kernels_cuda/user_type.cpp does not yet: shapes written as
-// expressions, int64 outputs, the kinds convolution to model. Remove the tag once it does: from then
-// on a failure here is a fault.
+TEST_CASE("every launch-plan example's plan holds at every shape and dtype its spec declares", "[kernelbench]") {
+  for (const std::string& problem : kProblems) {
+    const UserTypeSpec spec = example_spec(problem);
+    for (const char* suffix : kSuffixes) {
+      const std::string file = problem + suffix + ".cu";
+      INFO(file);
+      auto text = launch_plan_source_text(test::read_file(kExamples + "kernels/" + file));
+      REQUIRE(text.ok());
+      REQUIRE(text->has_value());
+      auto plan = parse_launch_plan(**text);
+      INFO((plan.ok() ? std::string() : plan.error().message));
+      REQUIRE(plan.ok());
+      const Status checked = check_launch_plan(*plan, spec, LaunchLimits{});
+      INFO((checked.ok() ? std::string() : checked.error().message));
+      CHECK(checked.ok());
+    }
+  }
+}
+
+TEST_CASE("a plan that outgrows a limit at one of the spec's declared shapes is refused, naming the step",
+          "[kernelbench]") {
+  const UserTypeSpec spec = example_spec("cumsum");
+  // Chunks of 2 in grid.y: the edge shape's row of 262145 needs 131073 blocks there, past 65535.
+  auto plan = parse_launch_plan("let chunks = ceil_div(length, 2);"
+                                "scratch chunk_sums int64[batch_size * chunks];"
+                                "step scan_chunk_sums grid(batch_size, chunks) block(256);");
+  REQUIRE(plan.ok());
+  const Status checked = check_launch_plan(*plan, spec, LaunchLimits{});
+  REQUIRE_FALSE(checked.ok());
+  CHECK_THAT(checked.error().message, Catch::Contains("scan_chunk_sums"));
+}
+
 TEST_CASE("every hand-written example spec is read: shapes as expressions, int64 and scalar outputs, the new kinds",
-          "[kernelbench][user_type][!mayfail]") {
+          "[kernelbench][user_type]") {
   // The first output's sizes at the timed shape, as each module returns it.
   const std::map<std::string, Shape> timed_output{
       {"conv2d_bias", {16, 64, 128, 128}}, {"conv_transpose2d", {16, 32, 128, 128}}, {"maxpool2d", {32, 64, 64, 64}},
@@ -137,9 +131,8 @@ TEST_CASE("every hand-written example spec is read: shapes as expressions, int64
   }
 }
 
-// [!mayfail] as the case above, for the same reason.
 TEST_CASE("a shape expression is evaluated at each stage shape, with the spec's integer [fixed] globals",
-          "[kernelbench][user_type][!mayfail]") {
+          "[kernelbench][user_type]") {
   auto conv = load_user_type(kExamples + "specs/kb_conv2d_bias.toml");
   INFO((conv.ok() ? std::string() : conv.error().message));
   REQUIRE(conv.ok());
