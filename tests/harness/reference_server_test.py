@@ -635,6 +635,16 @@ class Expressions(unittest.TestCase):
 
 
 class ModuleAgain(unittest.TestCase):
+    def test_the_importer_assigns_sizes_as_the_reference_does(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/kernelbench"))
+        import analyse_problem as A
+        source = "a = 4\nb: int = a * 2\nc = d = (a, b)\ne = 1\ne += a\nx, y = 1, 2\n"
+        for overrides in ({}, {"a": 7}, {"b": 3, "e": 9}, {"d": (1,), "y": 5}):
+            ours = R.module_at(source, "<t>", overrides)
+            theirs = A.module_at(source, "<t>", overrides)
+            self.assertEqual({k: v for k, v in ours.items() if k in "abcdexy"},
+                             {k: v for k, v in theirs.items() if k in "abcdexy"}, overrides)
+
     def test_a_global_computed_from_a_size_follows_it(self):
         source = "out_features = 16\nbias_shape = (out_features, 1)\nn = 2\nn *= 4\na = b = 3\n"
         g = R.module_at(source, "<t>", {"out_features": 5, "n": 7, "b": 9})
