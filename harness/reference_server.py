@@ -34,6 +34,14 @@ def c_name(torch_name):
     return torch_name.replace(".", "_")
 
 
+def spec_name_of(torch_name, spec_name):
+    """Whether the spec's name is torch's (dots as underscores), or that with the suffix _<n> the
+    importer adds where an input or a C++ word already has the name (an input h0 beside an RNN's
+    own h0 attribute: h0_1)."""
+    base = c_name(torch_name)
+    return spec_name == base or (spec_name.startswith(base + "_") and spec_name[len(base) + 1:].isdigit())
+
+
 def dim_values(dims, shape):
     """{dim name: value} for a shape given as one positive integer per dim, in the dims' order."""
     if not isinstance(shape, list) or len(shape) != len(dims):
@@ -210,7 +218,7 @@ def check_tensors(spec_tensors, actual, dims):
                                                           ", ".join(t["name"] for t in want) or "none"))
         for i, (t, a) in enumerate(zip(want, got)):
             what = "%s %d (%s)" % (role, i, t["name"])
-            if role != "input" and c_name(a["name"]) != t["name"]:
+            if role != "input" and not spec_name_of(a["name"], t["name"]):
                 return "%s is %s in the module (spec name %s): the order or the name differs" % (
                     what, a["name"], c_name(a["name"]))
             if a["type"] != t["type"]:

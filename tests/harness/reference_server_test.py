@@ -69,6 +69,12 @@ class TensorsAgainstSpec(unittest.TestCase):
         a[2]["name"], a[3]["name"] = "fc.bias", "fc.weight"
         self.assertIn("parameter 0 (fc_weight) is fc.bias", R.check_tensors(SPEC, a, DIMS))
 
+    def test_a_name_the_importer_suffixed_matches_and_another_does_not(self):
+        self.assertTrue(R.spec_name_of("h0", "h0_1"))
+        self.assertTrue(R.spec_name_of("rnn.h0", "rnn_h0"))
+        self.assertFalse(R.spec_name_of("h0", "h0_x"))
+        self.assertFalse(R.spec_name_of("h0", "h1"))
+
     def test_a_missing_buffer_is_named_with_the_counts(self):
         msg = R.check_tensors(SPEC, actual()[:4], DIMS)
         self.assertIn("the module has 0 buffers (none) where the spec declares 1 (scale)", msg)
