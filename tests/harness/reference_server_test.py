@@ -793,5 +793,70 @@ class KernelBenchSemantics(unittest.TestCase):
         self.assertFalse(tally.kernelbench_bad, "KernelBench's own reference (TF32 in convolutions) is the one it is judged by")
 
 
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed: the tensor code is exercised where it is")
+class ImportedProblems(unittest.TestCase):
+    """Each problem of tests/data/kernelbench as the importer reads it, judged by the reference
+    process on the CPU at its smoke shape: its tensors are the ones the analysis found, and a kernel
+    that writes the reference's own outputs passes while one that is off fails."""
+
+    @classmethod
+    def setUpClass(cls):
+        R.setup_torch()
+        cls.torch = R.torch
+        cls.device = R.DEVICE
+        R.DEVICE = "cpu"
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/kernelbench"))
+        import analyse_problem as A
+        A.torch = R.torch
+        cls.A = A
+
+    @classmethod
+    def tearDownClass(cls):
+        R.DEVICE = cls.device
+
+    def judge(self, path):
+        t = self.torch
+        with open(path) as f:
+            source = f.read()
+        a = self.A.analyse_source(source, path)
+        self.assertTrue(a["accepted"], a.get("refused"))
+        tensors = []
+        for key, role in (("inputs", "input"), ("parameters", "parameter"), ("buffers", "buffer"), ("outputs", "output")):
+            for x in a[key]:
+                entry = {"name": R.c_name(x["name"]), "role": role, "shape": x["shape"], "type": x["type"]}
+                entry.update({k: x[k] for k in ("low", "high") if k in x})
+                tensors.append(entry)
+        server = R.Server()
+        server.load({"name": "t", "reference_source": source, "dims": a["dims"], "tensors": tensors,
+                     "fixed": a["fixed"], "tolerance": {"fp32": 1e-4}})
+        shape = a["stages"]["smoke"]
+        names = R.shape_names(a["dims"], shape, a["fixed"])
+        layout, offset = [], 0
+        for x in tensors:
+            n = R.numel(R.tensor_shape(x["shape"], names)) * (8 if x["type"] == "int64" else 4)
+            layout.append({"offset": offset, "bytes": n})
+            offset += (n + 255) // 256 * 256
+        server.pool = t.zeros(offset, dtype=t.uint8)
+        server.prepare({"shape": shape, "dtype": "fp32", "layout": layout})
+        p = server.prepared
+        outputs = server.forward(p["model"], [v.clone() for role, _, v in p["kept"] if role == "input"], p["constants"],
+                                 p["state"])
+        slots = layout[len(p["kept"]):]
+        for o, slot in zip(outputs, slots):
+            server.region(slot).copy_(o.detach().contiguous().reshape(-1).view(t.uint8))
+        verdict = server.check({})
+        self.assertTrue(verdict["pass"] and verdict["kernelbench_pass"], "%s: %s" % (path, verdict["message"]))
+        first = server.region(slots[0]).view(t.int64 if tensors[-len(slots)]["type"] == "int64" else t.float32)
+        first[0] += 1          # one element off: a wrong kernel
+        self.assertFalse(server.check({})["pass"], path)
+
+    def test_every_kind_is_judged_with_the_tensors_the_importer_found(self):
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../data/kernelbench")
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py") and name != "dropout_training.py":
+                with self.subTest(problem=name):
+                    self.judge(os.path.join(folder, name))
+
+
 if __name__ == "__main__":
     unittest.main()
