@@ -9,6 +9,8 @@
 #   scripts/gpu-kernelbench.sh offer   examples/models/vit_mlp.py under `profile --modules`, `plan
 #                                      --user-types`, and the loop on the user type it offers (its
 #                                      nn.GELU), the scripted server serving examples/models/kernels/gelu.cu
+#   scripts/gpu-kernelbench.sh vision  examples/models/vision_blocks.py under `profile --modules` and `plan
+#                                      --user-types`: the convolutions, norms and pooling it offers
 #   scripts/gpu-kernelbench.sh eval-time  the built-in softmax at kb_log_softmax's size (4096 x 32768
 #                                      fp32) under the same scripted loop: each row's seconds are a
 #                                      whole evaluation, to set beside the user type's
@@ -265,12 +267,29 @@ kinds() {
   return "$rc"
 }
 
+# examples/models/vision_blocks.py under `profile --modules` and `plan --user-types`: which hot
+# modules get a [[kernel]] entry (each layer rebuilt from its arguments and read by running its
+# reference), and why the others do not.
+vision() {
+  rm -rf "$work/vision" && mkdir -p "$work/vision"
+  "$ak" profile --modules --warmup-s 1 --top 20 --out "$work/vision/vision.json" -- \
+      python3 examples/models/vision_blocks.py --steps 100 --nvtx > "$out/vision-profile.log" 2>&1
+  echo "profile exit $?"
+  (cd "$work/vision" && "$ak" plan vision.json --top 20 --user-types types --python python3 --write plan.toml) \
+      > "$out/vision-plan.txt" 2>&1
+  echo "plan exit $?"
+  cp "$work/vision/plan.toml" "$out/vision-plan.toml" 2>/dev/null
+  tar -czf "$out/vision.tar.gz" -C "$work/vision" .
+  grep -E "^spec = |^# not offered|^weight" "$work/vision/plan.toml" | cut -c1-200
+}
+
 case ${1:-} in
   tests) tests ;;
+  vision) vision ;;
   loop) loop ;;
   offer) offer ;;
   eval-time) eval_time ;;
   kb6) kb6; exit ;;
   kinds) shift; kinds "$@"; exit ;;
-  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|eval-time|kb6|kinds [PROBLEM...]" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|vision|eval-time|kb6|kinds [PROBLEM...]" >&2; exit 2 ;;
 esac
