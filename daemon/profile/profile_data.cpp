@@ -112,12 +112,18 @@ void start_module_group(Group& g, const Range& range, const ModuleRange& parsed,
   g.k.nvtx = range.name;
 }
 
+/// A convolution module (Conv2d, ConvTranspose1d, LazyConv3d, ...): a library may run it as a
+/// plain GEMM (cuDNN's 1x1 convolutions are cuBLAS calls), which is still the convolution's work.
+bool convolution_module(const ModuleRange& m) { return m.name.find("Conv") != std::string::npos; }
+
 /// The leaf ranges (by text) inside which some kernel is one of autokernel's types: an nn.Linear's
-/// GEMM stays a matmul row rather than becoming part of an "other" module.
+/// GEMM stays a matmul row rather than becoming part of an "other" module; a convolution's does not.
 std::set<std::string> leaves_holding_a_type(const std::vector<Enclosing>& enclosing, const std::vector<std::string>& names) {
   std::set<std::string> out;
   for (size_t i = 0; i < enclosing.size(); ++i)
-    if (enclosing[i].leaf && !enclosing[i].module && classify_kernel(names[i]).type != "other") out.insert(enclosing[i].leaf->name);
+    if (enclosing[i].leaf && !enclosing[i].module && !convolution_module(enclosing[i].leaf_parsed) &&
+        classify_kernel(names[i]).type != "other")
+      out.insert(enclosing[i].leaf->name);
   return out;
 }
 

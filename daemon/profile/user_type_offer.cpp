@@ -99,16 +99,16 @@ std::vector<std::string> dim_names(size_t rank) {
   if (rank == 1) return {"dim"};
   if (rank == 2) return {"batch_size", "dim"};
   if (rank == 3) return {"batch_size", "seq_len", "dim"};
-  std::vector<std::string> out;
-  for (size_t i = 0; i < rank; ++i) out.push_back("dim" + std::to_string(i));
+  if (rank == 4) return {"batch_size", "channels", "height", "width"};
+  if (rank == 5) return {"batch_size", "channels", "depth", "height", "width"};
+  std::vector<std::string> out;   // not dim0..: dim3 is CUDA's type, which no kernel argument may be named
+  for (size_t i = 0; i < rank; ++i) out.push_back("size" + std::to_string(i));
   return out;
 }
 
 /// A layer's input dims by their usual names: [N, C, L], [N, C, H, W], [N, C, D, H, W].
 std::vector<std::string> layer_dim_names(size_t rank) {
   if (rank == 3) return {"batch_size", "channels", "length"};
-  if (rank == 4) return {"batch_size", "channels", "height", "width"};
-  if (rank == 5) return {"batch_size", "channels", "depth", "height", "width"};
   return dim_names(rank);
 }
 

@@ -143,6 +143,42 @@ TEST_CASE("the kernels of a leaf module of no type add up to an 'other' candidat
   CHECK(row_named(*back, "module NewGELUActivation")->nvtx == kGelu);
 }
 
+TEST_CASE("a convolution's GEMM kernels, implicit or cuBLAS's, are its Conv module's work, and a 4-D module's dims are named",
+          "[profile][modules][user_type]") {
+  test::Recorder r;
+  double t = 0;
+  const char* conv = "ak.module:Conv2d sizes=[[32, 64, 56, 56]] dtype=fp16 class=torch.nn.modules.conv:Conv2d params=1 "
+                     "buffers=0 leaf=1 init=args kwargs={\"bias\":false,\"in_channels\":64,\"kernel_size\":[1,1],"
+                     "\"out_channels\":64} train=0 args=1";
+  const char* relu = "ak.module:ReLU sizes=[[32, 64, 56, 56]] dtype=fp16 class=torch.nn.modules.activation:ReLU params=0 "
+                     "buffers=0 leaf=1 init=yes train=0 args=1";
+  for (int s = 0; s < 3; ++s) {
+    long long id = r.push(conv, t += 1);
+    r.kernel("nvjet_sm90_hsh_128x192_64x5_2x1_v_bz_coopB_TNN", t += 1, 50);   // a 1x1 convolution as cuBLAS runs it
+    r.kernel("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc", t += 1, 30);
+    r.pop(id, t += 1);
+    id = r.push(relu, t += 1);
+    r.kernel("vectorized_elementwise_kernel<4, relu>", t += 1, 10);
+    r.pop(id, t += 1);
+  }
+  auto p = build_profile(r.records, 0);
+  REQUIRE(p.ok());
+  const ProfiledKernel* row = row_named(*p, "module Conv2d");
+  REQUIRE(row);
+  CHECK(row->type == "other");
+  CHECK(row->total_us == Approx(3 * 80));
+  CHECK_FALSE(row_named(*p, "nvjet_sm90_hsh_128x192_64x5_2x1_v_bz_coopB_TNN"));
+  // The ReLU's spec names its four dims as a layer's (dim3 would be CUDA's type, no argument's name).
+  auto offers = user_type_offers(make_plan(*p, 10, 2.0));
+  const UserTypeOffer* o = offer_of(offers, "ReLU");
+  REQUIRE(o);
+  REQUIRE(o->refusal.empty());
+  auto spec = parse_user_type(offer_spec_text(*o, "vision.json"), "relu.toml");
+  INFO((spec ? "" : spec.error().message));
+  REQUIRE(spec.ok());
+  CHECK(spec->dims == std::vector<std::string>{"batch_size", "channels", "height", "width"});
+}
+
 TEST_CASE("plan offers a parameter-free leaf built with no arguments and refuses the others with the reason", "[profile][plan][user_type]") {
   const auto offers = user_type_offers(make_plan(block_profile(), 20, 2.0));
   const UserTypeOffer* gelu = offer_of(offers, "NewGELUActivation");
@@ -246,6 +282,24 @@ TEST_CASE("a torch.nn layer with weights is offered where its own arguments rebu
   INFO(run.out);
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("(32, 64, 56, 56) False True"));
+  // Its spec is the importer's reading of that reference: the layer's weights are the kernel's
+  // inputs after x, the output's shape is what the layer computes.
+  std::vector<UserTypeOffer> offers{o};
+  std::vector<std::string> kept;
+  const std::string dir = (d.path / "types").string();
+  auto written = write_user_type_offers(offers, dir, "vision.json", "python3", kept);
+  INFO((written ? "" : written.error().message));
+  REQUIRE(written.ok());
+  INFO(offers[0].refusal);
+  REQUIRE(offers[0].refusal.empty());
+  auto spec = load_user_type(dir + "/conv2d.toml");
+  INFO((spec ? "" : spec.error().message));
+  REQUIRE(spec.ok());
+  CHECK(spec->dtypes == std::vector<DType>{DType::F16, DType::F32});
+  std::vector<std::string> names;
+  for (auto& t : spec->tensors) names.push_back(t.name + ":" + tensor_role_name(t.role));
+  CHECK(names == std::vector<std::string>{"x:input", "module_weight:parameter", "module_bias:parameter", "out:output"});
+  CHECK(spec->sizes(spec->tensors.back(), spec->bench) == Shape{32, 64, 56, 56});
 }
 
 TEST_CASE("a module whose kernel reduces is offered as row-wise over its last dimension, the others as elementwise",
