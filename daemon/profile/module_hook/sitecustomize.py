@@ -161,9 +161,10 @@ def _rebuilt_by(torch, module, kwargs):
 
 
 def _tensor_layout(module):
-    """Its parameters' and buffers' names and shapes: a bias=False layer is not its default."""
+    """Its parameters' and buffers' names and shapes: a bias=False layer is not its default. Of a
+    dtype, only whether it is floating point: the program may have cast its layers to fp16."""
     return ([(n, tuple(t.shape)) for n, t in module.named_parameters()],
-            [(n, tuple(t.shape), str(t.dtype)) for n, t in module.named_buffers()])
+            [(n, tuple(t.shape), t.is_floating_point()) for n, t in module.named_buffers()])
 
 
 def _kwargs_field(torch, module):

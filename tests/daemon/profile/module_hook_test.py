@@ -218,8 +218,8 @@ _LAYERS_PROGRAM = textwrap.dedent('''
     torch.manual_seed(0)
     net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.GELU(approximate="tanh"),
                         nn.Conv2d(8, 8, 3, groups=8, bias=False))
-    net.eval()
-    net(torch.randn(2, 3, 16, 16))
+    net.eval().double()  # cast as a program casts its layers: still rebuilt by their arguments
+    net(torch.randn(2, 3, 16, 16, dtype=torch.float64))
     print("\\n".join(pushed))
     print("next draw", float(torch.rand(1)))
 ''')
