@@ -243,6 +243,8 @@ void read_llm(const toml::table& t, const std::string& file, std::vector<std::st
   r.number("usd_per_mtok_input", llm.usd_per_mtok_input, 0, 1e6);
   r.number("usd_per_mtok_output", llm.usd_per_mtok_output, 0, 1e6);
   r.integer("concurrency", llm.concurrency, 1, 64);
+  r.integer("max_prompt_bytes", llm.max_prompt_bytes, 8000, 10000000);
+  r.flag("with_tuner", llm.with_tuner);
   r.finish();
   if (llm.provider != ProviderKind::Builtin) {
     if (llm.model.empty())
@@ -265,6 +267,7 @@ void read_convergence(const toml::table& t, const std::string& file, std::vector
   r.number("target_speedup", c.target_speedup, 1, 1000, true);
   r.number("keep_threshold", c.keep_threshold, 0, 1);
   r.integer("first_candidate_tries", c.first_candidate_tries, 1, 1000);
+  r.integer("max_broken_in_a_row", c.max_broken_in_a_row, 1, 1000);
   r.finish();
 }
 

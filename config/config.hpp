@@ -63,6 +63,11 @@ struct LlmConfig {
   double usd_per_mtok_input = 0;
   double usd_per_mtok_output = 0;
   int concurrency = 1;             ///< proposals asked for at once (several GPUs in flight)
+  /// The most bytes of one prompt (system and message): the least useful parts are cut first.
+  int64_t max_prompt_bytes = 100000;
+  /// With an LLM: the builtin tuner's structure moves and knob sweeps take their turn too (on a
+  /// new best, the tuner sweeps its knobs; the LLM edits otherwise).
+  bool with_tuner = false;
 };
 
 struct ConvergenceConfig {
@@ -73,6 +78,9 @@ struct ConvergenceConfig {
   double keep_threshold = 0.01;    ///< a candidate must be this much faster to be kept
   /// A user type with no starter: the LLM's first files that may fail before the kernel ends.
   int first_candidate_tries = 5;
+  /// Broken proposals in a row (a file that does not compile, a reply with no usable file) that
+  /// end a kernel: counted apart from the reverts, so a model that writes broken files still stops.
+  int max_broken_in_a_row = 8;
 };
 
 struct KernelEntry {

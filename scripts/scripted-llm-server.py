@@ -4,7 +4,7 @@ LLM: it answers /v1/chat/completions with real variants of the kernel file it wa
 them broken, in a fixed rotation. Nothing leaves the machine.
 
 usage: scripts/scripted-llm-server.py [PORT] [--cheats] [--kernelbench DIR] [--serve TYPE=FILE.cu]
-                                     [--marker TEXT]                                  (default 8765)
+                                     [--marker TEXT] [--needs-feedback]               (default 8765)
 
 --cheats answers with softmax files that cheat (kernels that reuse what an earlier launch left,
 memoize across launches or in the module's padding, special-case the benchmark shape, read the
@@ -17,6 +17,12 @@ best with its AK_THREADS (or AK_TILE) halved, doubled, and its AK_VEC doubled, w
 the requests that name TYPE, from FILE.cu (and FILE.wrong.cu, FILE.cheating.cu where they exist).
 --marker TEXT reports, on
 stderr and at exit, every request that carried TEXT (a value from the daemon's environment).
+--needs-feedback answers as a model that learns only from what the prompt shows it: with no
+failure in the prompt, it proposes a real gain (the vector width doubled) with a typo that does
+not compile; it writes the fix only when the prompt carries that failed file as a diff against the
+best and the compiler's log naming the typo: it rebuilds the failed file from the best and the
+diff, corrects what the log names, and so keeps the gain. A prompt without them gets the broken
+file again, as a model shown only "COMPILE_ERROR" would write it.
 """
 import json
 import os
@@ -78,6 +84,7 @@ CHEATS = [
                                 "__device__ const int g_bomb = Bomb<40, 1>::v;\n" + ENTRY, 1)),
 ]
 calls = {"n": 0, "marker_seen": 0}
+FEEDBACK = {"on": False}
 MARKER = None
 
 
@@ -99,6 +106,68 @@ SERVED_ROTATION = [
     ("double the block", "", ("AK_THREADS", "AK_TILE"), lambda v: min(v * 2, 1024)),
     ("widen the loads", "", ("AK_VEC",), lambda v: min(v * 2, 8)),
 ]
+
+
+TYPO = ("const float ", "const flaot ")
+
+
+def fenced_blocks(text):
+    """(info, body) of each fenced block of a Markdown text, by CommonMark's rule: a block closes
+    only on a line of at least as many backticks as it opened with."""
+    blocks, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        m = re.match(r"^ {0,3}(`{3,})(\S*)\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info, body, i = m.group(1), m.group(2), [], i + 1
+        while i < len(lines) and not re.match(r"^ {0,3}`{%d,}\s*$" % len(fence), lines[i]):
+            body.append(lines[i])
+            i += 1
+        blocks.append((info, "\n".join(body) + "\n"))
+        i += 1
+    return blocks
+
+
+def apply_unified_diff(best, diff):
+    """The file a unified diff of `best` describes, or None when the diff does not fit `best`."""
+    old = best.split("\n")[:-1] if best.endswith("\n") else best.split("\n")
+    hunks, current = [], None
+    for line in diff.split("\n"):
+        m = re.match(r"^@@ -(\d+),(\d+) \+\d+,\d+ @@", line)
+        if m:
+            current = [int(m.group(1)), int(m.group(2)), []]
+            hunks.append(current)
+        elif current is not None and line[:1] in (" ", "+", "-"):
+            current[2].append(line)
+    out = list(old)
+    for start, count, body in reversed(hunks):
+        at = start - 1 if count else start
+        if [l[1:] for l in body if l[0] != "+"] != out[at:at + count]:
+            return None
+        out[at:at + count] = [l[1:] for l in body if l[0] != "-"]
+    return "\n".join(out) + "\n"
+
+
+def feedback_reply(user):
+    """--needs-feedback: the gain with a typo, or its fix when the prompt shows the diff and the log."""
+    blocks = fenced_blocks(user)
+    cuda = [b for info, b in blocks if info == "cuda"]
+    if not cuda:
+        return "I need the current best file."
+    best = cuda[-1]
+    for k, (info, body) in enumerate(blocks):
+        if info != "diff" or not any(l.startswith("+") and TYPO[1] in l for l in body.split("\n")):
+            continue
+        log = blocks[k + 1][1] if k + 1 < len(blocks) and blocks[k + 1][0] == "text" else ""
+        failed = apply_unified_diff(best, body)
+        if failed is not None and "flaot" in log:
+            return ("Hypothesis: the wider loads again, with the typo the compiler named (flaot) corrected\n"
+                    "Predicted: 80 us\nScratchpad:\navoid: typos the compiler catches\ntry: wider loads\n\n"
+                    "```cuda\n%s```\n" % failed.replace(TYPO[1], TYPO[0]))
+    gain = knob(best, "AK_VEC", lambda v: min(v * 2, 8))
+    return ("Hypothesis: double the vector width: fewer, wider loads\nPredicted: 80 us\n"
+            "Scratchpad:\ntry: wider loads\n\n```cuda\n%s```\n" % gain.replace(TYPO[0], TYPO[1], 1))
 
 
 def has_knob(src, names):
@@ -143,7 +212,9 @@ class Handler(BaseHTTPRequestHandler):
         best = re.findall(r"```cuda\n(.*?)```", user, re.S)
         what, edit = ROTATION[calls["n"] % len(ROTATION)]
         calls["n"] += 1
-        if SERVED:
+        if FEEDBACK["on"]:
+            text = feedback_reply(user)
+        elif SERVED:
             text = served_reply(user) or "This request names no kernel type I serve."
         elif edit is None or not best:
             text = "I would look at the memory access pattern first."
@@ -183,6 +254,9 @@ if __name__ == "__main__":
         name, path = args[i + 1].split("=", 1)
         SERVED[name] = path[:-3] if path.endswith(".cu") else path
         del args[i:i + 2]
+    if "--needs-feedback" in args:
+        args.remove("--needs-feedback")
+        FEEDBACK["on"] = True
     if "--marker" in args:
         i = args.index("--marker")
         MARKER = args[i + 1]

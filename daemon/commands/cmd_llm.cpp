@@ -11,6 +11,8 @@
 #include "common/untrusted_text.hpp"
 #include "daemon/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
+#include "daemon/loop/combined_proposer.hpp"
+#include "daemon/loop/proposal_context.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -86,20 +88,49 @@ int llm_command(const Args& args) {
   return kExitOk;
 }
 
+namespace {
+
+/// `propose --run DIR --kernel TAG`: the prompt the daemon would send next for that kernel of the
+/// run, read from the folder (also while the daemon works in it); nothing is asked or changed.
+int print_next_prompt(const Config& cfg, const std::string& run, const std::string& tag) {
+  auto ctx = next_proposal_context(cfg, run, tag);
+  if (!ctx) return std::fprintf(stderr, "autokernel propose: %s\n", ctx.error().message.c_str()), kExitUsage;
+  auto q = build_chat_request(*ctx, cfg.llm.max_output_tokens);
+  if (!q) return std::fprintf(stderr, "autokernel propose: %s\n", q.error().message.c_str()), kExitFailure;
+  std::printf("===== system =====\n%s\n===== user =====\n%s\n===== end =====\n", q->system.c_str(), q->user.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "%zu bytes (the limit is %lld, [llm] max_prompt_bytes)\n", q->system.size() + q->user.size(),
+               (long long)cfg.llm.max_prompt_bytes);
+  return kExitOk;
+}
+
+}  // namespace
+
 int propose_command(const Args& args) {
-  std::string file, type, from, out;
+  std::string file, type, from, out, run;
   bool print_prompt = false;
-  ArgParser p("autokernel propose --config FILE --kernel TYPE [--from FILE.cu] [--out FILE.cu] [--print-prompt]",
+  ArgParser p("autokernel propose --config FILE --kernel TYPE [--from FILE.cu] [--out FILE.cu] [--print-prompt]\n"
+              "       autokernel propose --config FILE --run DIR --kernel TAG",
               "Renders the prompt for a kernel (its starter, or --from), asks the configured proposer once,\n"
               "writes the proposed file (--out, default proposed-TYPE.cu) and prints its description.\n"
-              "--print-prompt shows exactly what the model is sent. Needs no GPU.");
+              "--print-prompt shows exactly what the model is sent. Needs no GPU.\n"
+              "With --run, prints the prompt the daemon would send next for the kernel TAG of that run\n"
+              "(its ledger, failures, scratchpad and budget as they stand) and asks nothing.");
   p.option("config", "FILE", "the TOML config", &file)
-      .option("kernel", "TYPE", "the kernel type", &type)
+      .option("kernel", "TYPE", "the kernel type (with --run: the kernel's tag in the run)", &type)
+      .option("run", "DIR", "a run folder (workdir/name): print its next prompt for --kernel", &run)
       .option("from", "FILE.cu", "the current best file (default: the starter)", &from)
       .option("out", "FILE.cu", "where to write the proposal", &out)
       .flag("print-prompt", "print the system prompt and the message first", &print_prompt);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (file.empty() || type.empty()) return std::fprintf(stderr, "autokernel propose: --config and --kernel are required\n"), kExitUsage;
+  if (!run.empty() && (!from.empty() || !out.empty()))
+    return std::fprintf(stderr, "autokernel propose: --run prints the run's next prompt: --from and --out do not apply\n"), kExitUsage;
+  if (!run.empty()) {   // nothing is asked: no key needed
+    auto cfg = load_config(file);
+    if (!cfg) return std::fprintf(stderr, "%s\n", cfg.error().message.c_str()), kExitUsage;
+    return print_next_prompt(*cfg, run, type);
+  }
   auto setup = llm_setup(file, false);
   if (!setup) return std::fprintf(stderr, "%s\n", setup.error().message.c_str()), kExitUsage;
   auto spec = spec_for(type);
@@ -111,12 +142,19 @@ int propose_command(const Args& args) {
   ProposalContext ctx;
   ctx.spec = *spec;
   ctx.tag = type;
+  ctx.experiment = 1;
   ctx.shape = (*spec)->bench_shape;
   for (auto& k : setup->cfg.kernels)
     if (k.type == type) ctx.shape = k.shape, ctx.dtype = k.dtype;
   if (ctx.dtype.empty()) ctx.dtype = "fp16";
   ctx.best_source = *source;
   ctx.keep_threshold = setup->cfg.convergence.keep_threshold;
+  ctx.max_prompt_bytes = size_t(setup->cfg.llm.max_prompt_bytes);
+  ctx.budget.max_reverts = setup->cfg.convergence.max_consecutive_reverts;
+  ctx.budget.max_broken = setup->cfg.convergence.max_broken_in_a_row;
+  ctx.budget.target_pct_peak = setup->cfg.convergence.peak_fraction;
+  ctx.budget.target_speedup = setup->cfg.convergence.target_speedup;
+  ctx.budget.max_hours = setup->cfg.convergence.max_hours_per_kernel;
   if (print_prompt) {
     auto q = build_chat_request(ctx, setup->cfg.llm.max_output_tokens);
     if (!q) return std::fprintf(stderr, "%s\n", q.error().message.c_str()), kExitFailure;
@@ -125,7 +163,8 @@ int propose_command(const Args& args) {
   BuiltinTuner tuner;
   LlmClient client(setup->cfg.llm, setup->key, nullptr, once());
   LlmProposer llm(client, "");
-  Proposer& proposer = setup->cfg.llm.provider == ProviderKind::Builtin ? static_cast<Proposer&>(tuner) : llm;
+  CombinedProposer both(tuner, llm);
+  Proposer& proposer = configured_proposer(setup->cfg.llm, tuner, llm, both);
   auto proposal = proposer.propose(ctx);
   if (!proposal) return std::fprintf(stderr, "autokernel propose: %s\n", proposal.error().message.c_str()), kExitFailure;
   if (!*proposal) return std::fprintf(stderr, "autokernel propose: the proposer has nothing to propose\n"), kExitFailure;

@@ -12,6 +12,7 @@
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/commands/commands.hpp"
+#include "daemon/loop/combined_proposer.hpp"
 #include "daemon/loop/llm_proposer.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/loop/run_loop.hpp"
@@ -87,7 +88,8 @@ int run_command(const Args& args) {
   BuiltinTuner tuner;
   LlmClient client(cfg->llm, api_key, &g_stop, {});
   LlmProposer llm(client, dir.path("transcripts"));
-  Proposer& proposer = cfg->llm.provider == ProviderKind::Builtin ? static_cast<Proposer&>(tuner) : llm;
+  CombinedProposer both(tuner, llm);
+  Proposer& proposer = configured_proposer(cfg->llm, tuner, llm, both);
   SteadyClock clock;
   ServiceNotifier notifier;
   RunLoop loop(*cfg, gpus, proposer, clock, LoopSignals{&g_stop, &g_reload}, &notifier);

@@ -22,7 +22,7 @@ Status InFlightLedger::load() {
   for (size_t i = 0; i < j.size(); ++i) {
     nlohmann::json& e = j[i];
     if (!e.is_object()) return error(path_ + ": entry " + std::to_string(i) + " is not an object" + aside);
-    for (const char* key : {"experiment", "tag", "device", "description", "structure_move", "tokens", "cost_usd", "started_s"}) {
+    for (const char* key : {"experiment", "tag", "device", "description", "structure_move", "tokens", "cost_usd", "started_s", "predicted_us"}) {
       auto it = e.find(key);
       if (it == e.end()) continue;
       if (it->is_null()) {   // what the daemon writes of a NaN: read as absent
@@ -41,6 +41,7 @@ Status InFlightLedger::load() {
     f.structure_move = e.value("structure_move", false);
     f.tokens = e.value("tokens", 0LL);
     f.cost_usd = e.value("cost_usd", 0.0);
+    f.predicted_us = e.value("predicted_us", 0.0);
     f.started_s = e.value("started_s", 0.0);
     if (f.experiment > 0 && !f.tag.empty()) entries_.push_back(f);
   }
@@ -74,7 +75,8 @@ Status InFlightLedger::save() const {
   nlohmann::json j = nlohmann::json::array();
   for (auto& f : entries_)
     j.push_back({{"experiment", f.experiment}, {"tag", f.tag}, {"device", f.device}, {"description", f.description},
-                 {"structure_move", f.structure_move},                 {"tokens", f.tokens}, {"cost_usd", f.cost_usd}, {"started_s", f.started_s}});
+                 {"structure_move", f.structure_move},                 {"tokens", f.tokens}, {"cost_usd", f.cost_usd}, {"started_s", f.started_s},
+                 {"predicted_us", f.predicted_us}});
   return write_file_atomic(path_, json_dump(j, 1) + "\n");
 }
 

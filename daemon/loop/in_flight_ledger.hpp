@@ -19,6 +19,7 @@ struct InFlight {
   double cost_usd = 0;
   double started_s = 0;           ///< on the loop's clock
   bool structure_move = false;    ///< a switch to another structure (MoveKind::Structure)
+  double predicted_us = 0;        ///< the proposer's prediction, for the row
 };
 
 class InFlightLedger {

@@ -75,7 +75,11 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
       k.best_throughput = row.throughput;
       k.best_pct_peak = row.pct_peak;
       k.consecutive_reverts = 0;
+      k.broken_in_a_row = 0;
+    } else if (row.move != MoveKind::Structure && (row.correctness == "COMPILE_ERROR" || row.correctness == "NO_PROPOSAL")) {
+      k.broken_in_a_row++;   // a broken proposal says nothing of the idea's speed: not a revert
     } else if (row.move != MoveKind::Structure) {
+      if (row.correctness != kBestDemoted && row.correctness != "ERROR") k.broken_in_a_row = 0;
       k.consecutive_reverts++;   // reverts count within a structure: a tried switch is not one
     }
     return;
@@ -109,6 +113,8 @@ std::optional<std::string> converged(const KernelProgress& k, const ConvergenceC
   if (!k.has_baseline) return std::nullopt;
   if (k.consecutive_reverts >= c.max_consecutive_reverts)
     return std::to_string(k.consecutive_reverts) + " reverts in a row";
+  if (k.broken_in_a_row >= c.max_broken_in_a_row)
+    return std::to_string(k.broken_in_a_row) + " broken proposals in a row (files that did not compile, replies with no usable file)";
   if (k.best_pct_peak >= c.peak_fraction) {
     std::snprintf(buf, sizeof buf, "reached %.1f%% of the measured peak (target %.0f%%)", k.best_pct_peak * 100,
                   c.peak_fraction * 100);

@@ -34,6 +34,9 @@ struct KernelProgress {
   double best_spread = 0;
   int experiments = 0;
   int consecutive_reverts = 0;
+  /// Broken proposals in a row (COMPILE_ERROR, NO_PROPOSAL): neither reverts nor a reset of them,
+  /// capped by [convergence] max_broken_in_a_row.
+  int broken_in_a_row = 0;
   double seconds = 0;
   bool proposer_exhausted = false;    ///< in memory only: asking again is cheap and gives the same
   // In memory only, for several GPUs: what is being judged now.
@@ -47,7 +50,10 @@ struct KernelProgress {
   /// in a row, and what the last said.
   int harness_errors_in_a_row = 0;
   std::string harness_failure;
-
+  /// The device this kernel was last judged on, as its verdicts said (kept in state.json across
+  /// restarts): the name, the arch, and the measured peak of the resource that bounds it.
+  std::string gpu, arch, unit;
+  double peak = 0;
 
   double speedup() const { return best_us > 0 ? baseline_us / best_us : 0; }
 };

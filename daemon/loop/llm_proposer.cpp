@@ -10,6 +10,11 @@
 #include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
+#include "daemon/loop/experiment_ledger.hpp"
+#include "daemon/loop/failure_feedback.hpp"
+#include "daemon/loop/prompt_guidance.hpp"
+#include "llm/prompt_budget.hpp"
+#include "llm/prompt_fence.hpp"
 #include "llm/prompt_template.hpp"
 #include "llm/reply_parser.hpp"
 
@@ -38,23 +43,23 @@ std::string structures_text(const std::string& type) {
   return t.empty() ? "(none)" : t.substr(0, t.size() - 1);
 }
 
-std::string history_text(const ProposalContext& ctx) {
-  if (ctx.history.empty() && ctx.in_flight.empty()) return "(none yet)";
-  std::string h;
-  size_t first = ctx.history.size() > 12 ? ctx.history.size() - 12 : 0;  // the last dozen
-  for (size_t i = first; i < ctx.history.size(); ++i) {
-    const PastExperiment& e = ctx.history[i];
-    h += "- " + untrusted_line(e.description, kDescriptionBytes) + ": " + e.correctness;
-    if (e.correctness == "PASS") h += format_numbers(", %.2f us", e.latency_us);
-    h += e.kept ? ", kept" : ", reverted";
-    if (!e.failure.empty()) h += ": " + untrusted_text(e.failure, kMessageBytes + kCompileLogBytes);
-    h += "\n";
-  }
-  // Proposals judged on other GPUs right now: the model should not propose them again.
+/// Proposals judged on other GPUs right now: the model should not propose them again.
+std::vector<std::string> in_flight_lines(const ProposalContext& ctx) {
+  std::vector<std::string> lines;
   for (auto& e : ctx.in_flight)
-    h += "- " + (e.description.empty() ? std::string("(a proposal still being written)") : untrusted_line(e.description, kDescriptionBytes)) +
-         ": being judged now on another GPU; propose something different\n";
-  return h;
+    lines.push_back("- being judged now on another GPU, propose something different | idea: " +
+                    (e.description.empty() ? std::string("(a proposal still being written)") : quoted_line(e.description, kDescriptionBytes)));
+  return lines;
+}
+
+/// The file of the library structure the model asked to see, or why there is none.
+std::string shown_variant_text(const ProposalContext& ctx) {
+  if (ctx.shown_variant.empty()) return "";
+  for (auto& v : kernel_variants(ctx.spec->type))
+    if (v.name == ctx.shown_variant)
+      return "The file of structure " + v.name + ", which you asked to see (adapt it, or take its ideas):\n" + fenced(*v.source, "cuda", 1 << 20);
+  return "You asked to see structure " + quoted_line(ctx.shown_variant, 80) + ": the library has no structure of that name for " +
+         ctx.spec->type + ".\n";
 }
 
 /// A user type's tensors and dims, each with its sizes at the timed shape.
@@ -81,8 +86,7 @@ Result<std::string> user_type_message(const ProposalContext& ctx, const UserType
   const std::string* message = prompt_text("user-type.txt");
   const std::string* best = prompt_text("user-type-best.txt");
   const std::string* first = prompt_text("user-type-first.txt");
-  const std::string* notes = prompt_text("notes/kind-" + u.kind + ".txt");
-  if (!message || !best || !first || !notes) return error("the prompts of user types are missing from this build of autokernel");
+  if (!message || !best || !first) return error("the prompts of user types are missing from this build of autokernel");
   auto current = ctx.first_file ? render("user-type-first.txt", *first, values) : render("user-type-best.txt", *best, values);
   if (!current) return current.error();
   std::map<std::string, std::string> all = values;
@@ -90,12 +94,65 @@ Result<std::string> user_type_message(const ProposalContext& ctx, const UserType
   for (DType d : u.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + std::string(dtype_name(d));
   all["kind"] = u.kind;
   all["dtypes"] = dtypes;
-  all["reference_source"] = u.reference_source;
   all["tensors"] = tensors_text(u, ctx.shape);
   all["grid_rule"] = ctx.spec->launch_help;
-  all["type_notes"] = *notes;
   all["current_file"] = *current;
   return render("user-type.txt", *message, all);
+}
+
+}  // namespace
+
+namespace {
+
+/// The parts of the message that may be shortened to fit the prompt's size, least useful first.
+std::vector<PromptPart> message_parts(const ProposalContext& ctx, const std::string* notes, const UserTypeSpec* user_type) {
+  std::vector<PromptPart> parts;
+  PromptPart ledger{"ledger", 1, "oldest ledger lines"};
+  ledger.entries = ledger_lines(ctx.history);
+  for (auto& line : in_flight_lines(ctx)) ledger.entries.push_back(line);
+  ledger.empty_text = "(none yet)";
+  parts.push_back(ledger);
+  PromptPart failures{"failures", 2, "oldest failures"};
+  failures.entries = failure_feedback(ctx.history, ctx.best_source);
+  failures.separator = "\n";
+  failures.empty_text = "(none)";
+  parts.push_back(failures);
+  PromptPart type_notes{"type_notes", 3, "the notes for this kernel type"};
+  type_notes.is_text = true;
+  type_notes.text = notes ? *notes : "(none)";
+  type_notes.cap = type_notes.text.size();
+  parts.push_back(type_notes);
+  PromptPart shown{"shown_variant", 4, "the structure's file you asked to see"};
+  shown.is_text = true;
+  shown.text = shown_variant_text(ctx);
+  shown.cap = shown.text.size();
+  parts.push_back(shown);
+  PromptPart scratch{"scratchpad", 5, "your scratchpad"};
+  scratch.is_text = true;
+  scratch.fence_info = "text";
+  scratch.text = ctx.scratchpad.empty() ? "(empty: write one)" : ctx.scratchpad;
+  scratch.cap = kScratchpadBytes + 64;
+  parts.push_back(scratch);
+  if (user_type) {
+    PromptPart reference{"reference_source", 6, "the reference source"};
+    reference.is_text = true;
+    reference.fence_info = "python";
+    reference.text = user_type->reference_source;
+    reference.cap = kReferenceSourceBytes;
+    parts.push_back(reference);
+  }
+  PromptPart best{"best_file", 7, "the current best file"};
+  best.is_text = true;
+  best.fence_info = "cuda";
+  best.text = ctx.best_source;
+  best.cap = ctx.best_source.size() + 64;
+  parts.push_back(best);
+  return parts;
+}
+
+std::string unit_of(const ProposalContext& ctx) {
+  if (!ctx.throughput_unit.empty()) return ctx.throughput_unit;
+  return ctx.spec->metric == Metric::GBps ? "GB/s" : "TFLOPS";
 }
 
 }  // namespace
@@ -106,7 +163,9 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
   const std::string* system = prompt_text("system.txt");
   const std::string* experiment = prompt_text("experiment.txt");
   if (!contract || !system || !experiment) return error("the prompts are missing from this build of autokernel");
-  const std::string* notes = prompt_text("notes/" + spec.type + ".txt");
+  const UserTypeSpec* user_type = find_user_type(spec.type);
+  const std::string* notes = prompt_text(user_type ? "notes/kind-" + user_type->kind + ".txt" : "notes/" + spec.type + ".txt");
+  if (user_type && !notes) return error("the notes of kind " + user_type->kind + " are missing from this build of autokernel");
   auto rendered_contract = render("kernel-contract.txt", *contract,
                                   {{"entry_signature", spec.abi()}, {"tolerances", tolerances(spec)},
                                    {"dtypes", instantiations(spec)}, {"launch_geometry", spec.launch_help}});
@@ -115,10 +174,11 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                     {{"kernel_contract", *rendered_contract}, {"keep_threshold_pct", format_numbers("%g", ctx.keep_threshold * 100)}});
   if (!sys) return sys.error();
   const double floor_us = ctx.pct_peak > 0 ? ctx.best_us * ctx.pct_peak : 0;
-  const std::string unit = ctx.throughput_unit.empty() ? "GB/s" : ctx.throughput_unit;
-  const std::map<std::string, std::string> values{{"gpu", ctx.gpu.empty() ? "the GPU (not yet queried in this run)" : ctx.gpu},
-                      {"arch", ctx.arch.empty() ? "?" : ctx.arch},
-                      {"peak", ctx.peak > 0 ? format_numbers("%.0f ", ctx.peak) + unit : "not yet measured"},
+  const std::string unit = unit_of(ctx);
+  std::map<std::string, std::string> values{{"gpu", ctx.gpu.empty() ? "the run's GPU (its name comes with the first verdict)" : ctx.gpu},
+                      {"arch", ctx.arch.empty() ? "sm_90a unless told otherwise" : ctx.arch},
+                      {"peak", ctx.peak > 0 ? format_numbers("%.0f ", ctx.peak) + unit
+                                            : unit + " (the harness measures this GPU's peak with the first verdict)"},
                       {"kernel_type", spec.type},
                       {"summary", spec.summary},
                       {"entry_signature", spec.abi()},
@@ -132,14 +192,30 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                       {"floor_us", format_numbers("%.2f", floor_us)},
                       {"baseline_us", format_numbers("%.2f", ctx.baseline_us)},
                       {"speedup", format_numbers("%.3fx", ctx.best_us > 0 ? ctx.baseline_us / ctx.best_us : 0)},
-                      {"type_notes", notes ? *notes : "(none)"},
                       {"structure", variant_name(ctx.best_source)},
                       {"structures", structures_text(spec.type)},
-                      {"history", history_text(ctx)},
-                      {"best_file", ctx.best_source}};
-  const UserTypeSpec* user_type = find_user_type(spec.type);
-  auto user = user_type ? user_type_message(ctx, *user_type, values) : render("experiment.txt", *experiment, values);
+                      {"budget", budget_text(ctx)},
+                      {"phase", phase_text(ctx)}};
+  std::vector<PromptPart> parts = message_parts(ctx, notes, user_type);
+  // The message with the parts as they stand; the user type's message takes its own template.
+  auto message = [&](const std::map<std::string, std::string>& part_text) -> Result<std::string> {
+    std::map<std::string, std::string> all = values;
+    for (auto& [k, v] : part_text) all[k] = v;
+    if (!user_type) return render("experiment.txt", *experiment, all);
+    return user_type_message(ctx, *user_type, all);
+  };
+  const size_t limit = ctx.max_prompt_bytes > 0 ? ctx.max_prompt_bytes : kDefaultMaxPromptBytes;
+  const size_t reserve = 400;   // the line that says what was cut
+  std::optional<Error> failed;
+  const std::string cut = fit_prompt_parts(parts, limit > reserve ? limit - reserve : limit, [&](const auto& part_text) {
+    auto m = message(part_text);
+    if (!m) return failed = m.error(), size_t(0);
+    return sys->size() + m->size();
+  });
+  if (failed) return *failed;
+  auto user = message(part_values(parts));
   if (!user) return user.error();
+  if (!cut.empty()) *user += "\n" + cut + "\n";
   return ChatRequest{*sys, *user, max_output_tokens};
 }
 
@@ -173,6 +249,10 @@ Result<std::optional<Proposal>> LlmProposer::propose(const ProposalContext& ctx)
   p.description = edit->description;
   p.tokens = reply->input_tokens + reply->output_tokens;
   p.cost_usd = client_.cost_of(*reply);
+  p.predicted_us = edit->predicted_us;
+  p.scratchpad = edit->scratchpad;
+  p.show_variant = edit->show;
+  p.keeps_notes = true;
   return std::optional<Proposal>(p);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// The LLM as a Proposer: renders the prompts of prompts/ for the kernel at hand, asks the
 /// configured model once, saves the exchange as the experiment's transcript, and reads the
-/// answer (one description line, the whole file in a ```cuda block).
+/// answer (a hypothesis, a predicted time, a scratchpad, the whole file in a ```cuda block).
 #include <mutex>
 #include <optional>
 #include <string>
@@ -11,7 +11,13 @@
 
 namespace ak {
 
-/// The system prompt and the experiment's message for a proposal context.
+/// The prompt's size limit when the config sets none ([llm] max_prompt_bytes): about 25k tokens.
+inline constexpr size_t kDefaultMaxPromptBytes = 100000;
+/// The most of a user type's PyTorch reference shown (the size limit may cut it further).
+inline constexpr size_t kReferenceSourceBytes = 20000;
+
+/// The system prompt and the experiment's message for a proposal context: every outside text in
+/// a fence it cannot close, the whole within ctx.max_prompt_bytes (llm/prompt_budget.hpp).
 Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_output_tokens);
 
 class LlmProposer : public Proposer {

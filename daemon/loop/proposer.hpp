@@ -19,6 +19,25 @@ struct PastExperiment {
   bool kept = false;
   std::string failure;         ///< the message of a failed one
   MoveKind move = MoveKind::Edit;
+  long long experiment = 0;    ///< its number in the run
+  double predicted_us = 0;     ///< the time its proposer predicted (0: none)
+  std::string compile_log;     ///< the compiler's log of a COMPILE_ERROR, as the verdict kept it
+  // What the verdict of a judged candidate carried (the compiler's view at the timed dtype, and
+  // the pairing with the best).
+  double paired_ratio = 0, paired_noise = 0;
+  int registers = -1, spill_bytes = 0, smem_bytes = 0;
+  bool standing = false;       ///< a kept row that is still part of the best's lineage
+};
+
+/// Where a kernel stands against its stop rules, for the prompt: the model is told its budget.
+struct KernelBudget {
+  int experiments = 0;               ///< of this kernel, recorded so far
+  int reverts_in_a_row = 0, max_reverts = 0;
+  /// Broken proposals (a compile error, an unusable or cut reply) in a row: counted apart from
+  /// the reverts, with a cap of their own.
+  int broken_in_a_row = 0, max_broken = 0;
+  double target_pct_peak = 0, target_speedup = 0;
+  double hours_spent = 0, max_hours = 0;
 };
 
 struct ProposalContext {
@@ -35,12 +54,20 @@ struct ProposalContext {
   double pct_peak = 0;
   double baseline_us = 0;
   double keep_threshold = 0.01;
-  // What the harness last said about the device ("" until the first evaluation of this process).
+  // The device this kernel is judged on: its name, arch, and the measured peak of the resource
+  // that bounds this kernel (known per kernel, before its first verdict where the run has one).
   std::string gpu, arch, throughput_unit;
   double peak = 0;             ///< in throughput_unit
   std::vector<PastExperiment> history;   ///< this kernel's experiments, oldest first
   /// Candidates of this kernel being judged now on other GPUs (not to be proposed again).
   std::vector<PastExperiment> in_flight;
+  KernelBudget budget;
+  /// The notes the model keeps for this kernel (what to avoid, what to try), as it last wrote them.
+  std::string scratchpad;
+  /// A structure of the library the model asked to see (its name), shown in this prompt.
+  std::string shown_variant;
+  /// The prompt's size limit in bytes ([llm] max_prompt_bytes); 0: the default.
+  size_t max_prompt_bytes = 0;
 };
 
 /// How the description of a proposal that switches a kernel to another structure
@@ -55,6 +82,13 @@ struct Proposal {
   long long tokens = 0;        ///< LLM tokens spent on it
   double cost_usd = 0;
   MoveKind move = MoveKind::Edit;
+  double predicted_us = 0;     ///< the proposer's prediction of its time (0: none)
+  /// The model's notes rewritten with this proposal (nullopt: it wrote none, keep the old ones).
+  std::optional<std::string> scratchpad;
+  std::string show_variant;    ///< a library structure the model asked to see next time
+  /// The proposer keeps notes for the kernel (an LLM): its scratchpad and show_variant replace
+  /// the kept ones. A proposer that keeps none (the builtin tuner) leaves them as they are.
+  bool keeps_notes = false;
 };
 
 class Proposer {

@@ -41,7 +41,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 const std::string& results_header() {
   static const std::string h =
       "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure";
+      "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure\tpredicted_us";
   return h;
 }
 
@@ -60,6 +60,12 @@ const std::string& header_v1() {
 /// The header before the move and failure columns; its rows have 17 fields.
 const std::string& header_v2() {
   static const std::string h = results_header().substr(0, results_header().find("\tmove"));
+  return h;
+}
+
+/// The header before the predicted_us column; its rows have 19 fields.
+const std::string& header_v3() {
+  static const std::string h = results_header().substr(0, results_header().find("\tpredicted_us"));
   return h;
 }
 
@@ -88,7 +94,8 @@ std::string format_row(const ResultRow& r) {
          num(r.speedup, 4) + "\t" + clean(r.correctness) + "\t" + num(r.peak_vram_mb, 1) + "\t" +
          (r.kept ? "yes" : "no") + "\t" + clean(r.commit) + "\t" + std::to_string(r.llm_tokens) + "\t" +
          num(r.seconds, 2) + "\t" + clean(r.description) + "\t" + num(r.paired_best_us, 3) + "\t" +
-         num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5) + "\t" + move_name(r.move) + "\t" + clean(r.failure);
+         num(r.paired_ratio, 5) + "\t" + num(r.paired_noise, 5) + "\t" + move_name(r.move) + "\t" + clean(r.failure) + "\t" +
+         num(r.predicted_us, 3);
 }
 
 namespace {
@@ -123,8 +130,8 @@ class FieldReader {
 
 Result<ResultRow> parse_row(const std::string& line) {
   auto f = split_tabs(line);
-  if (f.size() != 14 && f.size() != 17 && f.size() != 19)
-    return error("expected 19 tab-separated fields (14 or 17 in older tables), found " + std::to_string(f.size()));
+  if (f.size() != 14 && f.size() != 17 && f.size() != 19 && f.size() != 20)
+    return error("expected 20 tab-separated fields (14, 17 or 19 in older tables), found " + std::to_string(f.size()));
   FieldReader read(f);
   ResultRow r;
   r.experiment = read.integer(0);
@@ -146,6 +153,7 @@ Result<ResultRow> parse_row(const std::string& line) {
     r.paired_ratio = read.number(15);
     r.paired_noise = read.number(16);
   }
+  if (f.size() >= 20) r.predicted_us = read.number(19);
   if (read.problem()) return error(*read.problem());
   if (f[9] != "yes" && f[9] != "no") return error("kept is '" + tsv_field(f[9].substr(0, 40)) + "': expected yes or no");
   if (f.size() < 19) {
@@ -179,7 +187,7 @@ Result<ParsedTable> parse_table(const std::string& path, const std::string& text
     ++number;
     if (number == 1) {
       if (torn) break;   // the header itself cut short: the table starts again
-      t.old_header = line == header_v1() || line == header_v2();
+      t.old_header = line == header_v1() || line == header_v2() || line == header_v3();
       if (line != results_header() && !t.old_header)
         return error(path + ": the first line is not autokernel's results header; is this a results.tsv of another tool?");
       t.header_whole = true;

@@ -35,6 +35,7 @@ struct ResultRow {
   double paired_noise = 0;      ///< half-width of that median's 95% interval
   MoveKind move = MoveKind::Edit;   ///< a baseline, an edit, or a switch to another structure
   std::string failure{};        ///< why a row did not pass (the harness's or proposer's message)
+  double predicted_us = 0;      ///< the time its proposer predicted (0: none)
 };
 
 /// The header line, without its newline.
@@ -61,7 +62,7 @@ std::string damaged_rows_path(const std::string& results_path);
 /// Reads the table for the daemon, and repairs it: a damaged line, and a last line cut short by a
 /// crash, is appended to results.damaged.tsv, named in the log, and taken out of the table; the
 /// rows after it stay. Creates the table with its header when absent. A table of an older
-/// autokernel, without the paired columns or the move and failure columns, is rewritten with them
+/// autokernel, without the paired columns, the move and failure columns or predicted_us, is rewritten with them
 /// so new rows fit its header (an older row's move and failure are read once from its
 /// description, the only place such a table kept them).
 Result<std::vector<ResultRow>> open_results(const std::string& path);

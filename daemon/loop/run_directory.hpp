@@ -3,6 +3,7 @@
 ///   kernels/<tag>.cu            the current best of each kernel (a git repository, branch autokernel/<name>)
 ///   experiments/NNNN-<tag>.cu   every candidate, kept or not, and its verdict (.verdict.json)
 ///   transcripts/NNNN-<tag>.json every exchange with the LLM (without the key)
+///   notes/<tag>.json            the LLM's scratchpad for a kernel, and a structure it asked to see
 ///   results.tsv                 one row per experiment
 ///   state.json                  a summary for `status` and other readers, rewritten after each row
 ///   in_flight.json              the experiments started and not yet recorded (a restart re-runs them)

@@ -16,6 +16,7 @@
 #include "common/untrusted_text.hpp"
 
 #include <algorithm>
+#include "daemon/loop/model_notes.hpp"
 #include "daemon/loop/scheduler.hpp"
 #include "daemon/loop/state_file.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -155,7 +156,18 @@ Status RunLoop::open() {
   if (j.contains("kernels"))
     for (auto& jk : j["kernels"])
       for (auto& k : kernels_)
-        if (k.tag == jk.value("tag", "")) k.model = jk.value("gpu_model", "");
+        if (k.tag == jk.value("tag", "")) {
+          k.model = jk.value("gpu_model", "");
+          k.gpu = jk.value("gpu", "");
+          k.arch = jk.value("arch", "");
+          k.unit = jk.value("unit", "");
+          k.peak = jk.value("peak", 0.0);
+        }
+  for (auto& k : kernels_) {
+    auto notes = read_model_notes(dir_.root(), k.tag);
+    if (!notes) return notes.error();
+    notes_[k.tag] = *notes;
+  }
   session_start_ = clock_.now_s();
   if (auto s = read_in_flight(); !s) return s;
   if (!rows_.empty())
@@ -229,44 +241,7 @@ Status RunLoop::restore_kernel_files() {
 }
 
 ProposalContext RunLoop::context(size_t index) const {
-  const KernelProgress& k = kernels_[index];
-  ProposalContext ctx;
-  ctx.spec = k.spec;
-  ctx.experiment = next_experiment_;
-  ctx.tag = k.tag;
-  ctx.shape = k.entry->shape;
-  ctx.dtype = k.entry->dtype;
-  ctx.best_throughput = k.best_throughput;
-  ctx.baseline_us = k.baseline_us;
-  ctx.keep_threshold = cfg_.convergence.keep_threshold;
-  ctx.gpu = gpu_;
-  ctx.arch = arch_;
-  ctx.throughput_unit = unit_;
-  ctx.peak = peak_;
-  ctx.best_source = read_text(dir_.path(dir_.kernel_file(k.tag))).value_or("");
-  ctx.first_file = !k.has_baseline;
-  // A run folder of an older build keeps the contract version its kernel started with.
-  if (auto kept = spec_for_file(k.spec->type, ctx.best_source); kept && !ctx.best_source.empty()) ctx.spec = *kept;
-  ctx.best_us = k.best_us;
-  ctx.pct_peak = k.best_pct_peak;
-  for (auto& r : rows_) {
-    if (r.tag != k.tag) continue;
-    PastExperiment e;
-    e.description = r.description;
-    e.source = read_text(dir_.path(dir_.experiment_file(r.experiment, r.tag))).value_or("");
-    e.correctness = r.correctness;
-    e.latency_us = r.latency_us;
-    e.kept = r.kept;
-    e.move = r.move;
-    e.failure = untrusted_line(r.failure, kMessageBytes);
-    if (r.correctness == "COMPILE_ERROR")
-      if (auto text = read_text(dir_.path(verdict_file(r.experiment, r.tag))); text.ok()) {
-        auto j = nlohmann::json::parse(*text, nullptr, false);
-        if (j.is_object() && j.contains("compile_log") && j["compile_log"].is_string())
-          e.failure += "\n" + untrusted_text(j["compile_log"].get<std::string>(), kCompileLogBytes);
-      }
-    ctx.history.push_back(e);
-  }
+  std::vector<PastExperiment> in_flight;
   for (auto& [n, job] : running_)
     if (job.kernel == index && !job.baseline) {
       PastExperiment e;
@@ -274,9 +249,12 @@ ProposalContext RunLoop::context(size_t index) const {
       e.source = job.proposal.source;
       e.move = job.proposal.move;
       e.correctness = "IN_FLIGHT";
-      ctx.in_flight.push_back(e);
+      in_flight.push_back(e);
     }
-  return ctx;
+  std::vector<std::string> models;
+  for (auto& g : gpus_) models.push_back(g.model);
+  RunRecords run{&cfg_, dir_.root(), &rows_, &kernels_, &notes_, models, next_experiment_};
+  return proposal_context(run, index, std::move(in_flight));
 }
 
 std::string RunLoop::verdict_file(long long n, const std::string& tag) const {
@@ -419,7 +397,8 @@ void RunLoop::write_state(const std::string& status) const {
                             {"best_us", k.best_us}, {"speedup", k.speedup()}, {"baseline", k.baseline_source}, {"pct_peak", k.best_pct_peak},
                             {"throughput", k.best_throughput}, {"experiments", k.experiments},
                             {"consecutive_reverts", k.consecutive_reverts}, {"seconds", k.seconds},
-                            {"in_flight", k.in_flight}, {"gpu_model", k.model},
+                            {"in_flight", k.in_flight}, {"gpu_model", k.model}, {"gpu", k.gpu}, {"arch", k.arch},
+                            {"unit", k.unit}, {"peak", k.peak}, {"broken_in_a_row", k.broken_in_a_row},
                             {"converged", c ? *c : ""}});
   }
   if (auto s = write_file_atomic(dir_.state(), json_dump(j, 2) + "\n"); !s) spdlog::warn("{}", s.error().message);

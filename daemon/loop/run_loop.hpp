@@ -24,6 +24,8 @@
 #include "daemon/loop/gpu_workers.hpp"
 #include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/kernel_progress.hpp"
+#include "daemon/loop/model_notes.hpp"
+#include "daemon/loop/proposal_context.hpp"
 #include "daemon/loop/proposer.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/service_notify.hpp"
@@ -92,6 +94,8 @@ class RunLoop {
   Status proposal_arrived(const ExperimentJob& job);
   Status record_no_proposal(const ExperimentJob& job, const std::string& why);
   ProposalContext context(size_t k) const;
+  /// Keeps what the model wrote for the kernel's next prompts (its scratchpad, a structure to see).
+  void keep_model_notes(size_t k, const Proposal& p);
   Status record(const ResultRow& row);
   size_t busy_gpus() const { return running_.size(); }
   bool stop_requested() const { return signals_.stop && signals_.stop->load(); }
@@ -132,8 +136,7 @@ class RunLoop {
   double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
   DecisionTimes decisions_;             ///< the loop thread's time per verdict, this process
   StaleVerdicts stale_;                 ///< verdicts on candidates whose best was replaced meanwhile
-  std::string gpu_, arch_, unit_;       ///< what the last verdict said of the device
-  double peak_ = 0;
+  std::map<std::string, ModelNotes> notes_;   ///< by kernel tag: the model's notes (notes/<tag>.json)
 };
 
 /// The keep rule for a candidate that passed: when the harness timed it beside the best, the

@@ -41,6 +41,7 @@ Status RunLoop::dispatch_free_gpus() {
     job.proposal.move = e.structure_move ? MoveKind::Structure : MoveKind::Edit;
     job.proposal.tokens = e.tokens;
     job.proposal.cost_usd = e.cost_usd;
+    job.proposal.predicted_us = e.predicted_us;
     job.request.source = job.proposal.source;
     if (auto s = start(std::move(job), e.description); !s) return s;
   }
@@ -127,6 +128,7 @@ Result<bool> RunLoop::dispatch(size_t k, size_t w) {
   }
   ExperimentJob job = new_job(k, w, next_experiment_++, baseline);
   job.proposal = **p;
+  keep_model_notes(k, job.proposal);
   job.request.source = job.proposal.source;
   if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s.error();
   const std::string description = job.proposal.description;
@@ -139,7 +141,7 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
   if (job.baseline)
     if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
   InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
-                 job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure};
+                 job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure, job.proposal.predicted_us};
   if (job.times_judged == 0 && job.harness_retries == 0)
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
@@ -226,8 +228,18 @@ Status RunLoop::harness_failed(ExperimentJob job, const Verdict& v) {
   return ledger_->remove(job.experiment);
 }
 
+void RunLoop::keep_model_notes(size_t k, const Proposal& p) {
+  ModelNotes& notes = notes_[kernels_[k].tag];
+  if (!p.keeps_notes || (!p.scratchpad && p.show_variant == notes.show_variant)) return;
+  if (p.scratchpad) notes.scratchpad = *p.scratchpad;
+  notes.show_variant = p.show_variant;   // shown in the next prompt only, unless asked again
+  if (auto s = write_model_notes(dir_.root(), kernels_[k].tag, notes); !s)
+    spdlog::warn("{}: the model's notes stay in memory only: {}", kernels_[k].tag, s.error().message);
+}
+
 Status RunLoop::proposal_arrived(const ExperimentJob& job) {
   --proposing_;
+  keep_model_notes(job.kernel, job.proposal);
   running_[job.experiment] = job;
   doing_[job.worker] = doing_line(job, job.proposal.description);
   for (auto e : ledger_->entries())
@@ -236,6 +248,7 @@ Status RunLoop::proposal_arrived(const ExperimentJob& job) {
       e.structure_move = job.proposal.move == MoveKind::Structure;
       e.tokens = job.proposal.tokens;
       e.cost_usd = job.proposal.cost_usd;
+      e.predicted_us = job.proposal.predicted_us;
       return ledger_->update(e);
     }
   return ok();
@@ -278,8 +291,8 @@ Status RunLoop::finish(FinishedJob f) {
   if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;
   const Proposal& proposal = job.proposal;
-  if (!v.gpu.empty()) gpu_ = v.gpu, arch_ = v.arch;
-  if (v.peak_used > 0) peak_ = v.peak_used, unit_ = v.throughput_unit;
+  if (!v.gpu.empty()) k.gpu = v.gpu, k.arch = v.arch;
+  if (v.peak_used > 0) k.peak = v.peak_used, k.unit = v.throughput_unit;
   // Paired with a best that was replaced while it ran: its ratio says nothing about the new one,
   // which is measured against another file's time.
   const bool stale = job.best_version != k.best_version;
@@ -311,6 +324,7 @@ Status RunLoop::finish(FinishedJob f) {
   row.paired_best_us = v.paired.best_us;
   row.paired_ratio = v.paired.ratio;
   row.paired_noise = v.paired.noise;
+  row.predicted_us = proposal.predicted_us;
   if (!v.passed()) row.failure = message;
   if (!doubt.empty()) {
     row.failure = untrusted_line("not kept: " + doubt + "; the best is judged again on its own", kMessageBytes);

@@ -35,7 +35,9 @@ const Fields& kernel_fields() {
                         {"best_us", Kind::Number},    {"speedup", Kind::Number},    {"baseline", Kind::String},
                         {"pct_peak", Kind::Number},   {"throughput", Kind::Number}, {"experiments", Kind::Integer},
                         {"consecutive_reverts", Kind::Integer}, {"seconds", Kind::Number}, {"in_flight", Kind::Integer},
-                        {"gpu_model", Kind::String},  {"converged", Kind::String}};
+                        {"gpu_model", Kind::String},  {"converged", Kind::String},   {"gpu", Kind::String},
+                        {"arch", Kind::String},       {"unit", Kind::String},        {"peak", Kind::Number},
+                        {"broken_in_a_row", Kind::Integer}};
   return f;
 }
 

@@ -38,3 +38,51 @@ TEST_CASE("a block in another language is not taken for the kernel file", "[llm]
   REQUIRE(e.ok());
   CHECK(e->source == "void k1() {}\n");
 }
+
+TEST_CASE("a structured reply gives the hypothesis, the predicted time, the scratchpad and a structure to see", "[llm][plan]") {
+  const std::string reply =
+      "Let me analyze the ledger first. The loads are 4 bytes wide.\n\n"
+      "**Hypothesis:** 16-byte loads cut the load instructions 4x; memory-bound, so ~8% less time\n"
+      "Predicted: 98.5 us\n"
+      "Scratchpad:\n"
+      "avoid: AK_THREADS above 512 (spills, #4)\n"
+      "try: row in registers next\n"
+      "\n"
+      "Show: row_in_registers\n"
+      "````cuda\n// a comment with ``` inside\ntemplate <typename T> __global__ void rmsnorm_kernel() {}\n````\n";
+  auto e = parse_reply(reply, false, "rmsnorm_kernel");
+  REQUIRE(e.ok());
+  CHECK(e->description == "16-byte loads cut the load instructions 4x; memory-bound, so ~8% less time");
+  CHECK(e->predicted_us == Approx(98.5));
+  REQUIRE(e->scratchpad);
+  CHECK(*e->scratchpad == "avoid: AK_THREADS above 512 (spills, #4)\ntry: row in registers next");
+  CHECK(e->show == "row_in_registers");
+  CHECK(e->source == "// a comment with ``` inside\ntemplate <typename T> __global__ void rmsnorm_kernel() {}\n");
+}
+
+TEST_CASE("without a hypothesis line the description is never the model thinking aloud", "[llm][plan]") {
+  auto e = parse_reply("Let me analyze the kernel.\nI'll vectorize.\nUse 16-byte loads.\n```cuda\nvoid k() {}\n```\n", false, "k");
+  REQUIRE(e.ok());
+  CHECK(e->description == "Use 16-byte loads.");
+  CHECK(e->predicted_us == 0);
+  CHECK_FALSE(e->scratchpad);
+  CHECK(e->show.empty());
+}
+
+TEST_CASE("a predicted time is read in us, ms or ns, and nonsense is no prediction", "[llm][plan]") {
+  auto at = [](const std::string& line) {
+    return parse_reply("Hypothesis: x\n" + line + "\n```cuda\nvoid k() {}\n```\n", false, "k")->predicted_us;
+  };
+  CHECK(at("Predicted: 12.5 us") == Approx(12.5));
+  CHECK(at("Predicted: ~12.5µs (from 14)") == Approx(12.5));
+  CHECK(at("Predicted: 0.0125 ms") == Approx(12.5));
+  CHECK(at("Predicted: 12500 ns") == Approx(12.5));
+  CHECK(at("Predicted: faster") == 0);
+  CHECK(at("Prediction: 40 us") == Approx(40));
+}
+
+TEST_CASE("a block fenced with more backticks closes only on as many", "[llm]") {
+  auto e = parse_reply("Hypothesis: x\n`````cuda\nvoid k() {}\n```\nstill code\n`````\n", false, "k");
+  REQUIRE(e.ok());
+  CHECK(e->source == "void k() {}\n```\nstill code\n");
+}

@@ -91,7 +91,8 @@ TEST_CASE("hostile replies, compile logs and error bodies: the daemon lives, the
     RunLoop loop(cfg, ev, proposer, clock);
     auto out = loop.run();
     REQUIRE(out.ok());
-    CHECK(loop.kernels()[0].consecutive_reverts == 5);   // the "structure: " revert counts like the others
+    CHECK(loop.kernels()[0].consecutive_reverts == 2);   // the "structure: " revert counts like the others
+    CHECK(loop.kernels()[0].broken_in_a_row == 3);       // the log, the refused file, the error body: not reverts
   }
   auto rows = read_results(cfg.run_dir() + "/results.tsv");
   REQUIRE(rows.ok());

@@ -2,9 +2,16 @@
 // answering, the loop recording what came back.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "daemon/loop/knobs.hpp"
 #include "daemon/loop/llm_proposer.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "harness/candidate_compile.hpp"
@@ -40,6 +47,8 @@ ProposalContext rmsnorm_context() {
   ctx.peak = 3001;
   ctx.history = {{"tier 1: AK_THREADS 256 -> 128", "", "PASS", 142.0, false, ""},
                  {"vectorize without a tail", "", "FAIL", 0, false, "edge cases: wrong output on 5x4097 fp16"}};
+  ctx.history[0].experiment = 2;
+  ctx.history[1].experiment = 3;
   return ctx;
 }
 
@@ -68,7 +77,7 @@ TEST_CASE("the message carries the GPU, the kernel, the best file, its numbers a
   CHECK_THAT(q->system, Catch::Contains("at least 1% faster"));
   CHECK_THAT(q->user, Catch::Contains("GPU: NVIDIA H100 80GB HBM3 (sm_90a); measured peak 3001 GB/s"));
   CHECK_THAT(q->user, Catch::Contains("109.38 us: 2454.4 GB/s, 81.8% of the measured peak"));
-  CHECK_THAT(q->user, Catch::Contains("- vectorize without a tail: FAIL, reverted: edge cases: wrong output on 5x4097 fp16"));
+  CHECK_THAT(q->user, Catch::Contains("- #3 FAIL, reverted | idea: \"vectorize without a tail\" | why: \"edge cases: wrong output on 5x4097 fp16\""));
   CHECK_THAT(q->user, Catch::Contains("#define AK_THREADS 256"));
   CHECK_THAT(q->user, Catch::Contains("keep the row in registers"));   // the rmsnorm notes
   CHECK(q->max_output_tokens == 8000);
@@ -342,5 +351,159 @@ TEST_CASE("the prompt lists the edits being judged on other GPUs so that the mod
   ctx.in_flight.push_back({"vectorize the loads 8 wide", "", "IN_FLIGHT", 0, false, ""});
   auto q = build_chat_request(ctx, 8000);
   REQUIRE(q.ok());
-  CHECK_THAT(q->user, Catch::Contains("- vectorize the loads 8 wide: being judged now on another GPU; propose something different"));
+  CHECK_THAT(q->user, Catch::Contains("- being judged now on another GPU, propose something different | idea: \"vectorize the loads 8 wide\""));
+}
+
+namespace {
+
+/// scripts/scripted-llm-server.py with `flags`, on a free port of the loopback, stopped (by its
+/// pid) when the test ends.
+struct ScriptedModelServer {
+  int port = 0;
+  pid_t pid = -1;
+  explicit ScriptedModelServer(const std::string& flags) {
+    const int probe = test::listen_on_loopback(port);
+    close(probe);
+    pid = fork();
+    if (pid == 0) {
+      const std::string script = std::string(AK_SOURCE_DIR) + "/scripts/scripted-llm-server.py";
+      const std::string command = "exec python3 " + script + " " + std::to_string(port) + " " + flags + " 2>/dev/null";
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && !answering(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~ScriptedModelServer() {
+    if (pid > 0) kill(pid, SIGTERM), waitpid(pid, nullptr, 0);
+  }
+  bool answering() const {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(port));
+    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    return up;
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; }
+};
+
+/// NVRTC's verdict on a typo, without NVRTC: a file that says "flaot" does not compile, with the
+/// log that names it; any other is timed by its vector width (wider loads, less time).
+class TypoCompilingEvaluator : public Evaluator {
+ public:
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    Verdict v;
+    v.kernel_type = req.kernel_type;
+    if (const size_t at = req.source.find("flaot"); at != std::string::npos) {
+      const long line = std::count(req.source.begin(), req.source.begin() + long(at), '\n') + 1;
+      v.correctness = Correctness::CompileError;
+      v.failed_stage = "compile";
+      v.message = "compile: 1 error";
+      v.compile_log = "rmsnorm.cu(" + std::to_string(line) + "): error: identifier \"flaot\" is undefined";
+      return v;
+    }
+    const auto knobs = read_knobs(req.source);
+    const double vec = knobs.count("AK_VEC") ? double(knobs.at("AK_VEC")) : 1;
+    v.correctness = Correctness::Pass;
+    v.timing = Timing{};
+    v.timing->median_us = 100 / vec;
+    v.throughput = 1000 * vec;
+    v.throughput_unit = "GB/s";
+    v.peak_used = 3000;
+    v.pct_peak = v.throughput / 3000;
+    v.speedup = vec;
+    v.baseline_source = "reference kernel";
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a scripted model that learns only from the prompt keeps the fix it found in the failed diff and log", "[llm][loop][feedback]") {
+  if (run_shell("python3 -c 'import http.server'").exit_code != 0) {
+    WARN("SKIPPED: no python3");
+    return;
+  }
+  ScriptedModelServer server("--needs-feedback");
+  REQUIRE(server.answering());
+  TempDir dir;
+  TypoCompilingEvaluator ev;
+  ManualClock clock;
+  auto cfg = loop_config(dir, "max_experiments = 3\n");
+  cfg.llm.provider = ProviderKind::OpenAI;
+  cfg.llm.model = "scripted";
+  cfg.llm.base_url = server.base_url();
+  cfg.llm.max_retries = 0;
+  LlmClient client(cfg.llm, "", nullptr, no_wait());
+  LlmProposer proposer(client, (std::filesystem::path(cfg.run_dir()) / "transcripts").string());
+  RunLoop loop(cfg, ev, proposer, clock);
+  auto out = loop.run();
+  INFO((out ? "" : out.error().message));
+  REQUIRE(out.ok());
+  auto rows = read_results(cfg.run_dir() + "/results.tsv");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 3);
+  CHECK((*rows)[1].correctness == "COMPILE_ERROR");
+  CHECK_FALSE((*rows)[1].kept);
+  CHECK((*rows)[2].kept);
+  CHECK((*rows)[2].latency_us == Approx(50));
+  CHECK_THAT((*rows)[2].description, Catch::StartsWith("the wider loads again, with the typo the compiler named"));
+  CHECK((*rows)[2].predicted_us == Approx(80));
+  CHECK(read_file(cfg.run_dir() + "/kernels/rmsnorm.cu").find("#define AK_VEC 2") != std::string::npos);
+  CHECK_THAT(read_file(cfg.run_dir() + "/notes/rmsnorm.json"), Catch::Contains("avoid: typos the compiler catches"));
+  // The compile error was a broken proposal, not a revert.
+  CHECK(loop.kernels()[0].consecutive_reverts == 0);
+}
+
+TEST_CASE("propose --run prints the prompt the daemon would send next: the failed diff, the ledger, the verdict data, the budget", "[llm][cli]") {
+  TempDir dir;
+  const std::string extra = "max_experiments = 4\n";
+  const std::string config_text = "[run]\nname = \"t\"\nworkdir = \"" + dir.path.string() + "\"\n" + extra +
+                                  "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.5\n";
+  const std::string config = dir.write("run.toml", config_text);
+  {
+    ScriptedEvaluator ev;
+    ev.pair_noise = 0.004;
+    ScriptedProposer pr;
+    ManualClock clock;
+    pr.add(99.8, "two rows per block");
+    pr.queue.back().predicted_us = 90;
+    pr.queue.push_back({"// COMPILE\n#define AK_VEC 8\n", "16-byte loads", 0, 0});
+    pr.add(80, "row in registers");
+    RunLoop loop(loop_config(dir, extra), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+  }
+  const std::string run = (dir.path / "t").string();
+  auto r = run_autokernel("propose --config " + config + " --run " + run + " --kernel rmsnorm");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("This is experiment 5 of the run, number 5 on this kernel."));
+  CHECK_THAT(r.out, Catch::Contains("Broken proposals in a row: 0 of 8"));
+  CHECK_THAT(r.out, Catch::Contains("- #2 PASS 99.80 us, x0.998 +- 0.004 of the best beside it (within noise: not slower, not proven faster) (predicted 90.00 us), reverted | idea: \"two rows per block\""));
+  CHECK_THAT(r.out, Catch::Contains("* #4 PASS 80.00 us"));
+  CHECK_THAT(r.out, Catch::Contains("#3 COMPILE_ERROR | idea: \"16-byte loads\"\nIts file against the current best:\n```diff\n"));
+  CHECK_THAT(r.out, Catch::Contains("+#define AK_VEC 8") && Catch::Contains("identifier \"flaot\" is undefined"));
+  CHECK_THAT(r.out, Catch::Contains("// us=80"));   // the best file, last
+  auto bad = run_autokernel("propose --config " + config + " --run " + run + " --kernel nope");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("the config lists no kernel 'nope' (its kernels: rmsnorm)"));
+}
+
+TEST_CASE("a structure the model asked to see is shown whole in the next prompt, and an unknown name is said to be unknown", "[llm][variants]") {
+  ProposalContext ctx = rmsnorm_context();
+  ctx.spec = &softmax_spec();
+  ctx.best_source = softmax_spec().starter_source();
+  const auto vs = kernel_variants("softmax");
+  REQUIRE(vs.size() >= 2);
+  ctx.shown_variant = vs[1].name;
+  auto q = build_chat_request(ctx, 8000);
+  REQUIRE(q.ok());
+  CHECK_THAT(q->user, Catch::Contains("The file of structure " + vs[1].name + ", which you asked to see"));
+  CHECK_THAT(q->user, Catch::Contains(vs[1].source->substr(0, 200)));
+  // The best file stays the last block of the message.
+  CHECK(q->user.rfind(ctx.best_source.substr(0, 200)) > q->user.rfind(vs[1].source->substr(0, 200)));
+  ctx.shown_variant = "no_such";
+  CHECK_THAT(build_chat_request(ctx, 8000)->user, Catch::Contains("You asked to see structure \"no_such\": the library has no structure of that name"));
 }

@@ -26,7 +26,7 @@ TEST_CASE("the table starts with docs/design.md's header and the paired timing's
   REQUIRE(open_results(path).ok());
   CHECK(test::read_file(path) ==
         "experiment\ttag\tkernel_type\tthroughput\tlatency_us\tpct_peak\tspeedup_vs_baseline\tcorrectness\t"
-        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure\n");
+        "peak_vram_mb\tkept\tcommit\tllm_tokens\tseconds\tdescription\tpaired_best_us\tpaired_ratio\tpaired_noise\tmove\tfailure\tpredicted_us\n");
 }
 
 TEST_CASE("a table of an older autokernel gains the paired columns and keeps its rows", "[results]") {
@@ -107,4 +107,25 @@ TEST_CASE("an older table's rows gain a move and a failure read once from their 
   CHECK((*again)[2].move == MoveKind::Edit);
   CHECK((*again)[2].description == "structure: an LLM's words -- not a failure");
   CHECK((*again)[2].failure.empty());
+}
+
+TEST_CASE("a row's predicted time is its own column, and rows of the 19-column table read with none", "[results][plan]") {
+  ResultRow r;
+  r.experiment = 4;
+  r.tag = "softmax";
+  r.correctness = "PASS";
+  r.predicted_us = 98.5;
+  auto back = parse_row(format_row(r));
+  REQUIRE(back.ok());
+  CHECK(back->predicted_us == Approx(98.5));
+  const std::string old = "3\trms\trmsnorm\t1.00\t2.000\t0.1000\t1.0000\tPASS\t1.0\tno\t\t0\t1.00\tx\t0.000\t0.00000\t0.00000\tedit\t";
+  auto older = parse_row(old);
+  REQUIRE(older.ok());
+  CHECK(older->predicted_us == 0);
+  test::TempDir d;
+  std::string path = d.write("results.tsv", results_header().substr(0, results_header().find("\tpredicted_us")) + "\n" + old + "\n");
+  auto rows = open_results(path);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK(test::read_file(path).rfind(results_header() + "\n", 0) == 0);   // upgraded in place
 }

@@ -9,6 +9,8 @@
 #include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/loop/results_table.hpp"
+#include "daemon/loop/model_notes.hpp"
+#include "daemon/loop/proposal_context.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 
@@ -314,7 +316,8 @@ TEST_CASE("the proposer is shown a failed experiment's compile log", "[loop]") {
   const PastExperiment& failed = pr.seen[1].history.back();
   CHECK(failed.correctness == "COMPILE_ERROR");
   CHECK(failed.description == "a typo");
-  CHECK_THAT(failed.failure, Catch::Contains("identifier \"flaot\" is undefined"));
+  CHECK_THAT(failed.compile_log, Catch::Contains("identifier \"flaot\" is undefined"));
+  CHECK_THAT(failed.source, Catch::StartsWith("// COMPILE"));   // the file it failed on, for the diff
   CHECK(std::filesystem::exists(loop.directory().path("experiments/0002-rmsnorm.verdict.json")));
 }
 
@@ -714,4 +717,108 @@ TEST_CASE("a best judged again after another GPU replaced it changes neither the
   CHECK(ks[0].consecutive_reverts == 1);
   std::vector<ResultRow> rows{row(1, true, 100, "PASS", MoveKind::Baseline), row(2, true, 80, "PASS"), row(4, false, 0, kBestReplaced)};
   CHECK(standing_bests(rows, "rmsnorm").size() == 2);
+}
+
+TEST_CASE("a compile error or an unusable reply is not a revert, and broken proposals in a row have their own cap", "[loop][convergence]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(120, "slower");
+  for (int i = 0; i < 10; ++i) pr.queue.push_back({"// COMPILE\n", "a typo " + std::to_string(i), 0, 0});
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 2\nmax_broken_in_a_row = 3\n"), ev, pr, clock);
+  auto out = loop.run();
+  REQUIRE(out.ok());
+  CHECK(rows_of(loop).size() == 5);   // the baseline, one slower file, three that did not compile
+  const KernelProgress& k = loop.kernels()[0];
+  CHECK(k.consecutive_reverts == 1);
+  CHECK(k.broken_in_a_row == 3);
+  CHECK_THAT(*converged(k, loop_config(dir, "[convergence]\nmax_consecutive_reverts = 2\nmax_broken_in_a_row = 3\n").convergence),
+             Catch::StartsWith("3 broken proposals in a row"));
+  // The model was told its budget: the last prompt counted the broken ones apart.
+  REQUIRE(pr.seen.size() == 4);
+  CHECK(pr.seen[3].budget.broken_in_a_row == 2);
+  CHECK(pr.seen[3].budget.reverts_in_a_row == 1);
+  CHECK(pr.seen[3].budget.max_broken == 3);
+}
+
+TEST_CASE("a proposal's predicted time is stored in its row and shown to the next proposal beside the measurement", "[loop][plan]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  pr.queue.back().predicted_us = 85;
+  pr.queue.back().scratchpad = std::string("try: more of the same");
+  pr.queue.back().keeps_notes = true;
+  pr.queue.back().show_variant = "row_in_registers";
+  pr.add(95, "after it");
+  RunLoop loop(loop_config(dir, "max_experiments = 3\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].predicted_us == Approx(85));
+  REQUIRE(pr.seen.size() >= 2);
+  CHECK(pr.seen[1].history.back().predicted_us == Approx(85));
+  CHECK(pr.seen[1].scratchpad == "try: more of the same");
+  CHECK(pr.seen[1].shown_variant == "row_in_registers");   // asked for, so shown in this prompt
+  // The notes are in the run folder: a restart keeps them.
+  auto notes = read_model_notes(loop.directory().root(), "rmsnorm");
+  REQUIRE(notes.ok());
+  CHECK(notes->scratchpad == "try: more of the same");
+}
+
+namespace {
+
+/// ScriptedEvaluator that names the device and the peak, as the harness's verdicts do.
+class NamingEvaluator : public ScriptedEvaluator {
+ public:
+  Result<Verdict> evaluate(const EvalRequest& req) override {
+    auto v = ScriptedEvaluator::evaluate(req);
+    if (v) v->gpu = "NVIDIA H100 80GB HBM3", v->arch = "sm_90a", v->peak_used = 3000;
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the device's name, arch, unit and peak are known before a restarted run's first verdict", "[loop][facts]") {
+  TempDir dir;
+  ManualClock clock;
+  {
+    NamingEvaluator ev;
+    ScriptedProposer pr;
+    RunLoop loop(loop_config(dir, "max_experiments = 1\n"), ev, pr, clock);
+    REQUIRE(loop.run().ok());
+  }
+  NamingEvaluator ev;
+  ScriptedProposer pr;
+  pr.add(90, "faster");
+  RunLoop again(loop_config(dir, "max_experiments = 2\n"), ev, pr, clock);
+  REQUIRE(again.run().ok());
+  REQUIRE(pr.seen.size() == 1);   // asked before this process had any verdict
+  CHECK(pr.seen[0].gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(pr.seen[0].arch == "sm_90a");
+  CHECK(pr.seen[0].throughput_unit == "GB/s");
+  CHECK(pr.seen[0].peak == Approx(3000));
+}
+
+TEST_CASE("a kernel not yet judged takes the peak of its resource from another kernel on the same GPU, never another unit's", "[loop][facts]") {
+  TempDir dir;
+  const Config cfg = loop_config(dir, "", "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.3\n[[kernel]]\ntype = \"softmax\"\nshape = [1024, 1024]\nweight = 0.3\n"
+                                         "[[kernel]]\ntype = \"matmul\"\nshape = [1024, 1024, 1024]\nweight = 0.3\n");
+  std::vector<KernelProgress> kernels = initial_progress(cfg);
+  kernels[0].gpu = "NVIDIA H100 80GB HBM3";
+  kernels[0].arch = "sm_90a";
+  kernels[0].unit = "GB/s";
+  kernels[0].peak = 3000;
+  const DeviceFacts softmax = device_facts(kernels, 1, {"NVIDIA H100 80GB HBM3"});
+  CHECK(softmax.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(softmax.unit == "GB/s");
+  CHECK(softmax.peak == Approx(3000));
+  const DeviceFacts matmul = device_facts(kernels, 2, {"NVIDIA H100 80GB HBM3"});
+  CHECK(matmul.unit == "TFLOPS");
+  CHECK(matmul.peak == 0);   // a bandwidth is no peak of a compute-bound kernel
+  const DeviceFacts alone = device_facts(initial_progress(cfg), 2, {"NVIDIA H200"});
+  CHECK(alone.gpu == "NVIDIA H200");   // the driver's name, before any verdict
 }

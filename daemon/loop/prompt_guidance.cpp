@@ -1,0 +1,38 @@
+#include "daemon/loop/prompt_guidance.hpp"
+
+#include "common/format.hpp"
+
+namespace ak {
+
+std::string budget_text(const ProposalContext& ctx) {
+  const KernelBudget& b = ctx.budget;
+  std::string t = "This is experiment " + std::to_string(ctx.experiment) + " of the run, number " +
+                  std::to_string(b.experiments + 1) + " on this kernel.\n";
+  t += "Reverts in a row: " + std::to_string(b.reverts_in_a_row) + " of " + std::to_string(b.max_reverts) +
+       " (a file that is correct but not faster, or wrong, counts; a kept file resets it; the kernel stops at " +
+       std::to_string(b.max_reverts) + ").\n";
+  t += "Broken proposals in a row: " + std::to_string(b.broken_in_a_row) + " of " + std::to_string(b.max_broken) +
+       " (a file that does not compile, or a reply without a usable file: not a revert, but the kernel stops at " +
+       std::to_string(b.max_broken) + ").\n";
+  t += format_numbers("The kernel is done at %.0f%% of the measured peak, at %.2fx over its baseline, ", b.target_pct_peak * 100,
+                      b.target_speedup) +
+       format_numbers("or after %.2f h of GPU time (%.2f h spent).", b.max_hours, b.hours_spent);
+  return t;
+}
+
+std::string phase_text(const ProposalContext& ctx) {
+  const KernelBudget& b = ctx.budget;
+  if (ctx.first_file)
+    return "First file: make it correct on every shape and dtype, and plainly fast; the edits after it make it faster.";
+  if (ctx.pct_peak > 0 && ctx.pct_peak < kRadicalBelowPeak && b.reverts_in_a_row >= kRadicalAfterReverts)
+    return format_numbers("Stuck: %.0f%% of the roofline after %.0f reverts in a row. Tweaks will not close this gap: make a "
+                          "radical change (another structure, from the library or your own; another algorithm or data "
+                          "layout; one pass over the data instead of several).",
+                          ctx.pct_peak * 100, double(b.reverts_in_a_row));
+  if (ctx.pct_peak >= kCombineFromPeak || (b.max_reverts >= 3 && b.reverts_in_a_row >= b.max_reverts - 2))
+    return "Late: combine wins. Ideas that passed close to the best (a ratio within its noise of 1) may add up when applied "
+           "together to the best file; prefer small, safe changes over new structures.";
+  return "Explore: follow the playbook's tiers in order, one idea per experiment, each with its predicted effect.";
+}
+
+}  // namespace ak
