@@ -18,6 +18,30 @@ std::string PromptPart::value() const {
   return v;
 }
 
+PromptPart list_part(std::string placeholder, int priority, std::string what, std::vector<std::string> entries,
+                     std::string empty_text) {
+  PromptPart p;
+  p.placeholder = std::move(placeholder);
+  p.priority = priority;
+  p.what = std::move(what);
+  p.entries = std::move(entries);
+  p.empty_text = std::move(empty_text);
+  return p;
+}
+
+PromptPart text_part(std::string placeholder, int priority, std::string what, std::string text, std::string fence_info,
+                     size_t cap) {
+  PromptPart p;
+  p.placeholder = std::move(placeholder);
+  p.priority = priority;
+  p.what = std::move(what);
+  p.is_text = true;
+  p.text = std::move(text);
+  p.fence_info = std::move(fence_info);
+  p.cap = cap;
+  return p;
+}
+
 std::map<std::string, std::string> part_values(const std::vector<PromptPart>& parts) {
   std::map<std::string, std::string> v;
   for (const PromptPart& p : parts) v[p.placeholder] = p.value();

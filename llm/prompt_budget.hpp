@@ -33,6 +33,13 @@ struct PromptPart {
   std::string value() const;
 };
 
+/// A list part: `entries` joined by line breaks, `empty_text` when there are none.
+PromptPart list_part(std::string placeholder, int priority, std::string what, std::vector<std::string> entries,
+                     std::string empty_text);
+/// A text part, fenced with `fence_info` ("" for the project's own words) and capped at `cap`.
+PromptPart text_part(std::string placeholder, int priority, std::string what, std::string text, std::string fence_info,
+                     size_t cap);
+
 /// Shortens `parts` until `measure(values)` is at most `max_bytes`, and returns the line that says
 /// what was left out ("" when nothing was). `measure` renders the whole prompt from the values
 /// and returns its size; the line itself is counted by the caller's reserve.

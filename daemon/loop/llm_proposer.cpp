@@ -106,47 +106,20 @@ namespace {
 
 /// The parts of the message that may be shortened to fit the prompt's size, least useful first.
 std::vector<PromptPart> message_parts(const ProposalContext& ctx, const std::string* notes, const UserTypeSpec* user_type) {
-  std::vector<PromptPart> parts;
-  PromptPart ledger{"ledger", 1, "oldest ledger lines"};
-  ledger.entries = ledger_lines(ctx.history);
-  for (auto& line : in_flight_lines(ctx)) ledger.entries.push_back(line);
-  ledger.empty_text = "(none yet)";
-  parts.push_back(ledger);
-  PromptPart failures{"failures", 2, "oldest failures"};
-  failures.entries = failure_feedback(ctx.history, ctx.best_source);
-  failures.separator = "\n";
-  failures.empty_text = "(none)";
-  parts.push_back(failures);
-  PromptPart type_notes{"type_notes", 3, "the notes for this kernel type"};
-  type_notes.is_text = true;
-  type_notes.text = notes ? *notes : "(none)";
-  type_notes.cap = type_notes.text.size();
-  parts.push_back(type_notes);
-  PromptPart shown{"shown_variant", 4, "the structure's file you asked to see"};
-  shown.is_text = true;
-  shown.text = shown_variant_text(ctx);
-  shown.cap = shown.text.size();
-  parts.push_back(shown);
-  PromptPart scratch{"scratchpad", 5, "your scratchpad"};
-  scratch.is_text = true;
-  scratch.fence_info = "text";
-  scratch.text = ctx.scratchpad.empty() ? "(empty: write one)" : ctx.scratchpad;
-  scratch.cap = kScratchpadBytes + 64;
-  parts.push_back(scratch);
-  if (user_type) {
-    PromptPart reference{"reference_source", 6, "the reference source"};
-    reference.is_text = true;
-    reference.fence_info = "python";
-    reference.text = user_type->reference_source;
-    reference.cap = kReferenceSourceBytes;
-    parts.push_back(reference);
-  }
-  PromptPart best{"best_file", 7, "the current best file"};
-  best.is_text = true;
-  best.fence_info = "cuda";
-  best.text = ctx.best_source;
-  best.cap = ctx.best_source.size() + 64;
-  parts.push_back(best);
+  std::vector<std::string> ledger = ledger_lines(ctx.history);
+  for (auto& line : in_flight_lines(ctx)) ledger.push_back(line);
+  const std::string notes_text = notes ? *notes : "(none)";
+  const std::string shown = shown_variant_text(ctx);
+  std::vector<PromptPart> parts{
+      list_part("ledger", 1, "oldest ledger lines", std::move(ledger), "(none yet)"),
+      list_part("failures", 2, "oldest failures", failure_feedback(ctx.history, ctx.best_source), "(none)"),
+      text_part("type_notes", 3, "the notes for this kernel type", notes_text, "", notes_text.size()),
+      text_part("shown_variant", 4, "the structure's file you asked to see", shown, "", shown.size()),
+      text_part("scratchpad", 5, "your scratchpad", ctx.scratchpad.empty() ? "(empty: write one)" : ctx.scratchpad, "text",
+                kScratchpadBytes + 64)};
+  if (user_type)
+    parts.push_back(text_part("reference_source", 6, "the reference source", user_type->reference_source, "python", kReferenceSourceBytes));
+  parts.push_back(text_part("best_file", 7, "the current best file", ctx.best_source, "cuda", ctx.best_source.size() + 64));
   return parts;
 }
 

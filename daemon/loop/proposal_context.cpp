@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/state_file.hpp"
+#include "harness/device_peaks.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -41,6 +43,30 @@ void read_verdict_details(const std::string& candidate_path, PastExperiment& e) 
 
 }  // namespace
 
+double cached_peak(const std::string& gpu, const std::string& unit) {
+  if (gpu.empty()) return 0;
+  GpuInfo probe;
+  probe.name = gpu;
+  // The cache names a file by the GPU's name, SM count and memory: the name's part is everything
+  // before the SM count this probe lacks.
+  const std::filesystem::path probe_path = peaks_cache_file(probe);
+  const std::string file = probe_path.filename().string();
+  const std::string prefix = file.substr(0, file.rfind("-0sm-") + 1);
+  std::error_code ec;
+  std::vector<std::filesystem::path> found;
+  static const std::regex rest("[0-9]+sm-[0-9]+MiB\\.json");   // so "H100" never takes an "H100-PCIe" file
+  for (const auto& entry : std::filesystem::directory_iterator(probe_path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && std::regex_match(name.substr(prefix.size()), rest)) found.push_back(entry.path());
+  }
+  if (found.size() != 1) return 0;   // none, or GPUs of one name with other SM counts: not this one's for sure
+  auto text = read_text(found.front().string());
+  if (!text) return 0;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  const char* key = unit == "TFLOPS" ? "compute_tflops" : "bandwidth_gbps";
+  return j.is_object() && j.contains(key) && j[key].is_number() ? std::max(0.0, j[key].get<double>()) : 0;
+}
+
 DeviceFacts device_facts(const std::vector<KernelProgress>& kernels, size_t index, const std::vector<std::string>& gpu_models) {
   const KernelProgress& k = kernels[index];
   DeviceFacts f{k.gpu, k.arch, k.unit, k.peak};
@@ -51,6 +77,7 @@ DeviceFacts device_facts(const std::vector<KernelProgress>& kernels, size_t inde
     if (f.peak <= 0 && other.peak > 0 && other.unit == f.unit && same_model) f.peak = other.peak;
   }
   if (f.gpu.empty()) f.gpu = !k.model.empty() ? k.model : gpu_models.empty() ? "" : gpu_models.front();
+  if (f.peak <= 0) f.peak = cached_peak(f.gpu, f.unit);
   return f;
 }
 

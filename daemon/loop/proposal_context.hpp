@@ -23,8 +23,13 @@ struct DeviceFacts {
 
 /// From the kernel's own verdicts; else from another kernel's on the same GPU model and resource
 /// (a peak is the GPU's, not the kernel's); else the GPU's name as the driver gave it
-/// (`gpu_models`, the run's workers), and the unit the kernel's metric is measured in.
+/// (`gpu_models`, the run's workers), the unit the kernel's metric is measured in, and the peak
+/// the harness measured on a GPU of that name before (cached_peak).
 DeviceFacts device_facts(const std::vector<KernelProgress>& kernels, size_t index, const std::vector<std::string>& gpu_models);
+
+/// The peak of `unit` ("GB/s" or "TFLOPS") the harness cached for a GPU named `gpu`
+/// (harness/device_peaks.hpp), when exactly one GPU of that name was measured; 0 otherwise.
+double cached_peak(const std::string& gpu, const std::string& unit);
 
 /// Everything a run folder holds that a proposal context is made of.
 struct RunRecords {

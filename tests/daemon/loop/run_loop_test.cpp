@@ -822,3 +822,23 @@ TEST_CASE("a kernel not yet judged takes the peak of its resource from another k
   const DeviceFacts alone = device_facts(initial_progress(cfg), 2, {"NVIDIA H200"});
   CHECK(alone.gpu == "NVIDIA H200");   // the driver's name, before any verdict
 }
+
+TEST_CASE("before any verdict of the run, the peak is the one the harness cached for a GPU of that name", "[loop][facts]") {
+  TempDir dir;
+  const char* old = std::getenv("AUTOKERNEL_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("AUTOKERNEL_CACHE_DIR", dir.path.string().c_str(), 1);
+  dir.write("peaks-NVIDIA_H100_80GB_HBM3-132sm-81559MiB.json", "{\"bandwidth_gbps\": 3001.5, \"compute_tflops\": 620.0}");
+  CHECK(cached_peak("NVIDIA H100 80GB HBM3", "GB/s") == Approx(3001.5));
+  CHECK(cached_peak("NVIDIA H100 80GB HBM3", "TFLOPS") == Approx(620));
+  CHECK(cached_peak("NVIDIA H200", "GB/s") == 0);
+  dir.write("peaks-NVIDIA_H100-132sm-81559MiB.json", "{\"bandwidth_gbps\": 1}");
+  CHECK(cached_peak("NVIDIA H100", "GB/s") == Approx(1));   // not the 80GB HBM3 file
+  const Config cfg = loop_config(dir);
+  const DeviceFacts f = device_facts(initial_progress(cfg), 0, {"NVIDIA H100 80GB HBM3"});
+  CHECK(f.peak == Approx(3001.5));
+  dir.write("peaks-NVIDIA_H100_80GB_HBM3-114sm-81559MiB.json", "{\"bandwidth_gbps\": 2000}");
+  CHECK(cached_peak("NVIDIA H100 80GB HBM3", "GB/s") == 0);   // two cards of that name: neither is known to be this one
+  if (old) setenv("AUTOKERNEL_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("AUTOKERNEL_CACHE_DIR");
+}
