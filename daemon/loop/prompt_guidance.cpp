@@ -8,6 +8,11 @@ std::string budget_text(const ProposalContext& ctx) {
   const KernelBudget& b = ctx.budget;
   std::string t = "This is experiment " + std::to_string(ctx.experiment) + " of the run, number " +
                   std::to_string(b.experiments + 1) + " on this kernel.\n";
+  if (ctx.first_file) {
+    t += "First files that failed so far: " + std::to_string(b.first_tries) + " of " + std::to_string(b.max_first_tries) +
+         " (the kernel stops at " + std::to_string(b.max_first_tries) + " without a passing first file).\n";
+    return t + "Once a first file passes, the reverts and broken proposals are counted against their own caps.";
+  }
   t += "Reverts in a row: " + std::to_string(b.reverts_in_a_row) + " of " + std::to_string(b.max_reverts) +
        " (a file that is correct but not faster, or wrong, counts; a kept file resets it; the kernel stops at " +
        std::to_string(b.max_reverts) + ").\n";

@@ -136,6 +136,8 @@ ProposalContext proposal_context(const RunRecords& run, size_t index, std::vecto
   b.target_speedup = cfg.convergence.target_speedup;
   b.hours_spent = k.seconds / 3600;
   b.max_hours = cfg.convergence.max_hours_per_kernel;
+  b.first_tries = k.first_tries;
+  b.max_first_tries = cfg.convergence.first_candidate_tries;
   if (auto n = run.notes->find(k.tag); n != run.notes->end()) {
     ctx.scratchpad = n->second.scratchpad;
     ctx.shown_variant = n->second.show_variant;

@@ -38,6 +38,8 @@ struct KernelBudget {
   int broken_in_a_row = 0, max_broken = 0;
   double target_pct_peak = 0, target_speedup = 0;
   double hours_spent = 0, max_hours = 0;
+  /// A user type's first files that failed, against [convergence] first_candidate_tries.
+  int first_tries = 0, max_first_tries = 0;
 };
 
 struct ProposalContext {

@@ -145,10 +145,24 @@ TEST_CASE("golden prompt: a user type's first file", "[prompts][golden][user_typ
   ctx.dtype = "fp32";
   ctx.first_file = true;
   ctx.gpu = "NVIDIA H100 80GB HBM3";
-  ctx.budget = {0, 0, 5, 0, 8, 0.9, 2.0, 0, 2.0};
+  ctx.budget = {0, 0, 5, 0, 8, 0.9, 2.0, 0, 2.0, 0, 5};
   auto q = build_chat_request(ctx, 8000);
   REQUIRE(q.ok());
   CHECK_THAT(q->user, Catch::Contains("GPU: NVIDIA H100 80GB HBM3 (sm_90a unless told otherwise); measured peak GB/s (the harness"));
   CHECK_THAT(q->user, !Catch::Contains("not yet queried"));
   check_golden("user-type-first-file", ctx);
+
+  // A first file that failed is shown whole, with what the harness said, and the model is asked again.
+  PastExperiment failed;
+  failed.experiment = 1;
+  failed.description = "first file, not passing: one thread per element";
+  failed.source = "template <typename T> __global__ void gelu_golden_kernel(const T* x, T* out, int batch_size, int dim) {}\n";
+  failed.correctness = "FAIL";
+  failed.failure = "shape sweep: wrong output on 3x5 fp32 at [0, 0]: got 0, expected 0.841";
+  failed.move = MoveKind::Baseline;
+  ctx.history = {failed};
+  ctx.experiment = 2;
+  ctx.budget.experiments = 1;
+  ctx.budget.first_tries = 1;
+  check_golden("user-type-first-file-after-a-failure", ctx);
 }

@@ -32,4 +32,7 @@ TEST_CASE("the phase: radical when stuck at a low roofline fraction, combine win
   ProposalContext first = at(0, 0);
   first.first_file = true;
   CHECK_THAT(phase_text(first), Catch::StartsWith("First file"));
+  first.budget.first_tries = 2;
+  first.budget.max_first_tries = 5;
+  CHECK_THAT(budget_text(first), Catch::Contains("First files that failed so far: 2 of 5") && !Catch::Contains("Reverts in a row"));
 }
