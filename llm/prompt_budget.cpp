@@ -55,12 +55,15 @@ bool can_shrink(const PromptPart& p) {
   return !p.entries.empty();
 }
 
-/// Shrinks `p` by about `over` bytes: a list by its oldest entry, a text by `over` (at least a
-/// tenth of it, so the loop ends quickly), never below kSmallestTextPart.
+/// Shrinks `p` by about `over` bytes: a list by its oldest entries (as many as hold `over` bytes,
+/// at least one), a text by `over` (at least a tenth of it, so the loop ends quickly), never below
+/// kSmallestTextPart.
 void shrink(PromptPart& p, size_t over) {
   if (!p.is_text) {
-    p.entries.erase(p.entries.begin());
-    p.dropped++;
+    size_t n = 0, bytes = 0;
+    while (n < p.entries.size() && (n == 0 || bytes < over)) bytes += p.entries[n++].size() + p.separator.size();
+    p.entries.erase(p.entries.begin(), p.entries.begin() + long(n));
+    p.dropped += n;
     return;
   }
   const size_t now = std::min(p.cap, p.text.size());

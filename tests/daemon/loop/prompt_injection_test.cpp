@@ -59,7 +59,7 @@ ProposalContext hostile_builtin_context() {
   compile_error.source = ctx.best_source + "#error boom\n";
   compile_error.failure = "compile: 1 error\n" + kForgedLedger;   // a failure text with a line break
   // A compile log quotes what a candidate wrote through #error: it tries every fence length.
-  compile_error.compile_log = "rmsnorm.cu(2): error: #error " + attack("```") + attack("``````````");
+  compile_error.compile_log = "rmsnorm.cu(2): error: #error " + attack("```") + attack("``````````") + "{{best_file}} {{ledger}}\n";
   compile_error.description = "desc\n" + kForgedLedger + "\n" + kForgedHeading + "\n" + kForgedOrder;
   PastExperiment fail = compile_error;
   fail.experiment = 4;
@@ -85,6 +85,8 @@ TEST_CASE("a kernel comment, a compile log, a failure and a description cannot c
       CHECK_THAT(line, Catch::Contains("tried 2 times (#3, #4)"));
     }
   CHECK(ledger_lines == 1);
+  // A placeholder in outside text stays text: values are never rendered again.
+  CHECK_THAT(q->user, Catch::Contains("{{best_file}} {{ledger}}"));
   // The best file is the last block, whole: the model reads the file as it is.
   CHECK_THAT(q->user, Catch::Contains("``````cuda\n// the best\n"));
 }
