@@ -149,9 +149,9 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
   const double floor_us = ctx.pct_peak > 0 ? ctx.best_us * ctx.pct_peak : 0;
   const std::string unit = unit_of(ctx);
   std::map<std::string, std::string> values{{"gpu", ctx.gpu.empty() ? "the run's GPU (its name comes with the first verdict)" : ctx.gpu},
-                      {"arch", ctx.arch.empty() ? "sm_90a unless told otherwise" : ctx.arch},
+                      {"arch", ctx.arch.empty() ? "its arch comes with the first verdict" : ctx.arch},
                       {"peak", ctx.peak > 0 ? format_numbers("%.0f ", ctx.peak) + unit
-                                            : unit + " (the harness measures this GPU's peak with the first verdict)"},
+                                            : "not known yet (the harness measures this GPU's " + unit + " with the first verdict)"},
                       {"kernel_type", spec.type},
                       {"summary", spec.summary},
                       {"entry_signature", spec.abi()},

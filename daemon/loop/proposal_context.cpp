@@ -95,7 +95,7 @@ ProposalContext proposal_context(const RunRecords& run, size_t index, std::vecto
   ctx.keep_threshold = cfg.convergence.keep_threshold;
   const DeviceFacts facts = device_facts(*run.kernels, index, run.gpu_models);
   ctx.gpu = facts.gpu;
-  ctx.arch = facts.arch;
+  ctx.arch = facts.arch.empty() && cfg.gpu.arch != "auto" ? cfg.gpu.arch : facts.arch;
   ctx.throughput_unit = facts.unit;
   ctx.peak = facts.peak;
   ctx.best_source = read_text(run.root + "/kernels/" + k.tag + ".cu").value_or("");
