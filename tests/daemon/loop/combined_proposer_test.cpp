@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/combined_proposer.hpp"
 #include "daemon/loop/experiment_ledger.hpp"
+#include "tests/daemon/loop/loop_fixtures.hpp"
 
 using namespace ak;
 
@@ -81,4 +83,32 @@ TEST_CASE("the config picks the proposer: the tuner, the LLM, or both", "[propos
   CHECK(&configured_proposer(c, tuner, llm, both) == &llm);
   c.with_tuner = true;
   CHECK(&configured_proposer(c, tuner, llm, both) == &both);
+}
+
+TEST_CASE("in the loop, the tuner sweeps each new best and the LLM edits in between", "[proposer][tuner][loop]") {
+  test::TempDir dir;
+  test::ScriptedEvaluator ev;
+  test::ScriptedProposer llm;
+  test::ManualClock clock;
+  // The LLM's edit keeps the starter's knobs, so the tuner has a file to sweep after it is kept.
+  llm.queue.push_back({"// us=90\n" + rmsnorm_spec().starter_source(), "the LLM's edit", 10, 0});
+  BuiltinTuner tuner;
+  CombinedProposer both(tuner, llm);
+  RunLoop loop(test::loop_config(dir, "max_experiments = 6\n"), ev, both, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = test::rows_of(loop);
+  for (auto& r : rows) UNSCOPED_INFO(r.experiment << " " << r.description << " " << r.correctness << " " << r.kept);
+  REQUIRE(rows.size() == 6);
+  auto tuners = [](const ResultRow& r) {
+    return r.description.rfind("tier ", 0) == 0 || r.move == MoveKind::Structure;
+  };
+  // 1 the baseline; 2, 3 the tuner's moves from it; 4 the LLM's edit, kept; 5, 6 the tuner's
+  // moves from that new best.
+  CHECK(tuners(rows[1]));
+  CHECK(tuners(rows[2]));
+  CHECK(rows[3].description == "the LLM's edit");
+  CHECK(rows[3].kept);
+  CHECK(tuners(rows[4]));
+  CHECK(tuners(rows[5]));
+  CHECK(llm.seen.size() == 1);
 }
