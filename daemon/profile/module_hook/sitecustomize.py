@@ -89,17 +89,23 @@ def _rng_kept(torch):
     return fork(devices=devices)
 
 
+@contextlib.contextmanager
+def _unseen(torch):
+    """A constructor tried by the hook: the random state kept, its output and warnings swallowed,
+    so that trying it never changes the program (what it raises, the caller catches)."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_rng_kept(torch))
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        yield stack
+
+
 def _no_argument_state(torch, cls):
-    """The public attributes of `cls()`, or None when it cannot be built with no arguments. The
-    constructor runs with the random state kept, its output and warnings swallowed, and whatever
-    it raises caught: trying it never changes the program."""
+    """The public attributes of `cls()`, or None when it cannot be built with no arguments."""
     try:
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_rng_kept(torch))
-            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore")
+        with _unseen(torch):
             return _public_state(cls())
     except (Exception, SystemExit):
         return None
@@ -143,12 +149,7 @@ def _rebuilt_by(torch, module, kwargs):
     """Whether `type(module)(**kwargs)`, built on the meta device (no memory, no random draws of the
     program's), has this instance's public attributes: the check that the arguments are right."""
     try:
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_rng_kept(torch))
-            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore")
+        with _unseen(torch) as stack:
             device = getattr(torch, "device", None)
             if callable(device):
                 stack.enter_context(device("meta"))
