@@ -81,8 +81,9 @@ struct Verdict {
   /// User types: the module under torch.compile at the timed shape and dtype (0: not measured;
   /// why is in notes), beside PyTorch eager, which is their baseline.
   double torch_compile_us = 0;
-  /// User types: every checked output also within KernelBench's own tolerance (atol = rtol =
-  /// 1e-2), so a result can be compared with KernelBench's; unset for built-in types.
+  /// User types: every checked output also within KernelBench's own checker (atol = rtol: fp32
+  /// 1e-4, fp16 and bf16 1e-2, against PyTorch as KernelBench runs it), so a result can be compared
+  /// with KernelBench's; unset for built-in types.
   std::optional<bool> kernelbench_pass;
   double peak_vram_mb = 0;
   PairedTiming paired;          ///< against the current best, when the request gave one
