@@ -21,6 +21,7 @@
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
 #include "daemon/profile/profile_data.hpp"
+#include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/profile/user_type_offer.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "harness/cupti_library.hpp"
@@ -170,6 +171,11 @@ int plan_command(const Args& args) {
   std::string toml = plan_toml(plan, fs::path(file).filename().string());
   if (!user_types.empty()) {
     auto offers = user_type_offers(plan);
+    for (const UserTypeOffer& o : offers)
+      if (o.refusal.empty() && o.range.init == "args" && !python_available(python))
+        return std::fprintf(stderr, "autokernel plan: --python %s: no such Python, and module %s is a layer whose spec is read by "
+                                    "running its reference with torch: give --python PATH\n",
+                            terminal_safe(python).c_str(), o.range.name.c_str()), kExitUsage;
     std::vector<std::string> kept;
     if (auto w = write_user_type_offers(offers, user_types, fs::path(file).filename().string(), python, kept); !w)
       return std::fprintf(stderr, "autokernel plan: %s\n", w.error().message.c_str()), kExitFailure;

@@ -384,6 +384,28 @@ TEST_CASE("the written spec parses as a user type beside a reference that is val
   }
 }
 
+TEST_CASE("plan --user-types with a layer to offer and no such --python exits 2 before writing anything", "[profile][cli][user_type]") {
+  test::Recorder r;
+  double t = 0;
+  for (int s = 0; s < 2; ++s) {
+    long long id = r.push("ak.module:Conv2d sizes=[[8, 3, 32, 32]] dtype=fp16 class=torch.nn.modules.conv:Conv2d params=2 buffers=0 "
+                          "leaf=1 init=args kwargs={\"in_channels\":3,\"kernel_size\":[3,3],\"out_channels\":8} train=0 args=1",
+                          t += 1);
+    r.kernel("sm90_xmma_fprop_implicit_gemm_f16f16", t += 1, 50);
+    r.pop(id, t += 1);
+  }
+  auto p = build_profile(r.records, 0);
+  REQUIRE(p.ok());
+  test::TempDir d;
+  const std::string prof = d.write("vision.json", json(*p).dump());
+  auto run = test::run_autokernel("plan " + prof + " --user-types " + (d.path / "types").string() + " --python " +
+                                  (d.path / "no-python").string());
+  INFO(run.out);
+  CHECK(run.exit_code == 2);
+  CHECK_THAT(run.out, Catch::Contains("no such Python") && Catch::Contains("module Conv2d"));
+  CHECK_FALSE(fs::exists(d.path / "types"));
+}
+
 TEST_CASE("plan --user-types on the command line writes the files, and --write makes a config that loads them", "[profile][cli][user_type]") {
   test::TempDir d;
   const Profile p = block_profile();
