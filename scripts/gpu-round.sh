@@ -41,6 +41,10 @@
 #                                 variants benched in fp16 and bf16, the libraries timed the same
 #                                 way, then config/tensor-cores.toml (TENSOR_LOOP=0 skips it);
 #                                 writes tensor.tar.gz to $OUT
+#   scripts/gpu-round.sh short-rows on the GPU machine: rmsnorm's starter and variants benched at a
+#                                 decoder's q/k-norm rows (65536 and 16384 rows of 128, fp16 and
+#                                 bf16), config/short-rows.toml (the builtin tuner there), then
+#                                 PyTorch at the same shapes; writes short-rows.tar.gz to $OUT
 # Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -407,6 +411,25 @@ variants() {
   tar -czf "$out/variants.tar.gz" -C "$out" variants && rm -rf "$w"
 }
 
+short_rows() {
+  device_env
+  local w="$out/short-rows"
+  mkdir -p "$w"
+  for shape in 65536x128 16384x128; do
+    for dtype in fp16 bf16; do
+      "$ak" bench starter kernels_cuda/rmsnorm/variants/*.cu --kernel rmsnorm --shape "$shape" --dtype "$dtype" --json \
+        > "$w/bench-$shape-$dtype.jsonl" 2> "$w/bench-$shape-$dtype.log"
+    done
+  done
+  rm -rf runs/short-rows
+  local t0=$(date +%s)
+  "$ak" run --config config/short-rows.toml > "$w/run.log" 2>&1; echo "exit $? after $(( $(date +%s) - t0 )) s" >> "$w/run.log"
+  "$ak" status --run runs/short-rows > "$w/status.txt" 2>&1
+  cp runs/short-rows/results.tsv "$w/" 2>/dev/null
+  python3 scripts/pytorch-baselines.py rmsnorm@65536x128 rmsnorm@16384x128 > "$w/torch.jsonl" 2> "$w/torch.err"
+  tar -czf "$out/short-rows.tar.gz" -C "$out" short-rows && rm -rf "$w"
+}
+
 nine() {
   device_env
   local w="$out/nine"
@@ -462,6 +485,7 @@ case ${1:-} in
   tensor) tensor ;;
   variants) variants ;;
   nine) nine ;;
+  short-rows) short_rows ;;
   profile) profile ;;
   llm) llm ;;
   loop) loop ;;

@@ -13,6 +13,7 @@ One JSON object a line:
 Run it in the same GPU call as the loop it is compared with: a ratio means something only there.
 PyTorch is used to measure baselines only; autokernel does not depend on it.
 Usage: pytorch-baselines.py [TYPE...]   (default: all nine)
+       TYPE may be rmsnorm@RxC: rmsnorm at another shape (a decoder's q/k norm: rmsnorm@65536x128)
 """
 import json
 import sys
@@ -80,6 +81,14 @@ def cases():
     }
 
 
+def row_norm_case(name):
+    """rmsnorm@RxC: F.rms_norm over rows of C, eager, and the formula compiled, as in cases()."""
+    rows, cols = (int(v) for v in name.split("@", 1)[1].split("x"))
+    x, w = rand(rows, cols), torch.rand(cols, device=dev, dtype=f16) + 0.5
+    return (f"F.rms_norm over {rows} rows of {cols}", lambda: F.rms_norm(x, (cols,), w, 1e-6),
+            lambda: rms_formula(x, w))
+
+
 def time_us(fn):
     p10, p50, p90 = do_bench(fn, warmup=25, rep=200, quantiles=[0.1, 0.5, 0.9])
     return p50 * 1e3, p10 * 1e3, p90 * 1e3
@@ -119,7 +128,11 @@ def kernel_us(fn, calls=30):
 
 def main():
     wanted = sys.argv[1:] or None
-    for name, (what, eager, to_compile) in cases().items():
+    chosen = cases()
+    for name in wanted or []:
+        if name.startswith("rmsnorm@"):
+            chosen[name] = row_norm_case(name)
+    for name, (what, eager, to_compile) in chosen.items():
         if wanted and name not in wanted:
             continue
         for variant, fn in (("eager", eager), ("torch.compile", to_compile)):

@@ -7,6 +7,7 @@
 #include "harness/nvrtc_compile.hpp"
 #include "harness/ptxas_log.hpp"
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
 
 using namespace ak;
 
@@ -39,6 +40,18 @@ TEST_CASE("every starter and every reference compiles for sm_90a and sm_80 witho
           CHECK(f.registers > 0);   // ptxas statistics were read
         }
       }
+}
+
+TEST_CASE("every variant compiles for sm_90a without a GPU, one entry per dtype", "[nvrtc]") {
+  for (auto* spec : all_specs())
+    for (auto& v : kernel_variants(spec->type)) {
+      INFO(spec->type << " variant " << v.name);
+      auto out = nvrtc_compile(request(*spec, *v.source, "sm_90a"));
+      REQUIRE(out.ok());
+      CHECK(out->ok);
+      CHECK(out->log.empty());
+      REQUIRE(out->functions.size() == spec->dtypes.size());
+    }
 }
 
 TEST_CASE("a compile error comes back verbatim with the line", "[nvrtc]") {
