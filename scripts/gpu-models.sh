@@ -15,6 +15,15 @@
 #                                        (after tune hf_llama): where the step's time goes now
 #   scripts/gpu-models.sh starters       the seven row-wise starters exported as one package (from a
 #                                        folder laid out as a run's) and checked the same way
+#   scripts/gpu-models.sh step-round [MODEL...]  (default hf_qwen3 hf_olmo2 hf_phi3) the Liger wheel of
+#                                        .whl/ installed, then each model as a user goes: profile,
+#                                        plan, a short builtin run, export, and verify in fp16 and bf16
+#                                        with --cuda-graphs (capture() among the rows) and --liger, and
+#                                        --compile in one mode (COMPILE_MODE, default reduce-overhead)
+#                                        while the time allows; the export's [gpu] tests first. Within
+#                                        STEP_BUDGET_S (default 470 s): a model or a compile that would
+#                                        not fit is skipped and said. Everything in $OUT/step-round.tar.gz,
+#                                        the summary table also in $OUT/step-round.txt
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
@@ -49,7 +58,7 @@ tune() {
   "$ak" plan "$work/profile.json" --top 20 > "$out/$model-plan.txt" 2>&1
   {
     printf '# Planned from examples/models/%s.py (autokernel plan), memory-bound types only.\n' "$model"
-    printf '[run]\nname = "%s"\nworkdir = "%s/runs"\nmax_hours = 0.04\n\n' "$model" "$work"
+    printf '[run]\nname = "%s"\nworkdir = "%s/runs"\nmax_hours = %s\n\n' "$model" "$work" "${RUN_HOURS:-0.04}"
     printf '[llm]\nprovider = "builtin"\n\n[convergence]\ntarget_speedup = 20\n\n'
     sed -n '/^# \[\[kernel\]\] entries planned/,$p' "$out/$model-plan.txt" | memory_bound_entries
   } > "$work/config.toml"
@@ -60,6 +69,9 @@ tune() {
   "$ak" status --run "$work/runs/$model" > "$out/$model-status.txt" 2>&1
   cp "$work/runs/$model/results.tsv" "$out/$model-results.tsv"
   "$ak" export --run "$work/runs/$model" --out "$work/pkg" > "$out/$model-export.log" 2>&1
+  echo "export exit $?" >> "$out/$model-export.log"
+  cp "$work/pkg/autokernel_ops/manifest.json" "$out/$model-manifest.json" 2>/dev/null
+  [ -n "${QUICK:-}" ] && return  # the step round: verify builds and checks the ops itself
   "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels >> "$out/$model-export.log" 2>&1
   tar -czf "$out/$model-pkg.tar.gz" -C "$work" pkg hf
   t0=$(date +%s)
@@ -72,7 +84,7 @@ verify() {
   local model=$1 work=/tmp/ak-models/$1 label=$1${VERIFY_LABEL:+-$VERIFY_LABEL}
   shift
   local t0=$(date +%s)
-  "$ak" verify --model "examples/models/$model.py" --ops "$work/pkg" --profile "$work/profile.json" \
+  timeout "${VERIFY_TIMEOUT_S:-0}" "$ak" verify --model "examples/models/$model.py" --ops "$work/pkg" --profile "$work/profile.json" \
       --out "$out/$label-verify.json" "$@" > "$out/$label-verify.log" 2>&1
   echo "verify exit $? after $(( $(date +%s) - t0 )) s" >> "$out/$label-verify.log"
 }
@@ -135,6 +147,80 @@ round() {
   done
 }
 
+# The one command of the step round: everything under a folder of its own, packed into one archive
+# after each model (only a few files come back from the GPU machine), a table printed last.
+step_round() {
+  local out=/tmp/ak-step-round budget=${STEP_BUDGET_S:-470} start model dtype
+  rm -rf "$out" && mkdir -p "$out"
+  start=$(date +%s)
+  elapsed() { echo $(( $(date +%s) - start )); }
+  # Liger-Kernel, pure Python and triton, travels as a wheel (nothing is downloaded there).
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      > "$out/liger-install.log" 2>&1 && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  echo "liger install exit $? ($(ls .whl 2>/dev/null | tr '\n' ' '))" >> "$out/liger-install.log"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
+  # The export's own GPU tests: per-shape dispatch, fp32 rotary tables, capture().
+  timeout 150 .gpu-bundle/autokernel_tests "[export-ops-gpu]" > "$out/export-gpu-tests.log" 2>&1
+  echo "export [gpu] tests exit $? after $(elapsed) s" >> "$out/export-gpu-tests.log"
+  # Seconds a model's tune and eager verify take at most, and one compiled verify: measured on the
+  # first model, assumed before it (a model that would end past the budget is skipped).
+  local per_model=${STEP_MODEL_S:-150} per_compile=${STEP_COMPILE_S:-120} t0 tune_s
+  for model in "${@:-hf_qwen3 hf_olmo2 hf_phi3}"; do
+    for model in $model; do
+      if (( $(elapsed) + per_model > budget )); then
+        echo "$model: skipped: $(elapsed) s of the $budget s budget spent, a model takes about $per_model s" >> "$out/step-round.txt"
+        continue
+      fi
+      t0=$(date +%s)
+      RUN_HOURS=${RUN_HOURS:-0.012} QUICK=1 tune "$model"
+      tune_s=$(( $(date +%s) - t0 ))
+      echo "$model: profiled, tuned and exported in $tune_s s" >> "$out/step-round.txt"
+      for dtype in fp16 bf16; do
+        local compile=()
+        if (( $(elapsed) + per_compile + 40 <= budget )); then
+          compile=(--compile --compile-mode "${COMPILE_MODE:-reduce-overhead}")
+        else
+          echo "$model $dtype: verified without --compile: $(elapsed) s of the $budget s budget spent" >> "$out/step-round.txt"
+        fi
+        local v0=$(date +%s)
+        # Never past the device's 600 s a command: what is done by then still gets packed.
+        VERIFY_TIMEOUT_S=$(( budget + 90 - $(elapsed) > 30 ? budget + 90 - $(elapsed) : 30 )) VERIFY_LABEL=$dtype verify "$model" --dtype "$dtype" --steps "${STEPS:-30}" --cuda-graphs --liger "${compile[@]}"
+        (( ${#compile[@]} )) && per_compile=$(( $(date +%s) - v0 ))
+      done
+      # The next model's tune and uncompiled verifies: this one's tune and two verifies of 45 s.
+      per_model=$(( tune_s + 90 ))
+      tar -czf "$OUT_DIR/step-round.tar.gz" -C /tmp ak-step-round 2>/dev/null
+    done
+  done
+  step_summary "$out" | tee "$out/step-round-table.txt"
+  cat "$out/step-round-table.txt" >> "$out/step-round.txt"
+  cp "$out/step-round.txt" "$OUT_DIR/step-round.txt"
+  tar -czf "$OUT_DIR/step-round.tar.gz" -C /tmp ak-step-round
+}
+
+# One line per verified model and dtype: each row's median ms, and the ratios the goals name.
+step_summary() {
+  python3 - "$1" <<'PY'
+import glob, json, os, sys
+rows = [("eager", "eager"), ("ops", "autokernel"), ("graph", "graph"), ("graph+ops", "autokernel_graph"),
+        ("capture", "capture"), ("capture+ops", "autokernel_capture"), ("compile", "compile"),
+        ("compile+ops", "autokernel_compile"), ("liger", "liger")]
+print("model dtype " + " ".join(f"{n:>11}" for n, _ in rows) + "  ops/compile capture+ops/compile served(min)")
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*-verify.json"))):
+    r = json.load(open(path))
+    ms = {n: (r.get(k) or {}).get("median_ms") for n, k in rows}
+    cells = " ".join(f"{ms[n]:11.3f}" if isinstance(ms[n], (int, float)) else f"{'-':>11}" for n, _ in rows)
+    ratio = lambda a, b: f"{ms[a] / ms[b]:.3f}" if ms.get(a) and ms.get(b) else "-"
+    served = [c["share"] for c in (r.get("served") or {}).get("calls", [])]
+    name = os.path.basename(path).replace("-verify.json", "")
+    print(f"{name} {cells}  {ratio('ops', 'compile'):>11} {ratio('capture+ops', 'compile'):>16} "
+          f"{min(served) if served else float('nan'):.3f}")
+    for key in ("liger", "capture", "autokernel_capture"):
+        if isinstance(r.get(key), dict) and "error" in r[key]:
+            print(f"  {key}: {r[key]['error']}")
+PY
+}
+
 case ${1:-} in
   starters) starters ;;
   patched-profile) patched_profile ;;
@@ -142,5 +228,6 @@ case ${1:-} in
   verify) verify "${2:?model}" "${@:3}" ;;
   restore) restore "${2:?archive of /tmp/ak-models}" ;;
   round) round "${@:2}" ;;
-  *) sed -n '2,19p' "$0"; exit 2 ;;
+  step-round) OUT_DIR=$out step_round "${@:2}" ;;
+  *) sed -n '2,28p' "$0"; exit 2 ;;
 esac

@@ -29,9 +29,9 @@ int run_runner(const std::string& python, const std::string& ops_dir, const std:
 
 int verify_command(const Args& args) {
   std::string model, ops, dtype = "fp16", steps = "30", profile_path, out, python = "python3", compile_mode;
-  bool compile = false, no_max_autotune = false, cuda_graphs = false;
+  bool compile = false, no_max_autotune = false, cuda_graphs = false, liger = false;
   ArgParser p("autokernel verify --model FILE.py --ops DIR [--dtype fp16|bf16] [--steps N] [--compile [--compile-mode M] "
-              "[--no-max-autotune]] [--cuda-graphs] [--profile P.json]",
+              "[--no-max-autotune]] [--cuda-graphs] [--liger] [--profile P.json]",
               "Runs a model with and without the ops of an exported package (autokernel export), compares both\n"
               "outputs with the model's own fp32 output, and times both (CUDA events, warm-up, median of N steps).\n"
               "The outputs agree when the error with the ops is at most twice the model's own in that dtype (or\n"
@@ -39,7 +39,9 @@ int verify_command(const Args& args) {
               "planned from), the one the Amdahl plan predicts from the kernels' speedups and shares. Exits 1\n"
               "when the outputs disagree. Also measures the CPU time of one call of each replacement and the GPU's\n"
               "idle time per step the ops add. --compile times each torch.compile mode and decides, on the whole\n"
-              "compiled step, which ops run under it. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
+              "compiled step, which ops run under it. --cuda-graphs also times the step as CUDA graphs, and as\n"
+              "autokernel_ops.capture runs it; --liger, Liger-Kernel's patch for the model's family. Counts, per\n"
+              "replaced function, the calls an op served and which exported file served them. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
   p.option("model", "FILE.py", "the model file", &model)
       .option("ops", "DIR", "the package autokernel export wrote", &ops)
       .option("dtype", "fp16|bf16", "the dtype of the run (default fp16)", &dtype)
@@ -48,7 +50,9 @@ int verify_command(const Args& args) {
       .option("compile-mode", "MODE", "time this torch.compile mode only (default: default, max-autotune-no-cudagraphs, "
               "reduce-overhead)", &compile_mode)
       .flag("no-max-autotune", "leave out max-autotune-no-cudagraphs (slow to compile)", &no_max_autotune)
-      .flag("cuda-graphs", "also time one step replayed as a CUDA graph, without and with the ops", &cuda_graphs)
+      .flag("cuda-graphs", "also time one step replayed as a CUDA graph, without and with the ops, and as "
+            "autokernel_ops.capture runs it", &cuda_graphs)
+      .flag("liger", "also time Liger-Kernel's patch for the model's family (a row that says why not where it is not installed)", &liger)
       .option("profile", "P.json", "the profile the run was planned from: predict the speedup", &profile_path)
       .option("out", "FILE", "also write the report as JSON", &out)
       .option("python", "PATH", "the Python with PyTorch (default python3)", &python);
@@ -76,6 +80,7 @@ int verify_command(const Args& args) {
   if (!compile_mode.empty()) runner.insert(runner.end(), {"--compile-mode", compile_mode});
   if (no_max_autotune) runner.push_back("--no-max-autotune");
   if (cuda_graphs) runner.push_back("--cuda-graphs");
+  if (liger) runner.push_back("--liger");
   if (int rc = run_runner(python, fs::absolute(ops).string(), runner); rc != 0)
     return std::fprintf(stderr, "autokernel verify: the model run failed (exit %d): its output is above\n", rc), kExitFailure;
   auto text = read_text(report_path);
@@ -91,7 +96,7 @@ int verify_command(const Args& args) {
   std::string text_out = "model " + model + " (" + dtype + ", " + report.value("gpu", std::string("?")) + ", PyTorch " +
                          report.value("torch", std::string("?")) + ")\npatched:\n";
   for (auto& n : report.value("patched", std::vector<std::string>{})) text_out += "  " + n + "\n";
-  text_out += timing_table(report) + op_cost_text(report) + compile_decision_text(report);
+  text_out += timing_table(report) + served_text(report) + op_cost_text(report) + compile_decision_text(report);
   for (auto& line : verdict.lines) text_out += line + "\n";
   text_out += format_numbers("end-to-end speedup with the ops: %.3fx", measured);
   if (report.contains("compile") && report["compile"].value("median_ms", 0.0) > 0 && ours_ms > 0)
@@ -99,13 +104,14 @@ int verify_command(const Args& args) {
   report["verdict"] = {{"agrees", verdict.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
                        {"judgements", verdict.lines}, {"speedup", measured}};
   if (!profile.kernels.empty()) {
-    auto parts = prediction_parts(profile, manifest);
+    auto parts = prediction_parts(profile, manifest, served_shares(report));
     const double predicted = predicted_speedup(parts);
     text_out += format_numbers("; the Amdahl plan predicted %.3fx from", predicted);
     nlohmann::json jp = nlohmann::json::array();
     for (auto& part : parts) {
-      text_out += " " + part.type + format_numbers(" f=%.3f s=%.2fx", part.f, part.s);
-      jp.push_back({{"type", part.type}, {"shape", part.shape}, {"f", part.f}, {"s", part.s}});
+      text_out += " " + part.type + (part.shape.empty() ? "" : "@" + part.shape) + format_numbers(" f=%.3f s=%.2fx", part.f, part.s);
+      if (part.served < 1) text_out += format_numbers(" (served %.0f%%)", 100 * part.served);
+      jp.push_back({{"type", part.type}, {"shape", part.shape}, {"f", part.f}, {"s", part.s}, {"served", part.served}});
     }
     if (parts.empty()) text_out += " no part (no profile row of an exported type)";
     report["verdict"]["predicted_speedup"] = predicted;

@@ -1,5 +1,6 @@
 #include "daemon/export/export_package.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -61,17 +62,46 @@ std::string op_source(const ExportedKernel& k) {
   return it != embedded_python().end() ? it->second : packaged("ops/" + k.type + ".cpp");
 }
 
-nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<ExportedModule>>& modules,
+/// The kernels grouped by type, in the order of their first file; within a type in the order given
+/// (kept_kernels lists a type's files by weight, the heaviest first).
+std::vector<std::vector<const ExportedKernel*>> by_type(const std::vector<ExportedKernel>& kernels) {
+  std::vector<std::vector<const ExportedKernel*>> groups;
+  for (auto& k : kernels) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.front()->type == k.type; });
+    if (it == groups.end()) groups.push_back({&k});
+    else it->push_back(&k);
+  }
+  return groups;
+}
+
+/// One file's entry in the manifest: where it came from, what it was tuned at and measured, and
+/// its compiled modules.
+nlohmann::json file_entry(const ExportedKernel& k, const std::vector<ExportedModule>& modules) {
+  const KernelSpec& spec = **spec_of(k);  // common_files has refused a file without one
+  nlohmann::json compiled = nlohmann::json::array(), tuned = nlohmann::json::array();
+  for (auto& m : modules) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
+  if (auto dims = tuned_dimensions(spec, k.shape); !dims.empty()) tuned.push_back(dims);
+  return {{"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin}, {"modules", compiled},
+          {"entries", modules.front().entries}, {"shape", k.shape}, {"dtype", k.dtype}, {"tuned_shapes", tuned},
+          {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup}};
+}
+
+/// One entry per type, with its first file's fields as an export of one file per type had them
+/// (so that a reader of that schema still finds them), and "files": every file of the type, in
+/// the launcher's order (the index pick_<type> and <type>_launches answer with).
+nlohmann::json manifest(const std::vector<ExportedKernel>& kernels, const std::map<std::string, std::vector<std::vector<ExportedModule>>>& modules,
                         const std::vector<std::string>& left_out) {
   nlohmann::json ops = nlohmann::json::array();
-  for (auto& k : kernels) {
-    const KernelSpec& spec = **spec_of(k);  // common_files has refused a file without one
-    nlohmann::json compiled = nlohmann::json::array();
-    for (auto& m : modules.at(k.type)) compiled.push_back({{"arch", m.arch}, {"bytes", m.cubin.size()}});
-    ops.push_back({{"type", k.type}, {"contract_version", spec.contract_version}, {"structure", structure(k)}, {"tag", k.tag}, {"origin", k.origin},
-                   {"modules", compiled}, {"entries", modules.at(k.type).front().entries}, {"shape", k.shape}, {"dtype", k.dtype},
-                   {"best_us", k.best_us}, {"baseline_us", k.baseline_us}, {"speedup", k.speedup},
-                   {"validated", validation(spec)}});
+  for (auto& group : by_type(kernels)) {
+    const ExportedKernel& k = *group.front();
+    const KernelSpec& spec = **spec_of(k);
+    nlohmann::json op = file_entry(k, modules.at(k.type).front());
+    op["type"] = k.type;
+    op["contract_version"] = spec.contract_version;
+    op["validated"] = validation(spec);
+    op["files"] = nlohmann::json::array();
+    for (size_t i = 0; i < group.size(); ++i) op["files"].push_back(file_entry(*group[i], modules.at(k.type).at(i)));
+    ops.push_back(op);
   }
   const int cuda = nvrtc_cuda_version();
   return {{"schema", "autokernel-export-2"}, {"ops", ops}, {"left_out", left_out},
@@ -97,29 +127,36 @@ std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat for
 }
 
 /// The files both layouts share, under `py` (the Python package) and `csrc` (the C++): for each
-/// kernel its compiled modules and its launcher; of the kernel file's text, nothing.
+/// type its files' compiled modules and one launcher for them all; of the kernel files' text, nothing.
 Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, const std::vector<std::string>& archs,
                                   const std::string& py, const std::string& csrc,
-                                  std::map<std::string, std::vector<ExportedModule>>& modules) {
+                                  std::map<std::string, std::vector<std::vector<ExportedModule>>>& modules) {
   PackageFiles files;
   std::vector<const KernelSpec*> specs;
-  for (auto& k : kernels) {
-    auto found = spec_of(k);
-    if (!found) return found.error();
-    const KernelSpec& spec = **found;
-    auto launcher = launcher_source(spec, k.source);
-    if (!launcher) return error(k.origin + ": " + launcher.error().message);
-    auto compiled = compile_for_export(spec, k.source, k.origin, archs);
-    if (!compiled) return compiled.error();
-    files[csrc + k.type + "_module.h"] = module_header(spec, *compiled);
-    files[csrc + k.type + "_launch.cpp"] = *launcher;
-    modules[k.type] = std::move(*compiled);
-    specs.push_back(&spec);
+  for (auto& group : by_type(kernels)) {
+    const std::string& type = group.front()->type;
+    std::vector<TunedFile> tuned;
+    const KernelSpec* spec = nullptr;
+    for (const ExportedKernel* k : group) {
+      auto found = spec_of(*k);
+      if (!found) return found.error();
+      if (!spec) spec = *found;
+      auto compiled = compile_for_export(**found, k->source, k->origin, archs);
+      if (!compiled) return compiled.error();
+      modules[type].push_back(std::move(*compiled));
+      tuned.push_back({k->source, k->shape, k->dtype});
+    }
+    auto launcher = launcher_source(*spec, tuned);
+    if (!launcher) return error(group.front()->origin + ": " + launcher.error().message);
+    files[csrc + type + "_module.h"] = module_header(*spec, modules[type]);
+    files[csrc + type + "_launch.cpp"] = *launcher;
+    specs.push_back(spec);
   }
   files[csrc + "launch.h"] = launch_header(specs);
   files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
+  files[csrc + "file_pick.h"] = packaged("launch/file_pick.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
-  for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py", "_modules.py", "_compile_decision.py", "_timing.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
+  for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py", "_modules.py", "_compile_decision.py", "_timing.py", "_graphs.py", "_served.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
   return files;
 }
 
@@ -139,7 +176,7 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
   if (!state->contains("kernels"))
     return error(run_dir + " is not a run folder (no state.json listing kernels): give the folder autokernel run wrote, e.g. runs/<name>");
   const RunDirectory run(run_dir);
-  std::map<std::string, std::pair<double, ExportedKernel>> best_of_type;  // type -> (weight, kernel)
+  std::vector<std::pair<double, ExportedKernel>> kept;  // (weight, kernel)
   for (auto& k : (*state)["kernels"]) {
     ExportedKernel e;
     e.type = k.value("type", "");
@@ -157,13 +194,15 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
       left_out.push_back(e.tag + format_numbers(": %.3fx its baseline, slower: left out (--include-slower exports it)", e.speedup));
       continue;
     }
-    std::pair<double, ExportedKernel> candidate{k.value("weight", 1.0), e};
-    auto [it, first] = best_of_type.try_emplace(e.type, candidate);
-    if (!first && candidate.first > it->second.first) std::swap(it->second, candidate);
-    if (!first) left_out.push_back(candidate.second.tag + ": another " + e.type + " of more weight is exported");
+    kept.emplace_back(k.value("weight", 1.0), std::move(e));
   }
+  // Every kept file of a type, each tuned at its own shape: types in name order, a type's files by
+  // weight, the heaviest first (file_pick.h's last tie-break).
+  std::stable_sort(kept.begin(), kept.end(), [](auto& a, auto& b) {
+    return a.second.type != b.second.type ? a.second.type < b.second.type : a.first > b.first;
+  });
   std::vector<ExportedKernel> out;
-  for (auto& [type, wk] : best_of_type) out.push_back(wk.second);
+  for (auto& [weight, k] : kept) out.push_back(std::move(k));
   if (out.empty()) return error(run_dir + "/state.json lists no kernel to export");
   return out;
 }
@@ -175,9 +214,15 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
     if (!find_spec(k.type)) return error(k.origin + ": '" + k.type + "' is not a kernel type of this build");
     auto spec = spec_of(k);
     if (!spec) return spec.error();
+    auto first = std::find_if(kernels.begin(), kernels.end(), [&](const ExportedKernel& e) { return e.type == k.type; });
     if (!exportable(**spec))
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
                          " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
+    else if (first != kernels.end() && (**spec_of(*first)).contract_version != (**spec).contract_version)
+      // One op per type: its arguments mean what one version of the contract says.
+      left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": follows version " + std::to_string((**spec).contract_version) +
+                         " of the " + k.type + " contract, the type's first file version " +
+                         std::to_string((**spec_of(*first)).contract_version) + ": left out");
     else
       kernels.push_back(k);
   }
@@ -187,13 +232,13 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
   const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";
   const std::string ops_dir = hf ? "torch-ext/ops/" : csrc;
-  std::map<std::string, std::vector<ExportedModule>> modules;
+  std::map<std::string, std::vector<std::vector<ExportedModule>>> modules;
   auto files = common_files(kernels, archs, py, csrc, modules);
   if (!files) return files.error();
   PackageFiles& f = *files;
   f[ops_dir + "common.h"] = packaged("ops/common.h");
   f[ops_dir + "rotary_tables.h"] = packaged("ops/rotary_tables.h");  // the rotary op's file of each version holds it
-  for (auto& k : kernels) f[ops_dir + k.type + ".cpp"] = op_source(k);
+  for (auto& group : by_type(kernels)) f[ops_dir + group.front()->type + ".cpp"] = op_source(*group.front());
   f[py + "manifest.json"] = manifest(kernels, modules, left_out).dump(2) + "\n";
   f["README.md"] = readme(kernels, format);
   if (!hf) {
@@ -211,9 +256,10 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   // build.toml lists the sources of this export: the launchers and the compiled modules they
   // include, host C++ all of them; there is no .cu to compile.
   std::string torch_src, cuda_src, capabilities;
-  for (auto& k : kernels) {
-    torch_src += ", \"" + ops_dir + k.type + ".cpp\"";
-    cuda_src += ", \"" + csrc + k.type + "_launch.cpp\", \"" + csrc + k.type + "_module.h\"";
+  for (auto& group : by_type(kernels)) {
+    const std::string& type = group.front()->type;
+    torch_src += ", \"" + ops_dir + type + ".cpp\"";
+    cuda_src += ", \"" + csrc + type + "_launch.cpp\", \"" + csrc + type + "_module.h\"";
   }
   for (auto& a : archs) capabilities += std::string(capabilities.empty() ? "" : ", ") + "\"" + capability(a) + "\"";
   std::string& toml = f["build.toml"];

@@ -24,21 +24,41 @@ std::string grid_rule_call(const KernelSpec& spec);
 /// The ak_* constants a kernel file defines ("ak_block_threads", ...), from its text.
 std::vector<std::string> exported_constants(const std::string& kernel_source);
 
-/// launch.h: for each exported file's spec (the version the file declares), the version and the
+/// launch.h: for each exported type's spec (the version its files declare), the version and the
 /// declaration of its launcher,
 ///   #define AK_CONTRACT_VERSION_<type> <version>
 ///   const char* launch_<type>(void* const* buffers, const long long* shape, const float* consts,
 ///                             int dtype, cudaStream_t stream);   // nullptr, or what failed
-///   const char* load_<type>();   // loads the module in the current CUDA context: nullptr, or what failed
+///   const char* load_<type>();   // loads its modules in the current CUDA context: nullptr, or what failed
+///   int files_<type>();                                   // how many files the type carries
+///   int pick_<type>(const long long* shape, int dtype);   // the file a launch of that shape takes
+///   long long launches_<type>(int file);                  // launches of that file so far
 std::string launch_header(const std::vector<const KernelSpec*>& specs);
 
-/// <type>_module.h: the compiled modules as byte arrays, one per architecture, and the lowered
-/// name of each dtype's entry point.
-std::string module_header(const KernelSpec& spec, const std::vector<ExportedModule>& modules);
+/// One kept file of a type as its launcher takes it: its text (for its exported constants, never
+/// copied) and the shape and dtype it was tuned at ("" when not known: a single file exported alone).
+struct TunedFile {
+  std::string source;
+  std::string shape;  ///< "65536x128", the spec's dimensions in order
+  std::string dtype;  ///< "fp16", "bf16", "fp32"
+};
 
-/// <type>_launch.cpp: host C++ only, including <type>_module.h and the package's loaded_module.h;
-/// defines launch_<type> and load_<type> (the op calls load at import, outside any graph capture).
-/// An Error when the file does not export ak_block_threads.
+/// <type>_module.h: each file's compiled modules as byte arrays, one per architecture, and the
+/// lowered name of each dtype's entry point; `files[i]` is the i-th file's modules.
+std::string module_header(const KernelSpec& spec, const std::vector<std::vector<ExportedModule>>& files);
+
+/// <type>_launch.cpp: host C++ only, including <type>_module.h, the package's loaded_module.h and
+/// file_pick.h; defines launch_<type>, which launches the file whose tuned shape is nearest the
+/// call's (file_pick.h states the rule), load_<type>, which loads every file's module (the op calls
+/// it at import, outside any graph capture), and pick_<type>, files_<type> and launches_<type>,
+/// which say which file serves a shape and how often each did. An Error when a file does not
+/// export ak_block_threads.
+Result<std::string> launcher_source(const KernelSpec& spec, const std::vector<TunedFile>& files);
+/// The launcher of one file of unknown tuned shape.
 Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source);
+
+/// The tuned shape of a file as the launcher compares it: one value per dimension of the spec, or
+/// empty when `shape` is not one of the spec's shapes ("" included).
+std::vector<long long> tuned_dimensions(const KernelSpec& spec, const std::string& shape);
 
 }  // namespace ak

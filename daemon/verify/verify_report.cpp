@@ -58,6 +58,8 @@ std::string timing_table(const nlohmann::json& report) {
   out += row("with autokernel ops", report.value("autokernel", nlohmann::json::object()));
   if (report.contains("graph")) out += row("CUDA graph", report["graph"]);
   if (report.contains("autokernel_graph")) out += row("CUDA graph + ops", report["autokernel_graph"]);
+  if (report.contains("capture")) out += row("capture() (causal SDPA)", report["capture"]);
+  if (report.contains("autokernel_capture")) out += row("capture() + ops", report["autokernel_capture"]);
   const std::string best = report.contains("compile") ? report["compile"].value("mode", std::string()) : "";
   if (report.contains("compile_modes") && report["compile_modes"].is_object()) {
     for (auto& [mode, j] : report["compile_modes"].items())
@@ -69,6 +71,28 @@ std::string timing_table(const nlohmann::json& report) {
     const auto& j = report["autokernel_compile"];
     out += row("torch.compile + ops (" + joined(j.value("ops", nlohmann::json::array())) + ")", j);
   }
+  if (report.contains("liger")) out += row("Liger-Kernel's patch", report["liger"]);
+  return out;
+}
+
+std::string served_text(const nlohmann::json& report) {
+  if (!report.contains("served") || !report["served"].contains("calls")) return "";
+  std::string out = "calls served by an op (of a step's calls), per replaced function:\n";
+  for (auto& c : report["served"]["calls"]) {
+    const double calls = num(c, "calls"), served = num(c, "served");
+    out += format_numbers("  %5.1f%% ", calls > 0 ? 100 * served / calls : 0.0) +
+           format_numbers("(%.0f of %.0f) ", served, calls) + c.value("name", std::string("?"));
+    if (num(c, "declined") > 0) out += format_numbers("; %.0f declined in Python", num(c, "declined"));
+    if (num(c, "op_fell_back") > 0) out += format_numbers("; %.0f ran PyTorch's op inside the op", num(c, "op_fell_back"));
+    if (c.contains("files") && c["files"].is_object() && !c["files"].empty()) {
+      std::string files;
+      for (auto& [tag, n] : c["files"].items())
+        files += (files.empty() ? "" : ", ") + tag + format_numbers(" %.0f", n.is_number() ? n.get<double>() : 0.0);
+      out += "; by file: " + files;
+    }
+    out += "\n";
+  }
+  if (report["served"]["calls"].empty()) out += "  no replacement was called by the model\n";
   return out;
 }
 

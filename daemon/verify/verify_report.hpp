@@ -10,8 +10,13 @@
 namespace ak {
 
 /// One line per run the report holds: eager, with the ops, the CUDA graphs, each torch.compile
-/// mode (the fastest marked) and torch.compile with the ops: median, min, max ms and the error.
+/// mode (the fastest marked), torch.compile with the ops, autokernel_ops.capture without and with
+/// the ops, and Liger-Kernel's patch: median, min, max ms and the error.
 std::string timing_table(const nlohmann::json& report);
+
+/// Per replaced function, the share of its calls an op served, why the others were not (declined in
+/// Python, or PyTorch's op inside the op), and how many each exported file served; "" without.
+std::string served_text(const nlohmann::json& report);
 
 /// The CPU time of one call of each replacement beside the original's (the goal is at most
 /// cpu_cost.goal_us), and the GPU's idle time per step with and without the ops; "" when the

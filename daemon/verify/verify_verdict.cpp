@@ -51,6 +51,23 @@ ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtyp
       say("CUDA graph outputs: ", a.agrees, a.why);
     }
   }
+  if (report.contains("autokernel_capture")) {
+    const auto& g = report["autokernel_capture"];
+    const bool baseline_captured = report.contains("capture") && !report["capture"].contains("error");
+    if (g.contains("error") && baseline_captured)
+      say("capture() outputs: ", false, "the step with the ops does not capture (" + g.value("error", std::string()) +
+                                            ") while the step without them does");
+    else if (!g.contains("error")) {
+      const Agreement a = judge_outputs(output_error(report["eager"]), output_error(g), dtype);
+      say("capture() outputs: ", a.agrees, a.why);
+    }
+  }
+  // Liger's patch is judged by the same rule, and said, but is not this package's: it never makes
+  // verify fail.
+  if (report.contains("liger") && !report["liger"].contains("error")) {
+    const Agreement a = judge_outputs(output_error(report["eager"]), output_error(report["liger"]), dtype);
+    v.lines.push_back(std::string("Liger-Kernel's outputs (not judged for the verdict): ") + (a.agrees ? "agree: " : "DISAGREE: ") + a.why);
+  }
   if (report.contains("autokernel_compile") && report.contains("compile") &&
       !report["autokernel_compile"].value("ops", nlohmann::json::array()).empty()) {
     const Agreement a = judge_outputs(output_error(report["compile"]), output_error(report["autokernel_compile"]), dtype);
@@ -59,20 +76,35 @@ ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtyp
   return v;
 }
 
-std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest) {
+std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest, const nlohmann::json& served) {
   std::vector<PredictedPart> parts;
   for (auto& op : manifest.value("ops", nlohmann::json::array())) {
-    const double s = op.value("speedup", 0.0);
-    if (s <= 0) continue;
-    PredictedPart part{op.value("type", ""), op.value("shape", ""), 0, s};
-    for (auto& k : profile.kernels) {
-      if (k.type != part.type) continue;
-      const std::string shape = k.shape.empty() ? "" : shape_str(Shape(k.shape.begin(), k.shape.end()));
-      if (shape.empty() || shape == part.shape) part.f += k.share;
+    const std::string type = op.value("type", "");
+    const double share = served.is_object() && served.contains(type) && served[type].is_number() ? served[type].get<double>() : 1.0;
+    const nlohmann::json files = op.contains("files") && op["files"].is_array() && !op["files"].empty() ? op["files"] : nlohmann::json::array({op});
+    // A profile row without a shape goes to the type's first file only: counted once.
+    bool first = true;
+    for (auto& file : files) {
+      const double s = file.value("speedup", 0.0);
+      PredictedPart part{type, file.value("shape", ""), 0, s, share};
+      for (auto& k : profile.kernels) {
+        if (k.type != part.type) continue;
+        const std::string shape = k.shape.empty() ? "" : shape_str(Shape(k.shape.begin(), k.shape.end()));
+        if ((shape.empty() && first) || (!shape.empty() && shape == part.shape)) part.f += k.share;
+      }
+      first = false;
+      part.f *= share;
+      if (s > 0 && part.f > 0) parts.push_back(part);
     }
-    if (part.f > 0) parts.push_back(part);
   }
   return parts;
+}
+
+nlohmann::json served_shares(const nlohmann::json& report) {
+  if (report.contains("served") && report["served"].is_object() && report["served"].contains("by_type") &&
+      report["served"]["by_type"].is_object())
+    return report["served"]["by_type"];
+  return nlohmann::json::object();
 }
 
 double predicted_speedup(const std::vector<PredictedPart>& parts) {

@@ -52,11 +52,18 @@ ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtyp
 struct PredictedPart {
   std::string type, shape;
   double f = 0, s = 1;
+  double served = 1;  ///< the share of the type's calls its op served (verify measured it): f counts only those
 };
 
-/// The parts: for each op of the export's manifest with a measured speedup, the profile rows of
-/// its type whose shape matches the op's (or that have none), added up.
-std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest);
+/// The parts: for each exported file with a measured speedup (each of a type's "files" in the
+/// manifest, or the op itself in an export of one file per type), the profile rows of its type whose
+/// shape matches the file's (or that have none), added up, times the share of the type's calls the
+/// op served (`served`: {type: share}, from the model run; 1 where absent): a call the op declines
+/// runs PyTorch's code and gains nothing.
+std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohmann::json& manifest,
+                                            const nlohmann::json& served = nlohmann::json::object());
+/// {type: share served} of a model run's report ("served"."by_type"), or an empty object.
+nlohmann::json served_shares(const nlohmann::json& report);
 /// Amdahl over several parts: 1 / ((1 - sum f) + sum f / s).
 double predicted_speedup(const std::vector<PredictedPart>& parts);
 

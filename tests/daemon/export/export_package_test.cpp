@@ -92,8 +92,9 @@ TEST_CASE("every launcher has a load function the op registers, so that modules 
     CHECK_THAT(header, Catch::Contains("const char* load_" + std::string(t) + "();"));
     // The same module object the launch uses: loading it is a lookup later, in the current context.
     CHECK_THAT(files->at("autokernel_ops/csrc/" + std::string(t) + "_launch.cpp"),
-               Catch::Contains("const char* load_" + std::string(t) + "() {\n  const char* error = nullptr;\n  return k" +
-                               std::string(t) + "_module.current(error) ? nullptr : error;\n}"));
+               Catch::Contains("const char* load_" + std::string(t) + "() {\n  const char* error = nullptr;\n"
+                               "  for (autokernel_launch::Module* f : k" + std::string(t) + "_files)\n"
+                               "    if (!f->current(error)) return error;\n  return nullptr;\n}"));
     CHECK_THAT(files->at("autokernel_ops/csrc/" + std::string(t) + ".cpp"), Catch::Contains("AK_LOAD_OP(" + std::string(t) + ")"));
   }
   CHECK_THAT(files->at("autokernel_ops/csrc/common.h"), Catch::Contains("#type \"_load(int device) -> ()\""));
@@ -246,7 +247,7 @@ TEST_CASE("a kernel file that asks for a persistent grid or clusters is not expo
   }
 }
 
-TEST_CASE("a run's kept kernels are read from its state, one per type (the heaviest), a slower one only when asked", "[export]") {
+TEST_CASE("a run's kept kernels are read from its state, every file of a type (the heaviest first), a slower one only when asked", "[export]") {
   test::TempDir run;
   std::filesystem::create_directories(run.path / "kernels");
   run.write("kernels/norm_a.cu", "// a\n");
@@ -254,28 +255,82 @@ TEST_CASE("a run's kept kernels are read from its state, one per type (the heavi
   run.write("kernels/rope.cu", "// rope\n");
   run.write("kernels/soft.cu", "// softmax\n");
   run.write("state.json", R"({"kernels": [
-    {"tag": "norm_a", "type": "rmsnorm", "shape": "4096x2048", "dtype": "fp16", "weight": 0.05, "baseline_us": 40, "best_us": 10, "speedup": 4},
     {"tag": "norm_b", "type": "rmsnorm", "shape": "8x2048", "dtype": "fp16", "weight": 0.01, "baseline_us": 5, "best_us": 4, "speedup": 1.25},
     {"tag": "rope", "type": "rotary_embedding", "shape": "2x16x2048x128", "dtype": "fp16", "weight": 0.1, "baseline_us": 60, "best_us": 20, "speedup": 3},
+    {"tag": "norm_a", "type": "rmsnorm", "shape": "4096x2048", "dtype": "fp16", "weight": 0.05, "baseline_us": 40, "best_us": 10, "speedup": 4},
     {"tag": "soft", "type": "softmax", "shape": "98304x512", "dtype": "fp16", "weight": 0.13, "baseline_us": 85.6, "best_us": 88.0, "speedup": 0.973}]})");
   std::vector<std::string> left_out;
   auto kept = kept_kernels(run.path.string(), false, left_out);
   REQUIRE(kept.ok());
-  REQUIRE(kept->size() == 2);
+  REQUIRE(kept->size() == 3);
+  // Types in name order; a type's files by weight, the heaviest first (file_pick.h's last tie-break).
   CHECK((*kept)[0].tag == "norm_a");
   CHECK((*kept)[0].source == "// a\n");
   CHECK((*kept)[0].speedup == 4);
-  CHECK((*kept)[1].type == "rotary_embedding");
-  REQUIRE(left_out.size() == 2);
-  CHECK_THAT(left_out[0], Catch::StartsWith("norm_b:"));
-  CHECK_THAT(left_out[1], Catch::StartsWith("soft: 0.973x its baseline, slower"));
+  CHECK((*kept)[1].tag == "norm_b");
+  CHECK((*kept)[1].shape == "8x2048");
+  CHECK((*kept)[2].type == "rotary_embedding");
+  REQUIRE(left_out.size() == 1);
+  CHECK_THAT(left_out[0], Catch::StartsWith("soft: 0.973x its baseline, slower"));
   left_out.clear();
   auto all = kept_kernels(run.path.string(), true, left_out);
   REQUIRE(all.ok());
-  CHECK(all->size() == 3);
+  CHECK(all->size() == 4);
   auto missing = kept_kernels((run.path / "nope").string(), false, left_out);
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("not a run folder"));
+}
+
+TEST_CASE("a type's kept files share one launcher that carries each file's module and the shape it was tuned at", "[export]") {
+  ExportedKernel rows = variant("rmsnorm", "row_in_registers"), heads = starter("rmsnorm");
+  rows.tag = "norm", rows.shape = "4096x2048", rows.dtype = "fp16", rows.speedup = 2;
+  heads.tag = "qk_norm", heads.shape = "65536x128", heads.dtype = "bf16", heads.speedup = 1.5;
+  std::vector<std::string> left_out;
+  auto files = package_files({rows, heads}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  CHECK(left_out.empty());
+  const std::string& module = files->at("autokernel_ops/csrc/rmsnorm_module.h");
+  CHECK_THAT(module, Catch::Contains("{\"sm_90a\", krmsnorm_sm_90a, sizeof krmsnorm_sm_90a}"));
+  CHECK_THAT(module, Catch::Contains("{\"sm_90a\", krmsnorm_f1_sm_90a, sizeof krmsnorm_f1_sm_90a}"));
+  CHECK_THAT(module, Catch::Contains("const char* const krmsnorm_f1_entries[] = {"));
+  const std::string& launcher = files->at("autokernel_ops/csrc/rmsnorm_launch.cpp");
+  CHECK_THAT(launcher, Catch::Contains("autokernel_launch::Module* const krmsnorm_files[] = {&krmsnorm_module, &krmsnorm_f1_module};"));
+  CHECK_THAT(launcher, Catch::Contains("    {4096, 2048},  // 4096x2048 fp16\n    {65536, 128},  // 65536x128 bf16\n"));
+  CHECK_THAT(launcher, Catch::Contains("const int krmsnorm_tuned_dtype[] = {0, 1};"));
+  CHECK_THAT(launcher, Catch::Contains("const int file = pick_rmsnorm(s, dtype);"));
+  CHECK_THAT(files->at("autokernel_ops/csrc/launch.h"), Catch::Contains("int pick_rmsnorm(const long long* shape, int dtype);"));
+  CHECK(files->count("autokernel_ops/csrc/file_pick.h") == 1);
+  CHECK(files->count("autokernel_ops/_served.py") == 1);
+  CHECK(files->count("autokernel_ops/_graphs.py") == 1);
+  // The manifest: one entry per type, its first file's fields where a one-file export had them, and every file.
+  const auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  REQUIRE(manifest["ops"].size() == 1);
+  const auto& op = manifest["ops"][0];
+  CHECK(op["type"] == "rmsnorm");
+  CHECK(op["tag"] == "norm");
+  CHECK(op["structure"] == "row_in_registers");
+  CHECK(op["modules"].size() == 1);
+  REQUIRE(op["files"].size() == 2);
+  CHECK(op["files"][1]["tag"] == "qk_norm");
+  CHECK(op["files"][1]["tuned_shapes"] == nlohmann::json::parse("[[65536, 128]]"));
+  CHECK(op["files"][1]["speedup"] == 1.5);
+  // A file of unknown shape (one file exported alone) has none.
+  auto single = package_files({starter("softmax")}, PackageFormat::Torch, left_out);
+  REQUIRE(single.ok());
+  CHECK(nlohmann::json::parse(single->at("autokernel_ops/manifest.json"))["ops"][0]["files"][0]["tuned_shapes"].empty());
+  CHECK_THAT(single->at("autokernel_ops/csrc/softmax_launch.cpp"), Catch::Contains("    {-1, -1},  // not known"));
+}
+
+TEST_CASE("a file of another contract version than its type's first is left out, saying why", "[export]") {
+  auto v1 = read_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
+  REQUIRE(v1);
+  ExportedKernel old_file{"rotary_embedding", "old_rope", "kept.cu", *v1, "2x16x2048x128", "fp16", 0, 0, 0};
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("rotary_embedding"), old_file}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  REQUIRE(left_out.size() == 1);
+  CHECK_THAT(left_out[0], Catch::StartsWith("old_rope: follows version 1 of the rotary_embedding contract, the type's first file version 2"));
+  CHECK(nlohmann::json::parse(files->at("autokernel_ops/manifest.json"))["ops"][0]["files"].size() == 1);
 }
 
 TEST_CASE("the hf-kernels layout has a build.toml naming every source it holds", "[export]") {

@@ -115,6 +115,7 @@ def install():
     torch.Tensor, torch.State, torch.allclose = Tensor, State, allclose
     torch.float16, torch.bfloat16, torch.float32, torch.float64 = float16, bfloat16, float32, float64
     torch.finfo = lambda dt: types.SimpleNamespace(eps=dt.eps)
+    torch.empty = lambda *size, dtype=None, device="cuda:0": Tensor([], dtype, device=device)
     torch.is_grad_enabled = lambda: State.grad
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: State.compiling)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: State.capturing, current_device=lambda: 0)

@@ -364,6 +364,30 @@ class RotaryTables(Base):
         forward(rotary, x, positions)
         self.assertEqual((original.calls, len(self.op_calls("rotary_tables"))), (2, 1))
 
+    def test_a_class_that_keeps_its_tables_in_fp32_gets_fp32_tables_from_the_op_and_stays_checked(self):
+        # OLMo2's rotary class returns cos and sin in fp32 for an fp16 model; the op rounds to `like`'s dtype.
+        original = Calls((torch.Tensor([1.0, 2.0], torch.float32), torch.Tensor([3.0, 4.0], torch.float32)))
+        self.ops.results["rotary_tables"] = lambda inv, pos, like, scaling: (torch.Tensor([1.0, 2.0], like.dtype),
+                                                                             torch.Tensor([3.0, 4.0], like.dtype))
+        forward = R.make_replacement(target("class", "rotary_embedding", "m.Olmo2RotaryEmbedding.forward"), original, self.ops)
+        rotary, x, positions = self.Rotary(), torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            forward(rotary, x, positions)   # the first call: learns the class's dtype, then compares
+            cos, sin = forward(rotary, x, positions)
+        self.assertEqual(stderr.getvalue(), "")   # not withdrawn
+        self.assertEqual((cos.dtype, sin.dtype, original.calls), (torch.float32, torch.float32, 1))
+        like = self.op_calls("rotary_tables")[-1][1][2]
+        self.assertIsNot(like, x)
+        self.assertEqual((like.dtype, like.device), (torch.float32, x.device))
+
+    def test_a_class_that_rounds_its_tables_to_the_models_dtype_gets_them_like_x(self):
+        original, forward = self.tables()
+        rotary, x, positions = self.Rotary(), torch.Tensor([0.0]), torch.Tensor([0.0, 1.0], ndim=2)
+        forward(rotary, x, positions)
+        forward(rotary, x, positions)
+        self.assertIs(self.op_calls("rotary_tables")[-1][1][2], x)
+
 
 class Projection:
     """A Linear stand-in: records its inputs and returns `values`, which need gradients where grad

@@ -43,6 +43,37 @@ TEST_CASE("the table has a row for each run the report holds, the fastest compil
   CHECK_THAT(timing_table(failed), Catch::Contains("CUDA graph + ops                   failed: RuntimeError: operation not permitted"));
 }
 
+TEST_CASE("capture() and Liger's patch are rows of the table, and a failure says why", "[verify]") {
+  auto r = full_report();
+  r["capture"] = {{"rel_l2", 0.003}, {"finite", true}, {"median_ms", 6.8}, {"causal_sdpa", true}};
+  r["autokernel_capture"] = {{"rel_l2", 0.003}, {"finite", true}, {"median_ms", 5.25}};
+  r["liger"] = {{"error", "liger_kernel is not installed (ModuleNotFoundError: No module named 'liger_kernel'): pip install liger-kernel"}};
+  const std::string t = timing_table(r);
+  CHECK_THAT(t, Catch::Contains("capture() (causal SDPA)") && Catch::Contains("capture() + ops") && Catch::Contains("5.250"));
+  CHECK_THAT(t, Catch::Contains("Liger-Kernel's patch               failed: liger_kernel is not installed"));
+  auto v = judge_report(r, "fp16");
+  CHECK(v.agrees);
+  r["liger"] = {{"rel_l2", 0.5}, {"finite", true}, {"median_ms", 9.0}};
+  v = judge_report(r, "fp16");
+  CHECK(v.agrees);  // Liger's output is said, never this package's verdict
+  CHECK_THAT(v.lines.back(), Catch::StartsWith("Liger-Kernel's outputs (not judged for the verdict): DISAGREE"));
+  r["autokernel_capture"] = {{"error", "autokernel_ops.capture: the model's step cannot be captured"}};
+  CHECK_FALSE(judge_report(r, "fp16").agrees);  // the ops broke a capture that works without them
+}
+
+TEST_CASE("the share of calls an op served is said per replaced function, with the files that served them", "[verify]") {
+  auto r = full_report();
+  CHECK(served_text(r).empty());
+  r["served"] = nlohmann::json::parse(R"({"calls": [
+      {"name": "m.Qwen3RMSNorm.forward", "type": "rmsnorm", "calls": 49, "served": 49, "declined": 0, "op_fell_back": 0,
+       "files": {"norm": 17, "qk_norm": 32}},
+      {"name": "m.apply_rotary_pos_emb", "type": "rotary_embedding", "calls": 8, "served": 6, "declined": 2, "op_fell_back": 0, "files": {}}],
+      "by_type": {"rmsnorm": 1.0, "rotary_embedding": 0.75}})");
+  const std::string t = served_text(r);
+  CHECK_THAT(t, Catch::Contains("100.0% (49 of 49) m.Qwen3RMSNorm.forward; by file: norm 17, qk_norm 32"));
+  CHECK_THAT(t, Catch::Contains(" 75.0% (6 of 8) m.apply_rotary_pos_emb; 2 declined in Python"));
+}
+
 TEST_CASE("the op layer's cost is said per replacement beside the original, with where the GPU's time goes", "[verify]") {
   const std::string t = op_cost_text(full_report());
   CHECK_THAT(t, Catch::Contains("goal: at most 10 µs alone"));

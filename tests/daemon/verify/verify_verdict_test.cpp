@@ -56,6 +56,36 @@ TEST_CASE("the prediction adds up the profile's share of each exported type at i
   CHECK(predicted_speedup({}) == 1.0);
 }
 
+TEST_CASE("the prediction counts each exported file at its own shape, and only the share of calls the op served", "[verify]") {
+  Profile p;
+  ProfiledKernel decoder, q_norm, k_norm, shapeless;
+  decoder.type = q_norm.type = k_norm.type = shapeless.type = "rmsnorm";
+  decoder.shape = {4096, 2048};
+  decoder.share = 0.10;
+  q_norm.shape = {65536, 128};
+  q_norm.share = 0.06;
+  k_norm.shape = {16384, 128};  // tuned by no file: no part
+  k_norm.share = 0.02;
+  shapeless.share = 0.01;  // a kernel row with no shape: counted once, with the first file
+  p.kernels = {decoder, q_norm, k_norm, shapeless};
+  auto manifest = nlohmann::json::parse(R"({"ops": [{"type": "rmsnorm", "shape": "4096x2048", "speedup": 4.0, "files": [
+      {"shape": "4096x2048", "speedup": 4.0}, {"shape": "65536x128", "speedup": 2.0}]}]})");
+  auto parts = prediction_parts(p, manifest);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].f == Approx(0.11));
+  CHECK(parts[1].shape == "65536x128");
+  CHECK(parts[1].f == Approx(0.06));
+  CHECK(parts[1].s == 2.0);
+  // Half the calls served: half the share gains.
+  auto served = prediction_parts(p, manifest, nlohmann::json::parse(R"({"rmsnorm": 0.5})"));
+  REQUIRE(served.size() == 2);
+  CHECK(served[0].f == Approx(0.055));
+  CHECK(served[0].served == 0.5);
+  CHECK(prediction_parts(p, manifest, nlohmann::json::parse(R"({"rmsnorm": 0})")).empty());
+  CHECK(served_shares(nlohmann::json::parse(R"({"served": {"by_type": {"rmsnorm": 0.5}}})")) == nlohmann::json::parse(R"({"rmsnorm": 0.5})"));
+  CHECK(served_shares(nlohmann::json::object()).empty());
+}
+
 namespace {
 /// A package folder with a manifest, and a stand-in for python that writes `report` where the
 /// runner is told to.

@@ -10,7 +10,8 @@ At import each op's compiled module is loaded into the current device's CUDA con
 first launch loads it inside a CUDA graph capture); load_on(device) does it for another GPU.
 Under torch.compile a replacement runs PyTorch's code unless its type was enabled for compilation:
 decide_for_compile(model, inputs, mode) measures which help the compiled step, set_compile_ops(types)
-sets a decision made earlier.
+sets a decision made earlier. capture(model, example_inputs) runs the (patched) step as CUDA graphs,
+opt-in: step = autokernel_ops.capture(model, (ids,)); y = step(ids) (_graphs.py).
 
 Written by `autokernel export`; manifest.json says which kernel files, from which run, measured how."""
 import os
@@ -20,6 +21,7 @@ import torch
 from . import _load
 from ._compile_decision import decide_for_compile as _decide
 from ._fakes import register as register_fakes
+from ._graphs import CaptureError, capture
 from ._modules import load_modules
 from ._patch import Patches, find_targets
 from ._replacements import COMPILE_OPS, set_compile_ops

@@ -58,7 +58,7 @@ def _uncovered(*args, **kwargs):
     return None
 
 
-def _checked_on_first_call(target, original, make):
+def _checked_on_first_call(target, original, make, learn=None):
     """For code the package has not seen (a model's own class or helper): the first eager call
     outside a CUDA graph capture runs both and compares (a host sync); a disagreement withdraws the
     replacement for good, logged. Until checked, a call being compiled or captured runs the
@@ -69,17 +69,22 @@ def _checked_on_first_call(target, original, make):
     itself: once checked, a call is that one Python frame and the op (the model calls its norms and
     rotary helper dozens of times a step, and every frame is CPU time the GPU may wait for). The
     comparison runs a probe, the same replacement made with an original that returns None, so that
-    a call the op does not cover is told apart and left unchecked."""
+    a call the op does not cover is told apart and left unchecked.
+
+    learn(theirs, *args), when given, sees the original's result before the probe runs: what a
+    replacement must match that no argument says (the dtype a rotary class gives its tables)."""
     state = [_UNCHECKED]
     probe = make(_uncovered, [_CHECKED], None)
 
     def first_call(*args, **kwargs):
         if state[0] == _WITHDRAWN or _compiling() or _capturing():
             return original(*args, **kwargs)
+        theirs = original(*args, **kwargs)
+        if learn is not None:
+            learn(theirs, *args)
         mine = probe(*args, **kwargs)
         if mine is None:
-            return original(*args, **kwargs)
-        theirs = original(*args, **kwargs)
+            return theirs
         state[0] = _CHECKED
         if not _same(mine, theirs):
             state[0] = _WITHDRAWN
@@ -220,7 +225,22 @@ def _rotary_tables(op):
     C++ call (ops/rotary_tables.h), where transformers makes a dozen PyTorch calls under an autocast
     guard, 0.27-0.40 ms of CPU a step before the first layer, while the GPU waits. The rope types
     whose inv_freq changes with the sequence ("dynamic", "longrope") run the original, and so does
-    a call being compiled: Inductor fuses the tables itself."""
+    a call being compiled: Inductor fuses the tables itself.
+
+    The tables' dtype is the class's: most round them to x's dtype, some (OLMo2's) return them in
+    fp32 and leave the rounding to the rotary helper. Which one a class does, its first call shows
+    (_checked_on_first_call's learn): the op is then asked for fp32 tables (`like` an fp32 tensor
+    of x's device, made once per device outside any capture)."""
+    fp32_classes = set()
+    fp32_like = {}  # device -> an empty fp32 tensor there: the op's `like`
+
+    def learn(theirs, self, x, *args):
+        if isinstance(theirs, tuple) and theirs and isinstance(theirs[0], _Tensor) and isinstance(x, _Tensor) \
+                and theirs[0].dtype == torch.float32 and x.dtype != torch.float32:
+            fp32_classes.add(type(self))
+            if x.device not in fp32_like:
+                fp32_like[x.device] = torch.empty(0, dtype=torch.float32, device=x.device)
+
     def make(original, state, first_call):
         def forward(self, x, position_ids, *args, **kwargs):
             if state[0] != _CHECKED:
@@ -235,9 +255,12 @@ def _rotary_tables(op):
                     or position_ids.dim() != 2 or not x.is_cuda or x.device != position_ids.device \
                     or inv_freq.device != x.device:
                 return original(self, x, position_ids)
-            return op(inv_freq, position_ids, x, float(scaling))
+            like = fp32_like.get(x.device) if type(self) in fp32_classes else x
+            if like is None:  # a device the class's first call was not on: made there on an eager call
+                return original(self, x, position_ids)
+            return op(inv_freq, position_ids, like, float(scaling))
         return forward
-    return make
+    return make, learn
 
 
 def _silu_classes():
@@ -412,8 +435,9 @@ def make_replacement(target, original, ops=None, versions=None, direct=None):
         make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.op == "rotary_tables":
-        make = _rotary_tables(ops.rotary_tables.default)
-    elif target.type == "swiglu":
+        make, learn = _rotary_tables(ops.rotary_tables.default)
+        return _checked_on_first_call(target, original, make, learn)
+    if target.type == "swiglu":
         make = _gated_mlp(ops.swiglu.default, direct.get("swiglu"))
     elif target.kind == "class":
         make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))

@@ -10,14 +10,16 @@ build is called with the seed set to 0 before each call, so a model that draws i
 random draws the same ones each time.
 
     python3 -m autokernel_ops.verify --model FILE --json OUT [--dtype fp16] [--steps 30] [--compile]
-        [--compile-mode M] [--no-max-autotune] [--cuda-graphs]
+        [--compile-mode M] [--no-max-autotune] [--cuda-graphs] [--liger]
 
 Besides the outputs and step times it measures what the op layer costs: the CPU time of one call of
 each replacement (and of what it replaces) as the model calls it, and alone on the arguments the model
 gives it, with the GPU time of the kernels each launches; and where a step's GPU time goes, with and without the ops: the
 kernels that take the most, and the GPU's idle time (the step's time less the union of its kernels
 in a trace of GPU activity only). --cuda-graphs also times both
-replayed as a CUDA graph. --compile times torch.compile in each mode, takes the fastest, and decides
+replayed as a CUDA graph, and as autokernel_ops.capture runs it (CUDA graphs with attention on its
+causal path). It counts, per replaced function, the calls an op served and by which exported file.
+--liger times Liger-Kernel's patch for the model's family. --compile times torch.compile in each mode, takes the fastest, and decides
 there which op types run under compilation (autokernel_ops.decide_for_compile).
 """
 import argparse
@@ -33,6 +35,9 @@ import time
 import torch
 
 import autokernel_ops
+from autokernel_ops._graphs import CaptureError
+from autokernel_ops._replacements import make_replacement
+from autokernel_ops._served import file_tags, launches_of, serving_wrapper, shares_by_type
 from autokernel_ops._timing import capture_graph, gpu_busy_per_step, host_ms, host_syncs, summary, time_steps
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -102,6 +107,85 @@ def graph_row(model, inputs, ref, steps, warmup):
     del graph, out
     torch.cuda.empty_cache()
     return row
+
+
+def captured_row(model, inputs, ref, steps, warmup):
+    """The step as autokernel_ops.capture makes it (CUDA graphs, attention kept on its causal path
+    where the model is given no mask), replayed through its callable (inputs copied in), timed; its
+    output's error, and whether the causal decision was installed. A step that cannot be captured
+    is a row with the error."""
+    try:
+        step = autokernel_ops.capture(model, inputs)
+    except CaptureError as e:
+        torch.cuda.synchronize()
+        return {"error": str(e).splitlines()[0]}
+    row = time_steps(lambda: step(*inputs), steps, warmup)
+    out = first_tensor(step(*inputs)).float()
+    torch.cuda.synchronize()
+    row = {**error(out, ref), **row, "causal_sdpa": step.causal_sdpa_installed}
+    del step, out
+    torch.cuda.empty_cache()
+    return row
+
+
+def served_calls(patches, model, inputs):
+    """Per replaced function the model calls: its calls in one step, how many an op served, and by
+    which exported file (_served.py); and the share served per type. The first of two steps checks
+    the fresh replacements the measurement makes and is not counted."""
+    from autokernel_ops import _load  # builds nothing: the extensions were built at import
+    rows, armed = {}, [False]
+
+    def make(target, original):
+        return make_replacement(target, original, versions=autokernel_ops.VERSIONS, direct=_load.DIRECT)
+    with wrapping(patches, serving_wrapper(make, launches_of(torch.ops.autokernel), rows, armed)):
+        run(model, inputs)
+        armed[0] = True
+        run(model, inputs)
+    tags = file_tags(autokernel_ops.MANIFEST)
+    calls = [r.row(tags) for r in rows.values() if r.calls]
+    return {"calls": calls, "by_type": shares_by_type(calls)}
+
+
+def liger_family(model):
+    """The model's family as Liger-Kernel names its patches (config.model_type), or None."""
+    return getattr(getattr(model, "config", None), "model_type", None)
+
+
+def liger_row(module, dtype, ref, steps, warmup):
+    """A fresh model patched by Liger-Kernel (liger_kernel.transformers.apply_liger_kernel_to_<family>,
+    on the instance, its fused RMSNorm, RoPE and SwiGLU; no fused loss, so that the step still
+    returns the logits), timed like the other rows, its output checked against fp32. Run last:
+    Liger patches transformers' modules for good. A row with the reason where Liger is not
+    installed or has no patch for the family."""
+    try:
+        import liger_kernel.transformers as liger
+    except Exception as e:  # not installed, or it does not import here: the row says so
+        return {"error": f"liger_kernel is not installed ({_short(e)}): pip install liger-kernel"}
+    model, inputs = build(module, dtype)
+    family = liger_family(model)
+    apply = getattr(liger, f"apply_liger_kernel_to_{family}", None) if family else None
+    if apply is None:
+        del model, inputs
+        return {"error": f"Liger-Kernel {getattr(liger, '__version__', '')} has no patch for the family {family!r}".replace("  ", " ")}
+    import inspect
+    wanted = {"rope": True, "rms_norm": True, "swiglu": True, "cross_entropy": False, "fused_linear_cross_entropy": False}
+    params = inspect.signature(apply).parameters
+    kwargs = {k: v for k, v in wanted.items() if k in params}
+    try:
+        apply(model=model, **kwargs)
+        row = timed(model, inputs, ref, steps, warmup)
+    except Exception as e:  # reported: a patch that does not run on this model
+        torch.cuda.synchronize()
+        return {"error": f"apply_liger_kernel_to_{family}: {_short(e)}"}
+    row.update({"patch": f"apply_liger_kernel_to_{family}", "kwargs": kwargs})
+    del model, inputs
+    torch.cuda.empty_cache()
+    return row
+
+
+def _short(e):
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 @contextlib.contextmanager
@@ -335,7 +419,10 @@ def main():
                    help="also time torch.compile (each mode), and decide which ops run under it")
     p.add_argument("--compile-mode", choices=_MODES, help="time this mode only (default: all three)")
     p.add_argument("--no-max-autotune", action="store_true", help="leave out max-autotune-no-cudagraphs (slow to compile)")
-    p.add_argument("--cuda-graphs", action="store_true", help="also time one step replayed as a CUDA graph, without and with the ops")
+    p.add_argument("--cuda-graphs", action="store_true", help="also time one step replayed as a CUDA graph, without and with the ops, "
+                   "and as autokernel_ops.capture makes it")
+    p.add_argument("--liger", action="store_true", help="also time Liger-Kernel's patch for the model's family (a row that says "
+                   "why not where it is not installed)")
     p.add_argument("--cpu-calls", type=int, default=50, help="calls per timed batch of the CPU cost (default 50)")
     p.add_argument("--profile-steps", type=int, default=5, help="steps profiled for the GPU's busy and idle time (0: none)")
     a = p.parse_args()
@@ -355,6 +442,7 @@ def main():
         run(model, inputs)  # the first eager call: class and helper replacements check themselves here
         report["eager"], report["autokernel"] = timed_both(model, inputs, ref, patches, a.steps, a.warmup)
         calls = capture_calls(patches, model, inputs)
+        report["served"] = served_calls(patches, model, inputs)
         report["cpu_cost"] = op_cost(patches, model, inputs, calls, a.cpu_calls)
         if a.profile_steps > 0:
             with unpatched(patches):
@@ -369,6 +457,9 @@ def main():
             with unpatched(patches):
                 report["graph"] = graph_row(model, inputs, ref, a.steps, a.warmup)
             report["autokernel_graph"] = graph_row(model, inputs, ref, a.steps, a.warmup)
+            with unpatched(patches):
+                report["capture"] = captured_row(model, inputs, ref, a.steps, a.warmup)
+            report["autokernel_capture"] = captured_row(model, inputs, ref, a.steps, a.warmup)
     # torch.compile last: its compile workers and autotuning leave nothing running beside the eager
     # steps above, which the CPU time of a call (and so the step) is sensitive to.
     if a.compile:
@@ -381,6 +472,10 @@ def main():
             types = sorted({target.type for target, _, _, _ in calls})  # only what the model calls
             report["compile_decision"], report["autokernel_compile"] = compile_decision(
                 model, inputs, ref, report["compile"]["mode"], types, report["compile"], a.steps, a.warmup)
+    if a.liger:  # last: Liger's patch changes transformers' modules for good
+        del model, inputs
+        torch.cuda.empty_cache()
+        report["liger"] = liger_row(module, dtype, ref, a.steps, a.warmup)
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
 

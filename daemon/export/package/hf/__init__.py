@@ -12,6 +12,7 @@ import torch
 
 from ._compile_decision import decide_for_compile as _decide
 from ._fakes import register as register_fakes
+from ._graphs import CaptureError, capture
 from ._modules import load_modules
 from ._ops import add_op_namespace_prefix, ops
 from ._patch import Patches, find_targets

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "launch.h"
 
@@ -112,13 +113,35 @@ inline void load_module(const char* op, const char* (*load)(), int64_t device, v
   if (prepare) prepare(static_cast<int>(device));
 }
 
+/// Launches of each of a type's files so far, in the launcher's order (manifest.json's "files").
+template <long long (*launches)(int), int (*files)()>
+std::vector<int64_t> launch_counts() {
+  std::vector<int64_t> out;
+  for (int f = 0; f < files(); ++f) out.push_back(launches(f));
+  return out;
+}
+
+/// Which of a type's files a launch of `shape` (the launcher's dimensions, in the spec's order) in
+/// `dtype` (0 fp16, 1 bf16, 2 fp32) takes: the rule of file_pick.h.
+template <int (*pick)(const long long*, int)>
+int64_t pick_for(c10::ArrayRef<int64_t> shape, int64_t dtype) {
+  std::vector<long long> s(shape.begin(), shape.end());
+  s.resize(64, 0);  // the launcher reads the dimensions it has; the rest of `s` (strides) the rule never reads
+  return pick(s.data(), static_cast<int>(dtype));
+}
+
 }  // namespace autokernel_ops
 
-/// Registers <type>_load(int device) -> (), which loads the type's module on that device (and
-/// runs `prepare(device)`, a void(int) or nullptr, for the op's other per-device state).
+/// Registers <type>_load(int device) -> (), which loads the type's modules on that device (and
+/// runs `prepare(device)`, a void(int) or nullptr, for the op's other per-device state);
+/// <type>_launches() -> int[], the launches of each of its files so far (which file served which
+/// calls: autokernel verify reads it around each call); and <type>_pick(int[] shape, int dtype) -> int,
+/// the file a launch of that shape takes.
 #define AK_LOAD_OP_PREPARING(type, prepare)                                                         \
   AK_LIBRARY_FRAGMENT_EXPAND(AK_OPS_NAMESPACE, m) {                                                 \
     m.def(#type "_load(int device) -> ()",                                                          \
           [](int64_t device) { autokernel_ops::load_module(#type, &load_##type, device, prepare); }); \
+    m.def(#type "_launches() -> int[]", &autokernel_ops::launch_counts<&launches_##type, &files_##type>); \
+    m.def(#type "_pick(int[] shape, int dtype) -> int", &autokernel_ops::pick_for<&pick_##type>);   \
   }
 #define AK_LOAD_OP(type) AK_LOAD_OP_PREPARING(type, nullptr)

@@ -106,8 +106,26 @@ std::tuple<at::Tensor, at::Tensor> composite(const at::Tensor& q, const at::Tens
   return {q * c + rotate(q) * s, k * c + rotate(k) * s};
 }
 
+/// Whether the call is a half-precision q and k rotated by fp32 tables on their device, as OLMo2
+/// and its kin make them: `q * cos` promotes to fp32 there, and the helper rounds the sums back to
+/// q's dtype (`q_embed.to(q.dtype)`).
+bool fp32_tables(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos, const at::Tensor& sin) {
+  const auto t = q.scalar_type();
+  return (t == at::kHalf || t == at::kBFloat16) && k.scalar_type() == t && cos.scalar_type() == at::kFloat &&
+         sin.scalar_type() == at::kFloat && q.is_cuda() && k.device() == q.device() && cos.device() == q.device() &&
+         sin.device() == q.device();
+}
+
 std::tuple<at::Tensor, at::Tensor> rotary_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
                                                const at::Tensor& sin, bool one_storage) {
+  if (fp32_tables(q, k, cos, sin)) {
+    // The kernel's fp32 entry computes what the model computes, in fp32 on q and k converted
+    // exactly (every fp16 and bf16 value is an fp32 one), and the one rounding back is the model's
+    // own. The conversions keep q's and k's strides (PyTorch's preserve_format), so the results are
+    // laid out as the model's.
+    auto [q32, k32] = rotary_call(q.to(at::kFloat), k.to(at::kFloat), cos, sin, false);
+    return {q32.to(q.scalar_type()), k32.to(k.scalar_type())};
+  }
   const at::Tensor c = table_view(cos, q), s = table_view(sin, q);
   if (std::string why = why_not(q, k, c, s); !why.empty()) {
     log_fallback("rotary_embedding", why);

@@ -1,0 +1,92 @@
+"""Which calls the ops served, and by which exported file (daemon/export/package/autokernel_ops/
+_served.py), on a stand-in torch: a call the replacement declines in Python, one the op hands to
+PyTorch inside its C++ (no launch counted), one a file served; shares per type; the file names
+from manifests with and without "files". Run by ctest: python3 -m unittest served_test.py"""
+import unittest
+
+import fake_torch
+
+torch = fake_torch.install()
+S = fake_torch.package_module("_served")
+P = fake_torch.package_module("_patch")
+
+
+def target(type_, kind="functional", name="torch.nn.functional.rms_norm"):
+    owner_name, attr = name.rsplit(".", 1)
+    return P.Target(None, owner_name, attr, type_, kind)
+
+
+class Launches:
+    """The ops' <type>_launches(): counts a test advances as the 'kernel' runs."""
+
+    def __init__(self, files):
+        self.counts = {t: [0] * n for t, n in files.items()}
+
+    def __call__(self, type_):
+        return list(self.counts[type_])
+
+
+def replacement_maker(launches, file_of):
+    """make(target, original): a replacement that declines a call whose first argument is 'decline'
+    (calls the original), lets the op fall back on 'fallback' (no launch), and otherwise launches
+    the file file_of(argument) of the target's type."""
+    def make(t, original):
+        def replacement(x):
+            if x == "decline":
+                return original(x)
+            if x != "fallback":
+                launches.counts[t.type][file_of(x)] += 1
+            return "op"
+        return replacement
+    return make
+
+
+class Serving(unittest.TestCase):
+    def setUp(self):
+        self.launches = Launches({"rmsnorm": 2, "rotary_embedding": 1})
+        self.rows, self.armed = {}, [False]
+        make = replacement_maker(self.launches, lambda x: 1 if x == "short rows" else 0)
+        self.wrap = S.serving_wrapper(make, self.launches, self.rows, self.armed)
+
+    def test_each_call_is_counted_as_served_by_its_file_declined_in_python_or_fallen_back_in_the_op(self):
+        t = target("rmsnorm")
+        call = self.wrap(t, None, lambda x: "original")
+        call("long rows")   # the unarmed first step: not counted
+        self.armed[0] = True
+        results = [call(x) for x in ("long rows", "short rows", "short rows", "decline", "fallback")]
+        self.assertEqual(results, ["op", "op", "op", "original", "op"])
+        row = self.rows[t.name].row(lambda type_, i: f"{type_}-{i}")
+        self.assertEqual((row["calls"], row["served"], row["declined"], row["op_fell_back"]), (5, 3, 1, 1))
+        self.assertAlmostEqual(row["share"], 0.6)
+        self.assertEqual(row["files"], {"rmsnorm-0": 1, "rmsnorm-1": 2})
+
+    def test_a_rotary_class_served_by_the_tables_op_counts_every_call_it_does_not_decline(self):
+        t = target("rotary_embedding", "class", "m.LlamaRotaryEmbedding.forward")
+        self.assertEqual(t.op, "rotary_tables")
+        make = lambda t, original: (lambda x: original(x) if x == "decline" else "tables")
+        call = S.serving_wrapper(make, self.launches, self.rows, [True])(t, None, lambda x: "original")
+        for x in ("a", "b", "decline"):
+            call(x)
+        row = self.rows[t.name].row(lambda type_, i: str(i))
+        self.assertEqual((row["calls"], row["served"], row["declined"], row["files"]), (3, 2, 1, {}))
+
+    def test_shares_by_type_add_up_the_type_functions_and_leave_out_the_tables(self):
+        rows = [{"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 10},
+                {"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 0},
+                {"type": "rotary_embedding", "op": "rotary_tables", "calls": 1, "served": 0},
+                {"type": "rotary_embedding", "op": "rotary_embedding", "calls": 8, "served": 8}]
+        self.assertEqual(S.shares_by_type(rows), {"rmsnorm": 0.5, "rotary_embedding": 1.0})
+
+
+class FileTags(unittest.TestCase):
+    def test_a_type_with_several_files_names_each_by_its_tag_in_the_launchers_order(self):
+        tags = S.file_tags({"ops": [{"type": "rmsnorm", "tag": "norm", "files": [{"tag": "norm"}, {"tag": "qk_norm"}]}]})
+        self.assertEqual((tags("rmsnorm", 0), tags("rmsnorm", 1)), ("norm", "qk_norm"))
+
+    def test_an_export_of_one_file_per_type_names_its_op_and_an_unknown_index_says_so(self):
+        tags = S.file_tags({"ops": [{"type": "softmax", "tag": "", "origin": "starter"}]})
+        self.assertEqual((tags("softmax", 0), tags("softmax", 3), tags("reduce", 0)), ("starter", "file 3", "file 0"))
+
+
+if __name__ == "__main__":
+    unittest.main()
