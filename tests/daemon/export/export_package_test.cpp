@@ -570,3 +570,26 @@ TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the
   CHECK(report["ops"].size() == kernels.size());
   CHECK(report["failed"].empty());
 }
+
+TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary tables run the kernel, and capture() replays the patched step", "[gpu][export][export-ops-gpu]") {
+  if (!test::gpu_or_skip()) return;
+  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
+    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
+    return;
+  }
+  test::TempDir dir;
+  ExportedKernel rows = variant("rmsnorm", "row_in_registers"), heads = starter("rmsnorm");
+  rows.tag = "norm", rows.shape = "4096x2048", rows.dtype = "fp16";
+  heads.tag = "qk_norm", heads.shape = "65536x128", heads.dtype = "fp16";
+  ExportedKernel rope = starter("rotary_embedding");
+  rope.shape = "2x16x4x256x128x1", rope.dtype = "fp16";
+  std::vector<std::string> left_out;
+  auto files = package_files({rows, heads, rope}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
+  auto r = test::run_shell("cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
+                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 tests/daemon/export/gpu_step_check.py 2>&1");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("0 failures"));
+}
