@@ -141,6 +141,8 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
       auto found = spec_of(*k);
       if (!found) return found.error();
       if (!spec) spec = *found;
+      // What the launcher needs of the file, said with the file's name, before the compile.
+      if (auto alone = launcher_source(**found, k->source); !alone) return error(k->origin + ": " + alone.error().message);
       auto compiled = compile_for_export(**found, k->source, k->origin, archs);
       if (!compiled) return compiled.error();
       modules[type].push_back(std::move(*compiled));

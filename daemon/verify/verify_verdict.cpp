@@ -62,16 +62,16 @@ ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtyp
       say("capture() outputs: ", a.agrees, a.why);
     }
   }
+  if (report.contains("autokernel_compile") && report.contains("compile") &&
+      !report["autokernel_compile"].value("ops", nlohmann::json::array()).empty()) {
+    const Agreement a = judge_outputs(output_error(report["compile"]), output_error(report["autokernel_compile"]), dtype);
+    say("torch.compile outputs: ", a.agrees, a.why);
+  }
   // Liger's patch is judged by the same rule, and said, but is not this package's: it never makes
   // verify fail.
   if (report.contains("liger") && !report["liger"].contains("error")) {
     const Agreement a = judge_outputs(output_error(report["eager"]), output_error(report["liger"]), dtype);
     v.lines.push_back(std::string("Liger-Kernel's outputs (not judged for the verdict): ") + (a.agrees ? "agree: " : "DISAGREE: ") + a.why);
-  }
-  if (report.contains("autokernel_compile") && report.contains("compile") &&
-      !report["autokernel_compile"].value("ops", nlohmann::json::array()).empty()) {
-    const Agreement a = judge_outputs(output_error(report["compile"]), output_error(report["autokernel_compile"]), dtype);
-    say("torch.compile outputs: ", a.agrees, a.why);
   }
   return v;
 }

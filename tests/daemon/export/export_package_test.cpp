@@ -430,6 +430,32 @@ TEST_CASE("the launchers build and link with the host compiler alone, and open t
   }
 }
 
+TEST_CASE("a launcher of two files, built with the host compiler, picks each call's file by its shape and counts no launch before one", "[export][nvcc]") {
+  if (!host_compiler_or_skip()) return;
+  test::TempDir dir;
+  ExportedKernel rows = variant("rmsnorm", "row_in_registers"), heads = starter("rmsnorm");
+  rows.shape = "4096x2048", rows.dtype = "fp16";
+  heads.shape = "65536x128", heads.dtype = "fp16";
+  std::vector<std::string> left_out;
+  auto files = package_files({rows, heads}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  const std::filesystem::path pkg = dir.path / "pkg";
+  REQUIRE(write_package(*files, pkg.string()).ok());
+  const std::string csrc = (pkg / "autokernel_ops/csrc").string();
+  const std::string main = dir.write("pick_main.cpp",
+      "#include <cstdio>\n#include \"launch.h\"\nint main() {\n"
+      "  const long long a[] = {4096, 2048}, b[] = {65536, 128}, c[] = {8192, 128}, d[] = {8, 2048};\n"
+      "  std::printf(\"files %d picks %d %d %d %d launches %lld %lld %lld\\n\", files_rmsnorm(), pick_rmsnorm(a, 0),\n"
+      "              pick_rmsnorm(b, 0), pick_rmsnorm(c, 1), pick_rmsnorm(d, 0), launches_rmsnorm(0), launches_rmsnorm(1),\n"
+      "              launches_rmsnorm(2));\n  return 0;\n}\n");
+  const std::string program = (dir.path / "pick").string();
+  auto built = test::run_shell("g++ -std=c++17 -O1 -I" + csrc + " -I" + kCudaInclude + " " + main + " " + csrc +
+                               "/rmsnorm_launch.cpp -ldl -o " + program + " && " + program);
+  INFO(built.out);
+  REQUIRE(built.exit_code == 0);
+  CHECK_THAT(built.out, Catch::Contains("files 2 picks 0 1 1 0 launches 0 0 -1"));
+}
+
 TEST_CASE("host code hidden from NVRTC in a kernel file never reaches the package, and the module is NVRTC's own", "[export][nvcc]") {
   if (!host_compiler_or_skip()) return;
   test::TempDir dir;
