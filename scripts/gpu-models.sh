@@ -22,8 +22,9 @@
 #                                        --compile in one mode (COMPILE_MODE, default: default) while
 #                                        the time allows; the export's [gpu] tests last. Within
 #                                        STEP_BUDGET_S (default 470 s): a model or a compile that would
-#                                        not fit is skipped and said. Everything in $OUT/step-round.tar.gz,
-#                                        the summary table also in $OUT/step-round.txt
+#                                        not fit is skipped and said (run step-round again with the
+#                                        models left). Everything in $OUT/step-round.tar.gz, the summary
+#                                        table also in $OUT/step-round.txt
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
@@ -191,7 +192,7 @@ step_round() {
   done
   # The export's own GPU tests (per-shape dispatch, fp32 rotary tables, capture()), last: they
   # measure nothing, and a round short of time leaves them rather than a model.
-  if (( $(elapsed) + 100 <= budget + 60 )); then
+  if (( $(elapsed) + 100 <= budget )); then
     timeout 150 .gpu-bundle/autokernel_tests "[export-ops-gpu]" > "$out/export-gpu-tests.log" 2>&1
     echo "export [gpu] tests exit $? after $(elapsed) s" | tee -a "$out/export-gpu-tests.log" >> "$out/step-round.txt"
   else
@@ -234,5 +235,5 @@ case ${1:-} in
   restore) restore "${2:?archive of /tmp/ak-models}" ;;
   round) round "${@:2}" ;;
   step-round) OUT_DIR=$out step_round "${@:2}" ;;
-  *) sed -n '2,28p' "$0"; exit 2 ;;
+  *) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
 esac

@@ -613,8 +613,11 @@ TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary t
   auto files = package_files({rows, heads, rope}, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
-  auto r = test::run_shell("cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
-                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 tests/daemon/export/gpu_step_check.py 2>&1");
+  // The repository this binary runs in (a bundle on the GPU machine runs from its copy's root), else the one it was built from.
+  const std::string script = "tests/daemon/export/gpu_step_check.py";
+  const std::string root = std::filesystem::exists(script) ? std::filesystem::current_path().string() : std::string(AK_SOURCE_DIR);
+  auto r = test::run_shell("cd " + root + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
+                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 " + script + " 2>&1");
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("0 failures"));
