@@ -17,10 +17,11 @@ int export_command(const Args& args) {
   std::string run, out, kernel, format = "torch", file, arch_list = "sm_90a";
   bool include_slower = false, force = false;
   ArgParser p("autokernel export (--run DIR | FILE.cu --kernel TYPE) --out DIR [--format torch|hf-kernels] [--arch sm_90a,...] [--force]",
-              "Compiles the kernel files a run kept (one per type: the heaviest where a type was tuned at several\n"
-              "shapes), or one kernel file, as the harness does (NVRTC, in its sandbox), and writes the compiled\n"
-              "modules into a PyTorch package whose custom ops launch them as the harness did\n"
-              "(torch.ops.autokernel.<type>), with a patch that puts them into a model (autokernel_ops.patched()).\n"
+              "Compiles the kernel files a run kept (every file of a type, each with the shape it was tuned at:\n"
+              "a call launches the file tuned nearest its shape), or one kernel file, as the harness does (NVRTC,\n"
+              "in its sandbox), and writes the compiled modules into a PyTorch package whose custom ops launch\n"
+              "them as the harness did (torch.ops.autokernel.<type>), with a patch that puts them into a model\n"
+              "(autokernel_ops.patched()).\n"
               "The package holds no kernel source. The row-wise types are exported; others are listed as left out.\n"
               "--format hf-kernels writes the layout of a Hugging Face kernel repository instead. A folder that\n"
               "holds an earlier export (of either layout) is not written into without --force, which removes the\n"

@@ -27,16 +27,20 @@ enum class PackageFormat { Torch, HfKernels };
 /// A package: relative path -> text.
 using PackageFiles = std::map<std::string, std::string>;
 
-/// The kernels a run kept (runs/<name>/state.json and kernels/<tag>.cu), one per type: where a
-/// type was tuned at several shapes, the one of the largest weight. A kernel slower than its
+/// The kernels a run kept (runs/<name>/state.json and kernels/<tag>.cu), every file of every type,
+/// each with the shape and dtype it was tuned at: types in name order, a type's files by weight,
+/// the heaviest first (package_files gives a type's files one launcher, which picks a file per call
+/// by its shape: daemon/export/package/launch/file_pick.h). A kernel slower than its
 /// baseline (the op it would replace, when the config came from plan) is left out unless
 /// `include_slower`. `left_out` says what was not taken, and why.
 Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
                                                  std::vector<std::string>& left_out);
 
 /// The package's files: each kernel compiled by NVRTC for each of `archs` as the harness compiles
-/// it, its modules embedded as bytes beside autokernel's own launcher. Types that cannot be
-/// exported go into `left_out` with the reason; an Error when nothing is left to export, or when a
+/// it, its modules embedded as bytes beside autokernel's own launcher, one launcher per type for all
+/// of the type's files (in the order given, which is file_pick.h's last tie-break). Types that cannot
+/// be exported, and files of another contract version than their type's first, go into `left_out`
+/// with the reason; an Error when nothing is left to export, or when a
 /// file cannot be launched (no ak_block_threads) or the harness would refuse it.
 Result<PackageFiles> package_files(const std::vector<ExportedKernel>& kernels, PackageFormat format,
                                    std::vector<std::string>& left_out, const std::vector<std::string>& archs = {"sm_90a"});

@@ -80,6 +80,11 @@ std::string served_text(const nlohmann::json& report) {
   std::string out = "calls served by an op (of a step's calls), per replaced function:\n";
   for (auto& c : report["served"]["calls"]) {
     const double calls = num(c, "calls"), served = num(c, "served");
+    if (calls == 0) {
+      out += format_numbers("      -   (%.0f calls) ", num(c, "not_its_form")) + c.value("name", std::string("?")) +
+             ": not of the form the op computes (its first call told): its own forward, by design\n";
+      continue;
+    }
     out += format_numbers("  %5.1f%% ", calls > 0 ? 100 * served / calls : 0.0) +
            format_numbers("(%.0f of %.0f) ", served, calls) + c.value("name", std::string("?"));
     if (num(c, "declined") > 0) out += format_numbers("; %.0f declined in Python", num(c, "declined"));

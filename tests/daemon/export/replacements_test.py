@@ -564,6 +564,7 @@ class GatedMLPs(Base):
             forward(GPT2MLP(), torch.Tensor([1.0, 1.0]))
         self.assertEqual((self.original_calls, self.op_calls(), State.allclose_calls), (3, [], 0))
         self.assertEqual(Counting.gets, 4)   # the first call's probe alone looked for the parts
+        self.assertEqual(forward.other_classes, {GPT2MLP})   # what verify counts apart from declined calls
         forward(GatedMLP(), torch.Tensor([1.0, 1.0]))   # another class: probed and checked on its own
         self.assertEqual((State.allclose_calls, len(self.op_calls("swiglu"))), (1, 1))
 

@@ -70,6 +70,22 @@ class Serving(unittest.TestCase):
         row = self.rows[t.name].row(lambda type_, i: str(i))
         self.assertEqual((row["calls"], row["served"], row["declined"], row["files"]), (3, 2, 1, {}))
 
+    def test_calls_on_a_class_the_replacement_found_not_of_its_form_are_counted_apart(self):
+        class FusedMLP:
+            pass
+
+        def make(t, original):
+            def forward(self, x):
+                return original(self, x)
+            forward.other_classes = {FusedMLP}
+            return forward
+        t = target("swiglu", "class", "m.Phi3MLP.forward")
+        call = S.serving_wrapper(make, self.launches, self.rows, [True])(t, None, lambda self, x: "original")
+        self.assertEqual(call(FusedMLP(), 1), "original")
+        row = self.rows[t.name].row(lambda type_, i: str(i))
+        self.assertEqual((row["calls"], row["declined"], row["not_its_form"]), (0, 0, 1))
+        self.assertEqual(S.shares_by_type([row]), {})
+
     def test_shares_by_type_add_up_the_type_functions_and_leave_out_the_tables(self):
         rows = [{"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 10},
                 {"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 0},

@@ -67,11 +67,13 @@ TEST_CASE("the share of calls an op served is said per replaced function, with t
   r["served"] = nlohmann::json::parse(R"({"calls": [
       {"name": "m.Qwen3RMSNorm.forward", "type": "rmsnorm", "calls": 49, "served": 49, "declined": 0, "op_fell_back": 0,
        "files": {"norm": 17, "qk_norm": 32}},
-      {"name": "m.apply_rotary_pos_emb", "type": "rotary_embedding", "calls": 8, "served": 6, "declined": 2, "op_fell_back": 0, "files": {}}],
+      {"name": "m.apply_rotary_pos_emb", "type": "rotary_embedding", "calls": 8, "served": 6, "declined": 2, "op_fell_back": 0, "files": {}},
+      {"name": "m.Phi3MLP.forward", "type": "swiglu", "calls": 0, "served": 0, "declined": 0, "op_fell_back": 0, "not_its_form": 8}],
       "by_type": {"rmsnorm": 1.0, "rotary_embedding": 0.75}})");
   const std::string t = served_text(r);
   CHECK_THAT(t, Catch::Contains("100.0% (49 of 49) m.Qwen3RMSNorm.forward; by file: norm 17, qk_norm 32"));
   CHECK_THAT(t, Catch::Contains(" 75.0% (6 of 8) m.apply_rotary_pos_emb; 2 declined in Python"));
+  CHECK_THAT(t, Catch::Contains("(8 calls) m.Phi3MLP.forward: not of the form the op computes"));
 }
 
 TEST_CASE("the op layer's cost is said per replacement beside the original, with where the GPU's time goes", "[verify]") {

@@ -359,6 +359,8 @@ def _gated_mlp(op, direct=None):
             if plain:
                 return _project(down, eager(g, u))
             return down((op if compiling or type(g) is not _Tensor else eager)(g, u))
+        # The classes found not to be gated MLPs: what verify counts apart from declined calls.
+        forward.other_classes = other
         return forward
     return make
 

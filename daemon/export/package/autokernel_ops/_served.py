@@ -8,7 +8,9 @@ Measured on fresh replacements made with an original that says when it runs: a r
 declines calls it. The op's own fallback (a call outside the kernel's contract, said once on
 stderr) is seen in the type's launch counters (<type>_launches(), one count per file), read before
 and after each call. A rotary-embedding class's tables launch no kernel of the run: their call is
-served when it does not decline."""
+served when it does not decline. An MLP class the replacement found not to be a gated MLP of three
+projections (its first call tells: Phi-3's fused gate_up_proj, GPT-2's) runs its own forward by
+design: its calls are counted apart (not_its_form), not as calls the op declined."""
 
 
 def launches_of(ops):
@@ -24,12 +26,13 @@ class Served:
     def __init__(self, target):
         self.name, self.type, self.op = target.name, target.type, target.op
         self.calls = self.declined = self.fell_back = self.served = 0
+        self.not_its_form = 0  # calls on an instance of a class the replacement found not of the op's form
         self.files = {}  # file index -> calls it served
 
     def row(self, tags):
         return {"name": self.name, "type": self.type, "op": self.op, "calls": self.calls, "served": self.served,
                 "share": self.served / self.calls if self.calls else 0.0, "declined": self.declined,
-                "op_fell_back": self.fell_back,
+                "op_fell_back": self.fell_back, "not_its_form": self.not_its_form,
                 "files": {tags(self.type, i): n for i, n in sorted(self.files.items())}}
 
 
@@ -47,8 +50,13 @@ def serving_wrapper(make, launches, rows, armed):
         fresh = make(target, marked_original)
         counted = target.op == target.type  # the tables' op launches no file of the run
 
+        others = getattr(fresh, "other_classes", ())
+
         def call(*args, **kwargs):
             if not armed[0]:
+                return fresh(*args, **kwargs)
+            if args and type(args[0]) in others:  # an MLP class that is not gated (Phi-3's fused one): not the op's call
+                row.not_its_form += 1
                 return fresh(*args, **kwargs)
             before = launches(target.type) if counted else None
             ran_original.clear()

@@ -142,7 +142,7 @@ def served_calls(patches, model, inputs):
         armed[0] = True
         run(model, inputs)
     tags = file_tags(autokernel_ops.MANIFEST)
-    calls = [r.row(tags) for r in rows.values() if r.calls]
+    calls = [r.row(tags) for r in rows.values() if r.calls or r.not_its_form]
     return {"calls": calls, "by_type": shares_by_type(calls)}
 
 
