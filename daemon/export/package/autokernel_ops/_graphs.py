@@ -12,13 +12,19 @@ The ops capture (docs/export.md, CUDA graphs): their modules load at import, a c
 replacement checks itself on an eager call, and the warm-up before each capture makes those calls.
 
 Attention keeps its causal kernel. transformers builds a full boolean mask whenever it is traced,
-a CUDA stream capture included (masking_utils.is_tracing): it cannot look into a padding mask there
-without a host sync. SDPA given a mask then takes its non-causal path, several times slower than
-is_causal=True. Where the model is given no attention mask, that decision needs no look into any
-tensor: the mask is purely causal exactly when transformers would skip it eagerly, which depends
-on the lengths alone. So while capturing, transformers' _ignore_causal_mask_sdpa decides a call
-without a padding mask by those lengths, as it does eagerly; a call with a padding mask is left to
-transformers (its mask is built, as before)."""
+a CUDA stream capture included (masking_utils.is_tracing), at two points where eagerly it looks into
+a tensor: whether the causal mask can be skipped given a padding mask, and whether the position ids
+pack several sequences into a row (find_packed_sequence_indices, which a model without a cache and
+without an attention mask always asks). SDPA given a mask takes its non-causal path, several times
+slower than is_causal=True. So while capture() warms up and captures (and only then):
+  - a call of _ignore_causal_mask_sdpa without a padding mask is decided by the lengths alone, as
+    transformers decides it eagerly (it then needs no look into any tensor);
+  - find_packed_sequence_indices answers during the capture what it answered on the last eager
+    warm-up step, call for call: the same inputs, so the same answer. A replay reuses it: a step
+    whose inputs include position ids that pack sequences on some call but not on the warm-up's
+    must be captured with causal_sdpa=False.
+A call with a padding mask is left to transformers (its mask is built, as before).
+"""
 import contextlib
 import inspect
 import sys
@@ -31,6 +37,7 @@ class CaptureError(RuntimeError):
 
 
 _IGNORE_PARAMS = ("padding_mask", "q_length", "kv_length", "q_offset", "kv_offset", "local_attention_size")
+_PACKED_PARAMS = ("position_ids",)
 
 
 def eager_causal_decision(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size=None):
@@ -42,34 +49,78 @@ def eager_causal_decision(padding_mask, q_length, kv_length, q_offset, kv_offset
     return q_length == 1 or kv_length == q_length or q_offset == 0
 
 
-@contextlib.contextmanager
-def causal_sdpa_under_capture(modules=None):
-    """Within the block, transformers' masking_utils._ignore_causal_mask_sdpa decides a call made
-    during a CUDA stream capture without a padding mask as it would eagerly (eager_causal_decision);
-    every other call is its own. Yields whether it was installed: False where transformers is not
-    loaded or its function takes other arguments than the ones this was written for."""
-    modules = sys.modules if modules is None else modules
-    masking = modules.get("transformers.masking_utils")
-    original = getattr(masking, "_ignore_causal_mask_sdpa", None)
+def _params(fn):
     try:
-        params = tuple(inspect.signature(original).parameters) if callable(original) else ()
+        return tuple(inspect.signature(fn).parameters) if callable(fn) else ()
     except (TypeError, ValueError):
-        params = ()
-    if params != _IGNORE_PARAMS:
-        yield False
-        return
-    capturing, compiling = torch.cuda.is_current_stream_capturing, torch.compiler.is_compiling
+        return ()
 
-    def ignore_causal_mask_sdpa(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size=None):
-        if padding_mask is None and capturing() and not compiling():
-            return eager_causal_decision(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
-        return original(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
 
-    masking._ignore_causal_mask_sdpa = ignore_causal_mask_sdpa
+class MaskDecisions:
+    """transformers' mask decisions under capture, as they are made eagerly (see the module's text).
+    record() before the last eager warm-up step, replay() before the capture; install() replaces the
+    two functions of transformers.masking_utils it was written for (those it finds with the
+    arguments it expects) and says whether it replaced any; restore() puts them back."""
+
+    def __init__(self, modules=None):
+        self.masking = (sys.modules if modules is None else modules).get("transformers.masking_utils")
+        self.saved = {}
+        self.recording, self.answers, self.replaying = False, [], []
+
+    def record(self):
+        self.recording, self.answers = True, []
+
+    def replay(self):
+        self.recording, self.replaying = False, list(self.answers)
+
+    def install(self):
+        m = self.masking
+        ignore = getattr(m, "_ignore_causal_mask_sdpa", None)
+        packed = getattr(m, "find_packed_sequence_indices", None)
+        capturing, compiling = torch.cuda.is_current_stream_capturing, torch.compiler.is_compiling
+
+        def ignore_causal_mask_sdpa(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size=None):
+            if padding_mask is None and capturing() and not compiling():
+                return eager_causal_decision(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
+            return ignore(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
+
+        def find_packed_sequence_indices(position_ids):
+            if compiling():
+                return packed(position_ids)
+            if capturing():
+                # The warm-up's answer for this call; none recorded: transformers' own (the mask).
+                if self.replaying and self.replaying.pop(0) is None:
+                    return None
+                return packed(position_ids)
+            found = packed(position_ids)
+            if self.recording:
+                self.answers.append(found)
+            return found
+        for name, original, params, replacement in (
+                ("_ignore_causal_mask_sdpa", ignore, _IGNORE_PARAMS, ignore_causal_mask_sdpa),
+                ("find_packed_sequence_indices", packed, _PACKED_PARAMS, find_packed_sequence_indices)):
+            if _params(original) == params:
+                self.saved[name] = original
+                setattr(m, name, replacement)
+        return bool(self.saved)
+
+    def restore(self):
+        for name, original in self.saved.items():
+            setattr(self.masking, name, original)
+        self.saved = {}
+
+
+@contextlib.contextmanager
+def mask_decisions(modules=None):
+    """MaskDecisions installed for the block (the MaskDecisions, its `saved` empty where nothing was
+    installed: transformers not loaded, or functions of other arguments)."""
+    decisions = MaskDecisions(modules)
+    if decisions.masking is not None:
+        decisions.install()
     try:
-        yield True
+        yield decisions
     finally:
-        masking._ignore_causal_mask_sdpa = original
+        decisions.restore()
 
 
 def signature_of(inputs):
@@ -114,19 +165,23 @@ class CapturedStep:
             self.pool = torch.cuda.graph_pool_handle()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
+        warmup = max(self.warmup, 1)  # the mask decisions are recorded on an eager step
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), contextlib.ExitStack() as stack:
+                decisions = stack.enter_context(mask_decisions()) if self.causal_sdpa else None
+                self.causal_sdpa_installed = bool(decisions and decisions.saved)
                 with torch.cuda.stream(side):
-                    for _ in range(self.warmup):  # the replacements' first-call checks happen here, eagerly
+                    for i in range(warmup):  # the replacements' first-call checks happen here, eagerly
+                        if decisions is not None and i == warmup - 1:
+                            decisions.record()
                         self.model(*static)
                 torch.cuda.current_stream().wait_stream(side)
                 torch.cuda.synchronize()
+                if decisions is not None:
+                    decisions.replay()
                 graph = torch.cuda.CUDAGraph()
-                with contextlib.ExitStack() as stack:
-                    if self.causal_sdpa:
-                        self.causal_sdpa_installed = stack.enter_context(causal_sdpa_under_capture())
-                    with torch.cuda.graph(graph, pool=self.pool):
-                        output = self.model(*static)
+                with torch.cuda.graph(graph, pool=self.pool):
+                    output = self.model(*static)
         except CaptureError:
             raise
         except Exception as e:  # said with what to do: the model stays usable eagerly
@@ -156,7 +211,8 @@ def capture(model, example_inputs, warmup=3, causal_sdpa=True):
     """model(*example_inputs) captured as a CUDA graph now; returns a CapturedStep, called as the
     model is (step(*inputs)), which copies its inputs into the graph's buffers and replays, and
     captures again for inputs of another shape. Patch first (autokernel_ops.patch()) for the ops to
-    be in the graph. causal_sdpa=False leaves transformers' masks as it builds them under capture.
+    be in the graph. causal_sdpa=False leaves transformers' masks as it builds them under capture
+    (for a step whose inputs carry position ids that may pack sequences).
     Raises CaptureError where the step cannot be captured, saying why."""
     step = CapturedStep(model, warmup, causal_sdpa)
     step.capture(tuple(example_inputs))
