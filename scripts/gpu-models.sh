@@ -163,7 +163,7 @@ step_round() {
   # Seconds the next model's tune and uncompiled verifies take, and one compiled verify (its
   # per-op decision compiles the model once per op type the model calls, and once more): assumed
   # for the first model, then measured.
-  local per_model=${STEP_MODEL_S:-200} per_compile=${STEP_COMPILE_S:-240} t0 tune_s
+  local per_model=${STEP_MODEL_S:-200} per_compile=${STEP_COMPILE_S:-240} per_verify=60 t0 tune_s
   for model in ${@:-hf_qwen3 hf_olmo2 hf_phi3}; do
     if (( $(elapsed) + per_model > budget )); then
       echo "$model: skipped: $(elapsed) s of the $budget s budget spent, a model takes about $per_model s" >> "$out/step-round.txt"
@@ -184,10 +184,10 @@ step_round() {
       VERIFY_TIMEOUT_S=$(( budget + 100 - $(elapsed) > 30 ? budget + 100 - $(elapsed) : 30 )) VERIFY_LABEL=$dtype \
           verify "$model" --dtype "$dtype" --steps "${STEPS:-30}" --cuda-graphs --liger "${compile[@]}"
       echo "$model $dtype: verified in $(( $(date +%s) - v0 )) s${compile:+ with --compile}" >> "$out/step-round.txt"
-      (( ${#compile[@]} )) && per_compile=$(( $(date +%s) - v0 ))
+      if (( ${#compile[@]} )); then per_compile=$(( $(date +%s) - v0 )); else per_verify=$(( $(date +%s) - v0 )); fi
     done
-    # The next model: this one's tune and two uncompiled verifies of about 60 s.
-    per_model=$(( tune_s + 120 ))
+    # The next model: this one's tune and two uncompiled verifies (60 s each until one is measured).
+    per_model=$(( tune_s + 2 * per_verify ))
     tar -czf "$OUT_DIR/step-round.tar.gz" -C /tmp ak-step-round 2>/dev/null
   done
   # The export's own GPU tests (per-shape dispatch, fp32 rotary tables, capture()), last: they
