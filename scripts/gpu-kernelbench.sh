@@ -60,6 +60,24 @@
 #                                        kinds mse_loss batched_matmul linear_rowmax mlp
 #                                      KINDS_TIMEOUT (default 540 s) bounds the run; KINDS_TORCH_COMPILE=0
 #                                      skips torch.compile (no speedup against it then).
+#   scripts/gpu-kernelbench.sh offline 1|2
+#                                      one KernelBench level with no LLM: all its problems through
+#                                      `autokernel kernelbench --offline` (a built-in type's entry where one
+#                                      computes the problem, a first file written from elementwise ops, the
+#                                      rest refused or left out for needing an LLM), `kernelbench --baselines`
+#                                      (the PyTorch times of the built-in ones), `autokernel run` with the
+#                                      builtin tuner on a short budget per kernel, and `autokernel report`.
+#                                      The problems: .gpu-bundle/kernelbench/level<N>/*.py (copy
+#                                      KernelBench/level<N>/ of ScalingIntelligence/KernelBench, commit 423217d;
+#                                      not ours to commit), or $KB_LEVEL_DIR. Prints and writes to
+#                                      $OUT/offline-l<N>-summary.txt: how many run offline, fast_1 against
+#                                      eager and torch.compile over the whole level (refused and LLM-needing
+#                                      problems count as not fast), the time of each phase; and
+#                                      $OUT/offline-l<N>.tar.gz (config, types, logs, run folder, report.md).
+#                                      Budgets: OFFLINE_RUN_TIMEOUT (default 390 s for the run), OFFLINE_KERNEL_S
+#                                      (default 30 s per kernel), OFFLINE_REVERTS (default 2 in a row end a
+#                                      kernel), OFFLINE_IMPORT_TIMEOUT (default 150 s), OFFLINE_BASELINES_TIMEOUT
+#                                      (default 90 s).
 # Everything else goes to $OUT (or ./gpu-kernelbench-out): *.log, results, report.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -283,6 +301,87 @@ vision() {
   grep -E "^spec = |^# not offered|^weight" "$work/vision/plan.toml" | cut -c1-200
 }
 
+# One KernelBench level with no LLM, from `kernelbench --offline` to `report` (the header says what).
+offline() {
+  local level=${1:-}
+  if [ "$level" != 1 ] && [ "$level" != 2 ]; then
+    echo "offline: give the level, 1 or 2" >&2
+    return 2
+  fi
+  local problems=${KB_LEVEL_DIR:-.gpu-bundle/kernelbench/level$level}
+  local dir=$work/offline-l$level summary=$out/offline-l$level-summary.txt
+  rm -rf "$dir" && mkdir -p "$dir/logs"
+  local files=("$problems"/*.py)
+  if [ ! -e "${files[0]}" ]; then
+    echo "offline: no problem files in $problems: copy KernelBench/level$level/ there (scripts/gpu-kernelbench.sh's header)" | tee "$summary"
+    return 2
+  fi
+  {
+    echo "offline level $level, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1
+    python3 -c "import torch; print('torch', torch.__version__)" 2>&1 | tail -1
+    echo "${#files[@]} problem files in $problems"
+  } > "$summary"
+  local config=$dir/l$level.toml t0 t1
+  t0=$(date +%s)
+  timeout -s TERM "${OFFLINE_IMPORT_TIMEOUT:-150}" "$ak" kernelbench "${files[@]}" --offline --out "$config" \
+    > "$dir/logs/import.log" 2> "$dir/logs/import.err"
+  local import_rc=$?
+  t1=$(date +%s)
+  echo "import exit $import_rc in $((t1 - t0)) s: $(tail -1 "$dir/logs/import.log")" >> "$summary"
+  if [ "$import_rc" != 0 ]; then
+    tail -5 "$dir/logs/import.err" >> "$summary"
+    tar -czf "$out/offline-l$level.tar.gz" -C "$work" "offline-l$level"
+    cat "$summary"
+    return 1
+  fi
+  local builtin starters refused
+  builtin=$(grep -c "runs as the built-in" "$dir/logs/import.log")
+  starters=$(grep -c "written from its elementwise ops" "$dir/logs/import.log")
+  refused=$(grep -c ": refused: " "$dir/logs/import.log")
+  {
+    echo "run offline: $((builtin + starters)) of ${#files[@]} ($builtin as built-in types, $starters with a first file from elementwise ops); $refused refused or needing an LLM"
+    grep "runs as the built-in" "$dir/logs/import.log" | sed 's/^.*\///; s/: accepted.*runs as the built-in/ ->/'
+  } >> "$summary"
+  # The built-in problems' PyTorch times (eager, torch.compile) come from their modules, before the
+  # run so that nothing else holds the GPU while they are timed.
+  t0=$(date +%s)
+  timeout -s TERM "${OFFLINE_BASELINES_TIMEOUT:-90}" "$ak" kernelbench --baselines "$config" > "$dir/logs/baselines.log" 2>&1
+  echo "baselines exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
+  sed 's/^/  /' "$dir/logs/baselines.log" | tail -8 >> "$summary"
+  # The budget: each kernel ends after OFFLINE_KERNEL_S or OFFLINE_REVERTS reverts in a row; the
+  # whole run is bounded by OFFLINE_RUN_TIMEOUT. torch.compile is measured (fast_p needs it) once
+  # per user type, in its first evaluation; problems that do not run are never timed.
+  local kernel_h
+  kernel_h=$(python3 -c "print('%.6f' % (${OFFLINE_KERNEL_S:-30} / 3600))")
+  printf '\n[harness]\nstage_timeout_s = 240\ntorch_compile = true\n\n[convergence]\nmax_consecutive_reverts = %s\nmax_hours_per_kernel = %s\n' \
+    "${OFFLINE_REVERTS:-2}" "$kernel_h" >> "$config"
+  t0=$(date +%s)
+  timeout -s TERM -k 20 "${OFFLINE_RUN_TIMEOUT:-390}" "$ak" run --config "$config" 2>&1 | tee "$dir/logs/run-raw.log" | quiet > "$dir/logs/run.log"
+  local run_rc=${PIPESTATUS[0]}
+  echo "run exit $run_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
+  local run=$dir/runs/l$level
+  "$ak" report --run "$run" --out "$dir/report" > "$dir/logs/report.log" 2>&1
+  echo "report exit $?" >> "$summary"
+  if [ -f "$run/results.tsv" ]; then
+    cut -f8 "$run/results.tsv" | tail -n +2 | sort | uniq -c | sed 's/^/  verdicts: /' >> "$summary"
+  fi
+  # fast_p's row p = 1: eager (ours), eager (KernelBench), torch.compile (ours), torch.compile (KernelBench).
+  local fast1
+  fast1=$(grep -E '^\| 1 \|' "$dir/report/report.md" 2>/dev/null | head -1)
+  {
+    echo "fast_1 over the whole level (| p | vs eager ours | vs eager KernelBench | vs compile ours | vs compile KernelBench |):"
+    echo "  ${fast1:-no report}"
+    grep -E '^\| 0 \|' "$dir/report/report.md" 2>/dev/null | head -1 | sed 's/^/  fast_0: /'
+    grep -E 'have no (PyTorch eager|torch.compile) time' "$dir/report/report.md" 2>/dev/null | sed 's/^/  /'
+    echo "per problem that ran (report.md):"
+    grep -E '^\| [a-z]' "$dir/report/report.md" 2>/dev/null | grep -v "refused:" | grep -vE '^\| (p|problem|experiment|kernel|tag) ' | cut -c1-200
+  } >> "$summary"
+  cp "$dir/report/report.md" "$out/offline-l$level-report.md" 2>/dev/null
+  tar -czf "$out/offline-l$level.tar.gz" -C "$work" "offline-l$level"
+  cat "$summary"
+}
+
 case ${1:-} in
   tests) tests ;;
   vision) vision ;;
@@ -291,5 +390,6 @@ case ${1:-} in
   eval-time) eval_time ;;
   kb6) kb6; exit ;;
   kinds) shift; kinds "$@"; exit ;;
-  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|vision|eval-time|kb6|kinds [PROBLEM...]" >&2; exit 2 ;;
+  offline) shift; offline "$@"; exit ;;
+  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|vision|eval-time|kb6|kinds [PROBLEM...]|offline 1|2" >&2; exit 2 ;;
 esac

@@ -957,7 +957,19 @@ def report(analysis):
         "constant_inputs": a.constant_inputs(), "flops": flops_expression(a),
         "memory": memory_at_bench(a), "notes": a.notes,
     }
+    out["builtin"], out["builtin_why_not"] = offline_reading(match_builtin, a)
+    out["elementwise"], out["elementwise_why_not"] = offline_reading(elementwise_chain, a) \
+        if out["builtin"] is None else (None, "it is a built-in type")
     return out
+
+
+def offline_reading(reader, analysis):
+    """What a reader of the problem for the offline path found, or None and why: a reader that
+    fails leaves the problem a user type for the LLM, it never refuses it."""
+    try:
+        return reader(analysis)
+    except Exception as e:
+        return None, "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200])
 
 
 def analyse_source(source, path):

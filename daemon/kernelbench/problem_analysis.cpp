@@ -1,7 +1,10 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 
 #include <cstdlib>
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "harness/child_process.hpp"
 
@@ -40,7 +43,12 @@ Result<nlohmann::json> verdict_of(const std::string& line, const std::string& pr
 }  // namespace
 
 const std::string& problem_analyser_source() {
-  return embedded_python().at("daemon/kernelbench/analyse_problem.py");
+  // One script on stdin: the offline readers (a built-in type's match, an elementwise chain) first,
+  // so that the analyser's main finds them defined; they use its `torch` and helpers at call time.
+  static const std::string text = embedded_python().at("daemon/kernelbench/builtin_match.py") + "\n" +
+                                  embedded_python().at("daemon/kernelbench/elementwise_chain.py") + "\n" +
+                                  embedded_python().at("daemon/kernelbench/analyse_problem.py");
+  return text;
 }
 
 bool python_available(const std::string& python) { return !find_executable(python, own_path()).empty(); }
@@ -82,6 +90,28 @@ Result<std::vector<Result<nlohmann::json>>> analyse_problems(const std::string& 
   while (out.size() < problem_paths.size())
     out.push_back(error(problem_paths[out.size()] + ": " +
                         (stopped.empty() ? "the analyser ended (" + how + ") before reading it (its message is above)" : stopped)));
+  return out;
+}
+
+Result<std::vector<Result<nlohmann::json>>> analyse_problems_in_parallel(const std::string& python,
+                                                                         const std::vector<std::string>& problem_paths,
+                                                                         unsigned processes) {
+  processes = std::max(1u, std::min<unsigned>(processes, unsigned(problem_paths.size())));
+  if (processes <= 1) return analyse_problems(python, problem_paths);
+  // Problem i goes to process i % processes: neighbours in a level (the convolutions, the GEMMs) cost alike.
+  std::vector<std::vector<std::string>> chunks(processes);
+  for (size_t i = 0; i < problem_paths.size(); ++i) chunks[i % processes].push_back(problem_paths[i]);
+  std::vector<std::optional<Result<std::vector<Result<nlohmann::json>>>>> answers(processes);
+  std::vector<std::thread> threads;
+  for (unsigned c = 0; c < processes; ++c)
+    threads.emplace_back([&, c] { answers[c] = analyse_problems(python, chunks[c]); });
+  for (auto& t : threads) t.join();
+  std::vector<Result<nlohmann::json>> out;
+  for (size_t i = 0; i < problem_paths.size(); ++i) {
+    auto& answer = *answers[i % processes];
+    if (!answer) return answer.error();
+    out.push_back(std::move((*answer)[i / processes]));
+  }
   return out;
 }
 

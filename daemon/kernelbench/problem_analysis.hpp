@@ -24,6 +24,12 @@ bool python_available(const std::string& python);
 Result<std::vector<Result<nlohmann::json>>> analyse_problems(const std::string& python,
                                                              const std::vector<std::string>& problem_paths);
 
+/// The same, the files dealt round-robin to up to `processes` Python processes run side by side
+/// (each analyses on one CPU thread): a level of a hundred problems in a fraction of the time.
+Result<std::vector<Result<nlohmann::json>>> analyse_problems_in_parallel(const std::string& python,
+                                                                         const std::vector<std::string>& problem_paths,
+                                                                         unsigned processes);
+
 /// One file's verdict, as analyse_problems gives it.
 Result<nlohmann::json> analyse_problem(const std::string& python, const std::string& problem_path);
 

@@ -206,8 +206,17 @@ StageShapes kernelbench_stage_shapes(const json& a, int64_t max_elements) {
   return s;
 }
 
+std::vector<std::string> kernelbench_argument_names(const json& a) {
+  const auto dims = a.value("dims", std::vector<std::string>{});
+  std::set<std::string> taken(dims.begin(), dims.end());
+  std::vector<std::string> names;
+  for (const char* key : {"inputs", "parameters", "buffers", "outputs"})
+    for (auto& tensor : a.value(key, json::array())) names.push_back(argument_name(tensor["name"], taken));
+  return names;
+}
+
 std::string kernelbench_spec_text(const json& a, const std::string& name, const std::string& reference,
-                                  const std::string& source_path) {
+                                  const std::string& source_path, const std::string& starter) {
   const std::string kind = a["kind"], grid = a["grid"];
   const auto dims = a.value("dims", std::vector<std::string>{});
   const StageShapes s = kernelbench_stage_shapes(a);
@@ -220,6 +229,8 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   t += "kind = " + toml_string(kind) + "\n";
   t += "grid = " + toml_string(grid) + grid_comment(kind) + "\n";
   t += "dtypes = [\"fp32\"]\n";
+  if (!starter.empty())
+    t += "starter = " + toml_string(starter) + "   # written from the forward's elementwise ops; judged like any file\n";
   const json flops = a.value("flops", json());
   if (flops.is_string()) {
     t += "metric = \"TFLOPS\"\n";
@@ -246,11 +257,12 @@ std::string kernelbench_spec_text(const json& a, const std::string& name, const 
   for (auto& [k, v] : fixed.items())
     if (plain_identifier(k) && v.is_number()) t += k + " = " + v.dump() + "\n";
   t += notes_text(a);
-  std::set<std::string> taken(dims.begin(), dims.end());
+  const std::vector<std::string> names = kernelbench_argument_names(a);
+  size_t next = 0;
   for (auto& [key, role] : std::vector<std::pair<const char*, const char*>>{
            {"inputs", "input"}, {"parameters", "parameter"}, {"buffers", "buffer"}, {"outputs", "output"}})
     for (auto& tensor : a.value(key, json::array())) {
-      t += "\n[[tensor]]\nname = " + toml_string(argument_name(tensor["name"], taken)) + "\n";
+      t += "\n[[tensor]]\nname = " + toml_string(names[next++]) + "\n";
       t += "role = \"" + std::string(role) + "\"\n";
       t += "shape = " + shape_text(tensor["shape"]) + "\n";   // [] is a scalar (one element)
       const bool int64 = tensor.value("type", std::string("float")) == "int64";
@@ -273,20 +285,29 @@ std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, s
   return t;
 }
 
-std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths) {
-  std::string t = "# Written by `autokernel kernelbench`: one user type per KernelBench problem it accepted.\n"
+std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths,
+                                    const std::vector<BuiltinProblem>& builtins, bool every_spec_has_a_starter) {
+  std::string t = "# Written by `autokernel kernelbench`: one [[kernel]] per KernelBench problem it accepted: a built-in\n"
+                  "# type's entry where the problem computes one, else the problem's user type.\n"
                   "# Check it with `autokernel config check FILE`; run it with `autokernel run --config FILE`.\n\n";
   t += "[run]\nname = " + toml_string(run_name) + "\nworkdir = \"runs\"             # relative to this file\n\n";
-  t += "[llm]\n"
-       "# The user types have no starter kernel: an LLM writes the first one of each, so choose one here\n"
-       "# (docs/llm.md); with the builtin tuner alone `run` stops and names the type that has none.\n"
-       "# provider = \"anthropic\"\n# model = \"claude-sonnet-4-5\"\n# api_key_env = \"ANTHROPIC_API_KEY\"\n";
+  t += "[llm]\n";
+  if (every_spec_has_a_starter)
+    t += "# Every entry has a first file (a built-in type's starter, or one written from the problem's elementwise\n"
+         "# ops): the builtin tuner runs them without an LLM. An LLM (docs/llm.md) edits them further.\n";
+  else
+    t += "# A user type without a starter gets its first kernel from the LLM, so choose one here (docs/llm.md);\n"
+         "# with the builtin tuner alone `run` stops and names the type that has none (`kernelbench --offline`\n"
+         "# leaves those out).\n";
+  t += "# provider = \"anthropic\"\n# model = \"claude-sonnet-4-5\"\n# api_key_env = \"ANTHROPIC_API_KEY\"\n";
   // Equal shares of a program's time: the problems are independent, and the weights add up to at most 1.
-  const double weight = spec_paths.empty() ? 0 : std::floor(10000.0 / double(spec_paths.size())) / 10000.0;
+  const size_t entries = spec_paths.size() + builtins.size();
+  const double weight = entries == 0 ? 0 : std::floor(10000.0 / double(entries)) / 10000.0;
   char w[32];
   std::snprintf(w, sizeof w, "%.4f", weight);
   for (auto& p : spec_paths)
     t += "\n[[kernel]]\nspec = " + toml_string(p) + "\ndtype = \"fp32\"\nweight = " + w + "\n";
+  for (auto& b : builtins) t += builtin_entry_text(b, w);
   return t;
 }
 

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/kernelbench/builtin_problem.hpp"
+
 namespace ak {
 
 /// "kb_" and the file's stem, lower-cased, runs of other characters as one '_', at most 48
@@ -29,16 +31,25 @@ struct StageShapes {
 /// (smoke: 1/64 of it).
 StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis, int64_t max_elements = int64_t(1) << 22);
 
-/// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name.
+/// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name,
+/// `starter` a first kernel file's name beside the spec (none when empty).
 std::string kernelbench_spec_text(const nlohmann::json& analysis, const std::string& name,
-                                  const std::string& reference, const std::string& source_path);
+                                  const std::string& reference, const std::string& source_path,
+                                  const std::string& starter = "");
+
+/// The spec's tensor names of an accepted analysis, in its order (inputs, parameters, buffers,
+/// outputs): torch's names as C identifiers, distinct from each other and from the dims.
+std::vector<std::string> kernelbench_argument_names(const nlohmann::json& analysis);
 
 /// The refusals of one `kernelbench` call, beside the config it writes (<config stem>.refused.tsv):
 /// a header, then one line per refused file, "file<TAB>reason", tabs and line breaks in either
 /// written as spaces. `report` counts them as problems that are not correct.
 std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, std::string>>& refusals);
 
-/// The config: [run], [llm] left to the user, one [[kernel]] per spec path (relative to the config).
-std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths);
+/// The config: [run], [llm] left to the user, one [[kernel]] per spec path (relative to the config),
+/// then one per built-in problem; `every_spec_has_a_starter` says so in [llm]'s comment.
+std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths,
+                                    const std::vector<BuiltinProblem>& builtins = {},
+                                    bool every_spec_has_a_starter = false);
 
 }  // namespace ak

@@ -70,7 +70,44 @@ ProblemScore score(const std::string& tag, const std::vector<ResultRow>& rows, c
   return p;
 }
 
+ProblemScore score_builtin(const BuiltinProblem& b, const std::vector<ResultRow>& rows,
+                           const std::vector<ProblemBaseline>& baselines) {
+  ProblemScore p;
+  p.tag = b.tag;
+  p.kernel_type = b.type;
+  p.builtin_problem = b.problem;
+  std::vector<KernelProgress> progress(1);
+  progress[0].tag = b.tag;
+  for (const ResultRow& r : rows)
+    if (r.tag == b.tag) apply_row(progress, r);
+  p.correct = !standing_bests(rows, b.tag).empty();
+  if (p.correct) p.best_us = progress[0].best_us;
+  p.kernelbench_correct = p.correct && builtin_tolerance_within_kernelbench(b.type, b.dtype);
+  if (p.kernelbench_correct) p.kernelbench_us = p.best_us;
+  for (const ProblemBaseline& t : baselines)
+    if (t.tag == b.tag) p.eager_us = t.eager_us, p.compile_us = t.compile_us;
+  return p;
+}
+
+std::string beside_run(const std::string& run_dir, const std::string& suffix) {
+  const std::filesystem::path dir = std::filesystem::absolute(run_dir).lexically_normal();
+  const std::filesystem::path run = dir.filename().empty() ? dir.parent_path() : dir;
+  return (run.parent_path().parent_path() / (run.filename().string() + suffix)).string();
+}
+
 }  // namespace
+
+bool builtin_tolerance_within_kernelbench(const std::string& builtin_type, const std::string& dtype) {
+  const KernelSpec* spec = find_builtin_spec(builtin_type);
+  const auto d = parse_dtype(dtype);
+  if (!spec || !d || !spec->tolerance) return false;
+  const double theirs = *d == DType::F32 ? 1e-4 : 1e-2;   // KernelBench's get_tolerance_for_precision at 423217d
+  const Tolerance ours = spec->tolerance(*d);
+  return ours.atol <= theirs && ours.rtol <= theirs;
+}
+
+std::string default_builtin_problems_path(const std::string& run_dir) { return beside_run(run_dir, ".builtin.tsv"); }
+std::string default_problem_baselines_path(const std::string& run_dir) { return beside_run(run_dir, ".baselines.tsv"); }
 
 RunVerdicts read_user_type_verdicts(const std::string& run_dir, const std::vector<ResultRow>& rows) {
   RunVerdicts out;
@@ -120,7 +157,8 @@ std::string default_refusals_path(const std::string& run_dir) {
 }
 
 KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts,
-                                     const std::vector<RefusedProblem>& refused) {
+                                     const std::vector<RefusedProblem>& refused, const std::vector<BuiltinProblem>& builtin,
+                                     const std::vector<ProblemBaseline>& baselines) {
   KernelBenchScores s;
   s.unreadable = verdicts.unreadable;
   s.refused = refused;
@@ -128,6 +166,8 @@ KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const R
   for (const ResultRow& r : rows)
     if (is_user_type(r.kernel_type) && std::find(tags.begin(), tags.end(), r.tag) == tags.end()) tags.push_back(r.tag);
   for (const std::string& tag : tags) s.problems.push_back(score(tag, rows, verdicts));
+  for (const BuiltinProblem& b : builtin) s.problems.push_back(score_builtin(b, rows, baselines));
+  s.builtin = int(builtin.size());
   for (double p : {0.0, 1.0, 1.5, 2.0}) {
     FastP f{p};
     // KernelBench's fast_p: correct AND speedup > p; an unmeasured baseline makes no problem fast.

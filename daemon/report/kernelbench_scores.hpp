@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "daemon/kernelbench/builtin_problem.hpp"
+#include "daemon/kernelbench/problem_baselines.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "harness/verdict.hpp"
 
@@ -32,6 +34,10 @@ RunVerdicts read_user_type_verdicts(const std::string& run_dir, const std::vecto
 /// One problem (a kernel tag of a user type). Times are µs; 0 where not measured.
 struct ProblemScore {
   std::string tag, kernel_type;
+  /// For a problem run as a built-in type: the problem file (its tag is the built-in entry's).
+  /// Its KernelBench correctness is derived: the type's tolerance at the dtype is no looser than
+  /// KernelBench's and the import found the type's reference computing the problem's outputs.
+  std::string builtin_problem;
   bool correct = false;               ///< a passing best stands (our tolerance)
   bool kernelbench_correct = false;   ///< the best within KernelBench's tolerance; with no best, any verdict
   double best_us = 0;                 ///< our best now (a best timed again counts at its new time)
@@ -74,14 +80,27 @@ struct KernelBenchScores {
   std::vector<RefusedProblem> refused;  ///< counted in every denominator, never correct
   std::vector<FastP> fast_p;            ///< p = 0 (correct alone), 1, 1.5, 2
   int without_eager = 0, without_compile = 0;   ///< problems with no time of that baseline
+  int builtin = 0;                              ///< problems run as built-in types
   /// Every problem given to `kernelbench`: those of the run and those it refused.
   size_t total() const { return problems.size() + refused.size(); }
   std::vector<std::string> unreadable;          ///< from RunVerdicts
 };
 
-/// Scores every user-type tag of `rows` with `verdicts`, and `refused` as problems not solved; no
-/// problems when the run has no user type and nothing was refused.
+/// Whether passing `builtin_type`'s own check at `dtype` implies passing KernelBench's checker
+/// (the type's atol and rtol no looser than KernelBench's for the dtype: fp32 1e-4, fp16 and bf16 1e-2).
+bool builtin_tolerance_within_kernelbench(const std::string& builtin_type, const std::string& dtype);
+
+/// Where `kernelbench` wrote the built-in problems and their PyTorch times of the config that made
+/// the run in `run_dir` (as default_refusals_path): <run_dir>/../../<name>.builtin.tsv and .baselines.tsv.
+std::string default_builtin_problems_path(const std::string& run_dir);
+std::string default_problem_baselines_path(const std::string& run_dir);
+
+/// Scores every user-type tag of `rows` with `verdicts`, every built-in problem's tag with its
+/// PyTorch times from `baselines` (by tag), and `refused` as problems not solved; no problems when
+/// the run has none of these.
 KernelBenchScores kernelbench_scores(const std::vector<ResultRow>& rows, const RunVerdicts& verdicts,
-                                     const std::vector<RefusedProblem>& refused = {});
+                                     const std::vector<RefusedProblem>& refused = {},
+                                     const std::vector<BuiltinProblem>& builtin = {},
+                                     const std::vector<ProblemBaseline>& baselines = {});
 
 }  // namespace ak

@@ -31,16 +31,23 @@ std::string kernelbench_section(const KernelBenchScores& s, const std::string& r
   if (s.problems.empty() && s.refused.empty()) return "";
   std::string md = "\n## KernelBench\n\nEach kernel of a user type is a problem: correct under our tolerance (a passing best "
                    "stands) and under KernelBench's (its checker's atol = rtol for the dtype: fp32 1e-4, fp16 and bf16 "
-                   "1e-2); its best against PyTorch eager and torch.compile.\n\n"
-                   "| problem | correct (ours) | correct (KernelBench) | best µs | PyTorch eager µs | torch.compile µs | vs eager | vs compile |\n"
-                   "|---|---|---|---|---|---|---|---|\n";
+                   "1e-2); its best against PyTorch eager and torch.compile.";
+  if (s.builtin)
+    md += " A problem that computes a built-in type runs as that type (its tag, then ‡ and the problem's file): its "
+          "correctness is the type's verdict, whose tolerance is no looser than KernelBench's at fp32 (so KernelBench's "
+          "column follows from ours), and its PyTorch times are its module's, from `kernelbench --baselines`.";
+  md += "\n\n| problem | correct (ours) | correct (KernelBench) | best µs | PyTorch eager µs | torch.compile µs | vs eager | vs compile |\n"
+        "|---|---|---|---|---|---|---|---|\n";
   bool only_kernelbench = false;
   for (const ProblemScore& p : s.problems) {
     // A problem correct only under KernelBench's tolerance is timed by its fastest such verdict.
     const bool theirs = !p.correct && p.kernelbench_us > 0;
     only_kernelbench |= theirs;
     const double us = theirs ? p.kernelbench_us : p.best_us;
-    md += "| " + markdown_cell(p.tag) + " | " + (p.correct ? "yes" : "no") + " | " + (p.kernelbench_correct ? "yes" : "no") + " | " +
+    const std::string name = p.builtin_problem.empty()
+                                 ? p.tag
+                                 : p.tag + " ‡ " + std::filesystem::path(p.builtin_problem).filename().string();
+    md += "| " + markdown_cell(name) + " | " + (p.correct ? "yes" : "no") + " | " + (p.kernelbench_correct ? "yes" : "no") + " | " +
           micros(us) + (theirs ? " †" : "") + " | " + micros(p.eager_us) + " | " + micros(p.compile_us) + " | " +
           times(theirs ? p.kernelbench_speedup_eager() : p.speedup_eager()) + " | " +
           times(theirs ? p.kernelbench_speedup_compile() : p.speedup_compile()) + " |\n";
@@ -96,6 +103,16 @@ Result<RunSnapshot> read_run(const std::string& dir) {
     if (!refused) return refused.error();
     s.kernelbench_refused = std::move(*refused);
     s.refusals_file = default_refusals_path(dir);
+  }
+  if (std::error_code ec; fs::exists(default_builtin_problems_path(dir), ec)) {
+    auto builtin = read_builtin_problems(default_builtin_problems_path(dir));
+    if (!builtin) return builtin.error();
+    s.builtin_problems = std::move(*builtin);
+  }
+  if (std::error_code ec; fs::exists(default_problem_baselines_path(dir), ec)) {
+    auto baselines = read_problem_baselines(default_problem_baselines_path(dir));
+    if (!baselines) return baselines.error();
+    s.problem_baselines = std::move(*baselines);
   }
   return s;
 }
@@ -178,7 +195,8 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
     md += "\n## Damaged rows of results.tsv (left out above)\n\n";
     for (const DamagedRow& d : s.damaged) md += "- line " + std::to_string(d.line) + ": " + markdown_cell(d.why) + "\n";
   }
-  return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows), s.kernelbench_refused),
+  return md + kernelbench_section(kernelbench_scores(s.rows, read_user_type_verdicts(s.dir, s.rows), s.kernelbench_refused,
+                                                     s.builtin_problems, s.problem_baselines),
                                   s.refusals_file);
 }
 

@@ -23,6 +23,10 @@ struct RunSnapshot {
   /// `report --refused FILE`), and that file: KernelBench's denominators count them.
   std::vector<RefusedProblem> kernelbench_refused;
   std::string refusals_file;
+  /// The problems the config runs as built-in types and their PyTorch times, where `kernelbench`
+  /// (and `kernelbench --baselines`) left them (default_builtin_problems_path).
+  std::vector<BuiltinProblem> builtin_problems;
+  std::vector<ProblemBaseline> problem_baselines;
 };
 
 /// Reads a run folder without changing it (the daemon may be writing it). An Error names what
