@@ -24,10 +24,11 @@ namespace {
 /// judged row's verdict beside its experiment.
 struct FixtureRun {
   TempDir dir;
-  std::string run = (dir.path / "kb").string();
+  std::string run;
   long long next = 1;
 
-  FixtureRun() {
+  /// The run folder at `folder` inside the temporary one ("runs/kb": as `kernelbench`'s config names it).
+  explicit FixtureRun(const std::string& folder = "kb") : run((dir.path / folder).string()) {
     std::filesystem::create_directories(run + "/experiments");
     REQUIRE(open_results(run + "/results.tsv").ok());   // the table with its header
   }
@@ -233,4 +234,62 @@ TEST_CASE("a user type's run through the loop is scored from the verdict files t
   CHECK(s.problems[0].tag == "gelu_report");
   CHECK(s.problems[0].correct);
   CHECK(s.problems[0].best_us == 100);
+}
+
+TEST_CASE("a problem run as a built-in type is scored as the problem, with its module's PyTorch times", "[report][kernelbench]") {
+  FixtureRun f("runs/l1");
+  // softmax (23_Softmax): the starter at 100 us, a variant kept at 80 us; eager 120 us, torch.compile 90 us.
+  f.add("softmax", "PASS", 100, true, MoveKind::Baseline, std::nullopt);
+  f.add("softmax", "PASS", 80, true, MoveKind::Structure, std::nullopt);
+  f.add("softmax", "PASS", 95, false, MoveKind::Edit, std::nullopt);
+  // cross_entropy: its starter failed, nothing stands.
+  f.add("cross_entropy", "FAIL", 0, false, MoveKind::Baseline, std::nullopt);
+  // a kernel of a built-in type that no problem links: not a problem.
+  f.add("rmsnorm", "PASS", 50, true, MoveKind::Baseline, std::nullopt);
+  // layernorm was linked but the run never reached it.
+  const std::vector<BuiltinProblem> links{
+      {"softmax", "softmax", {4096, 393216}, "fp32", "level1/23_Softmax.py", "types/kb_23_softmax.toml", "x=x; y=out"},
+      {"cross_entropy", "cross_entropy", {32768, 4096}, "fp32", "level1/95_CrossEntropyLoss.py", "types/kb_95.toml", "mean=out"},
+      {"layernorm", "layernorm", {16, 4194304}, "fp32", "level1/40_LayerNorm.py", "types/kb_40.toml", "x=x"}};
+  const std::vector<ProblemBaseline> times{{"softmax", 120, 90, ""}, {"cross_entropy", 300, 200, ""}};
+  auto rows = read_results(f.run + "/results.tsv");
+  REQUIRE(rows.ok());
+  const KernelBenchScores s = kernelbench_scores(*rows, read_user_type_verdicts(f.run, *rows), {}, links, times);
+  REQUIRE(s.problems.size() == 3);
+  const ProblemScore &softmax = s.problems[0], &ce = s.problems[1], &ln = s.problems[2];
+  CHECK(softmax.builtin_problem == "level1/23_Softmax.py");
+  CHECK((softmax.correct && softmax.kernelbench_correct));   // softmax's fp32 1e-5 is within KernelBench's 1e-4
+  CHECK(softmax.best_us == 80);
+  CHECK(softmax.speedup_eager() == Approx(1.5));
+  CHECK(softmax.speedup_compile() == Approx(90.0 / 80));
+  CHECK_FALSE((ce.correct || ce.kernelbench_correct));
+  CHECK(ce.eager_us == 300);
+  CHECK_FALSE(ln.correct);
+  CHECK(ln.eager_us == 0);
+  CHECK(s.without_eager == 1);
+  CHECK(s.fast_p[1].eager == 1);
+  CHECK(s.fast_p[1].compile == 1);
+  CHECK(s.fast_p[1].kernelbench_compile == 1);
+  CHECK(s.fast_p[2].compile == 0);   // 1.125x is not more than 1.5x
+
+  // KernelBench's correctness follows from ours only where the type's tolerance is no looser than theirs.
+  CHECK(builtin_tolerance_within_kernelbench("softmax", "fp32"));
+  CHECK(builtin_tolerance_within_kernelbench("reduce", "fp32"));
+  CHECK_FALSE(builtin_tolerance_within_kernelbench("reduce", "bf16"));   // 2e-2 against KernelBench's 1e-2
+  CHECK_FALSE(builtin_tolerance_within_kernelbench("kb_gelu", "fp32"));
+
+  SECTION("report finds the links and the times beside the config and scores them") {
+    f.dir.write("l1.builtin.tsv", builtin_problems_text(links));
+    f.dir.write("l1.baselines.tsv", problem_baselines_text(times));
+    f.dir.write("l1.refused.tsv", "file\treason\nlevel1/1_Square_matrix_multiplication_.py\tneeds an LLM: its kind is gemm\n");
+    auto r = run_autokernel("report --run " + f.run);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    const std::string md = read_file(f.run + "/report.md");
+    CHECK_THAT(md, Catch::Contains("| softmax ‡ 23\\_Softmax.py | yes | yes | 80.00 | 120.00 | 90.00 | 1.500x | 1.125x |"));
+    CHECK_THAT(md, Catch::Contains("| cross\\_entropy ‡ 95\\_CrossEntropyLoss.py | no | no | — | 300.00 | 200.00 | — | — |"));
+    CHECK_THAT(md, Catch::Contains("| 1 | 1/4 (25%) | 1/4 (25%) | 1/4 (25%) | 1/4 (25%) |"));
+    CHECK_THAT(md, Catch::Contains("A problem that computes a built-in type runs as that type"));
+    CHECK(md.find("| rmsnorm") == std::string::npos);
+  }
 }
