@@ -222,8 +222,10 @@ int kernelbench_command(const Args& args) {
       spec_paths.push_back(spec_path);
       how = "; first file " + name + ".cu written from its elementwise ops";
     } else if (offline) {
-      refuse(file, "needs an LLM: no built-in type computes it and no first file can be written from its ops (" +
-                   why_no_starter + ")");
+      // A match the registry does not take (matmul before its Linear layout) is said, not hidden.
+      const std::string match = analysis->value("builtin", nlohmann::json()).is_object() ? builtin.error().message + "; " : "";
+      refuse(file, "needs an LLM: no built-in type that runs it computes it and no first file can be written from its ops (" +
+                   match + why_no_starter + ")");
       continue;
     } else {
       spec_paths.push_back(spec_path);

@@ -42,8 +42,8 @@ def _swiglu(gate, up):
 
 # type: (its arguments as (name, kind, size) with size "all" (the first argument's [rows, cols]),
 # "cols" or "rows"; its outputs as (name, size); its reference over [rows, cols] views).
-# matmul (on another contract being widened), rotary_embedding, flash_attention and fused_mlp
-# are not matched: docs/user-types.md says why.
+# matmul is matched apart (linear_mappings: three sizes); rotary_embedding, flash_attention and
+# fused_mlp are not matched: docs/user-types.md says why.
 BUILTIN_TYPES = {
     "softmax": ([("x", "float", "all")], [("y", "all")], _softmax),
     "reduce": ([("x", "float", "all")], [("y", "rows")], _reduce),
@@ -104,6 +104,54 @@ def candidate_mappings(run):
     return found
 
 
+def linear_mappings(run):
+    """Every way the problem's tensors fit matmul's version 2, y = x W^T (+ bias) as nn.Linear
+    computes it: x [..., K] (M the product of the rest), W [N, K], bias [N] where there is one,
+    one output of M * N elements. Only where the registered matmul takes that contract
+    (daemon/kernelbench/builtin_problem.cpp checks it); otherwise the problem stays a user type."""
+    args, outs = _problem_tensors(run)
+    if len(outs) != 1 or outs[0][2] != "float" or len(args) not in (2, 3) or any(t[2] != "float" for t in args):
+        return []
+    found = []
+    for order in itertools.permutations(range(len(args))):
+        x, w = args[order[0]], args[order[1]]
+        if len(x[3]) < 2 or len(w[3]) != 2 or w[3][1] != x[3][-1]:
+            continue
+        k, n = x[3][-1], w[3][0]
+        m = _numel(x[3]) // k
+        if len(args) == 3 and list(args[order[2]][3]) != [n]:
+            continue
+        if _numel(outs[0][3]) != m * n:
+            continue
+        mapping = {"type": "matmul", "cols_axes": 1, "args": {"x": x[1], "w": w[1]}, "outputs": {"y": outs[0][1]}}
+        if len(args) == 3:
+            mapping["args"]["bias"] = args[order[2]][1]
+        found.append(mapping)
+    return found
+
+
+def _linear_agrees(mapping, run, model, inputs, outputs):
+    by_name = _tensors_by_name(run, model, inputs)
+    x, w = by_name[mapping["args"]["x"]], by_name[mapping["args"]["w"]]
+    y = x.reshape(-1, x.shape[-1]) @ w.t()
+    if "bias" in mapping["args"]:
+        y = y + by_name[mapping["args"]["bias"]]
+    got = outputs[0]
+    return got.numel() == y.numel() and got.is_floating_point() and torch.allclose(
+        got.reshape(-1).double(), y.reshape(-1).double(), rtol=MATCH_TOLERANCE, atol=MATCH_TOLERANCE)
+
+
+def _tensors_by_name(run, model, inputs):
+    args, _ = _problem_tensors(run)
+    by_name = {}
+    input_names = [t[1] for t in args if t[0] == "input"]
+    for name, x in zip(input_names, [x for x in inputs if isinstance(x, torch.Tensor)]):
+        by_name[name] = x
+    for name, p in model.named_parameters():
+        by_name[name] = p.detach()
+    return by_name
+
+
 def _problem_at(source, path, overrides, seed):
     """The problem built on the CPU at `overrides`, in float64, its float inputs and parameters drawn
     from a normal distribution (signed: KernelBench's torch.rand would hide a relu), int64 inputs
@@ -126,14 +174,10 @@ def _problem_at(source, path, overrides, seed):
 def _agrees(mapping, run, model, inputs, outputs):
     """Whether the type's reference, given the problem's tensors as `mapping` says, computes the
     problem's outputs within MATCH_TOLERANCE."""
-    args, outs = _problem_tensors(run)
-    by_name = {}
-    tensor_inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
-    input_names = [t[1] for t in args if t[0] == "input"]
-    for name, x in zip(input_names, tensor_inputs):
-        by_name[name] = x
-    for name, p in model.named_parameters():
-        by_name[name] = p.detach()
+    if mapping["type"] == "matmul":
+        return _linear_agrees(mapping, run, model, inputs, outputs)
+    _, outs = _problem_tensors(run)
+    by_name = _tensors_by_name(run, model, inputs)
     type_args, type_outs, reference = BUILTIN_TYPES[mapping["type"]]
     first = by_name[mapping["args"][type_args[0][0]]]
     k = mapping["cols_axes"]
@@ -164,7 +208,7 @@ def match_builtin(analysis):
         return None, "it has buffers, which no built-in type takes"
     if base.constants:
         return None, "get_inputs() returns numbers, which no built-in type takes"
-    candidates = candidate_mappings(base)
+    candidates = candidate_mappings(base) + linear_mappings(base)
     if not candidates:
         return None, "its tensors fit no built-in type's arguments"
     shapes = ([analysis.stages["smoke"]] + analysis.stages["sweep"])[:MATCH_SHAPES] if analysis.dims else [[]]
@@ -178,13 +222,19 @@ def match_builtin(analysis):
             run = run_problem(analysis.source, analysis.path, overrides, "meta", record_ops=False)
         except Exception:
             run = run_problem(analysis.source, analysis.path, overrides, "cpu", record_ops=False)
-        candidates = [m for m in candidates if m in candidate_mappings(run) and _agrees(m, run, model, inputs, outputs)]
+        fitting = candidate_mappings(run) + linear_mappings(run)
+        candidates = [m for m in candidates if m in fitting and _agrees(m, run, model, inputs, outputs)]
         if not candidates:
             return None, "no built-in type's reference computes its outputs"
     chosen = dict(candidates[0])
     args, _ = _problem_tensors(base)
-    first = next(t for t in args if t[1] == chosen["args"][BUILTIN_TYPES[chosen["type"]][0][0][0]])
-    k = chosen["cols_axes"]
-    chosen["shape"] = [_numel(first[3][:len(first[3]) - k]), _numel(first[3][len(first[3]) - k:])]
+    shape_of = {t[1]: t[3] for t in args}
+    if chosen["type"] == "matmul":
+        x, w = shape_of[chosen["args"]["x"]], shape_of[chosen["args"]["w"]]
+        chosen["shape"] = [_numel(x) // x[-1], w[0], x[-1], 1 if "bias" in chosen["args"] else 0]
+    else:
+        first = shape_of[chosen["args"][BUILTIN_TYPES[chosen["type"]][0][0][0]]]
+        k = chosen["cols_axes"]
+        chosen["shape"] = [_numel(first[:len(first) - k]), _numel(first[len(first) - k:])]
     chosen["shapes_compared"] = shapes
     return chosen, None

@@ -50,8 +50,13 @@ Result<BuiltinProblem> builtin_problem_of(const json& analysis, const std::strin
   if (p.shape.size() != type->shape_names.size())
     return error("the match's shape " + match.value("shape", json::array()).dump() + " is not one of " + p.type + "'s " +
                  std::to_string(type->shape_names.size()) + " sizes");
-  if (p.shape.back() > (1LL << 31) - 1 || p.shape.front() > (1LL << 31) - 1)
+  if (std::any_of(p.shape.begin(), p.shape.end(), [](long long v) { return v > (1LL << 31) - 1; }))
     return error(p.type + " takes int sizes; the problem's are " + shape_cell(p.shape));
+  // The analyser matches a GEMM as nn.Linear computes it (y = x W^T + bias, W [N, K]): matmul's
+  // version 2. Version 1 (c = a @ b, b [K, N]) is another layout.
+  if (p.type == "matmul" && type->contract_version < 2)
+    return error("matmul's contract here is version " + std::to_string(type->contract_version) +
+                 " (c = a @ b, b [K, N]), not the Linear layout the problem has");
   auto d = parse_dtype(dtype);
   if (!d || std::find(type->dtypes.begin(), type->dtypes.end(), *d) == type->dtypes.end())
     return error(p.type + " does not take " + dtype);

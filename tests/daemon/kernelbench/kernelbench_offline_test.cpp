@@ -4,6 +4,7 @@
 // `kernelbench --offline` writes a config the builtin tuner can run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -13,6 +14,7 @@
 #include "daemon/kernelbench/problem_baselines.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "tests/support.hpp"
 
@@ -95,6 +97,12 @@ TEST_CASE("a problem that computes a built-in type is matched by its outputs, wi
       // the norm over the last two axes of a 3-D input, its weight of their shape
       {"layernorm.py", problem("self.ln = nn.LayerNorm((rows, dim))", "forward(self, x):\n        return self.ln(x)",
                                kRows3, "[torch.randn(batch_size, rows, dim)]")},
+      // a GEMM as nn.Linear computes it: y = x W^T + b, W [N, K]
+      {"linear.py", problem("self.fc = nn.Linear(dim, 200)", "forward(self, x):\n        return self.fc(x)", kRows,
+                            "[torch.rand(batch_size, dim)]")},
+      // the transposed operand passed as an input, second
+      {"matmul_bt.py", problem("", "forward(self, A, B):\n        return torch.matmul(A, B.T)", kRows + "\nn = 96",
+                               "[torch.rand(batch_size, dim), torch.rand(n, dim)]")},
   });
   auto builtin = [&](size_t i) { return a[i]["builtin"]; };
   CHECK(builtin(0)["type"] == "softmax");
@@ -114,6 +122,11 @@ TEST_CASE("a problem that computes a built-in type is matched by its outputs, wi
   CHECK(builtin(5)["cols_axes"] == 2);
   CHECK(builtin(5)["shape"] == json::array({16, 24 * 300}));
   CHECK(builtin(5)["args"] == json{{"x", "x"}, {"weight", "ln.weight"}, {"bias", "ln.bias"}});
+  CHECK(builtin(6)["type"] == "matmul");
+  CHECK(builtin(6)["shape"] == json::array({64, 200, 1000, 1}));   // M, N, K, has_bias
+  CHECK(builtin(6)["args"] == json{{"x", "x"}, {"w", "fc.weight"}, {"bias", "fc.bias"}});
+  CHECK(builtin(7)["shape"] == json::array({64, 96, 1000, 0}));
+  CHECK(builtin(7)["args"] == json{{"x", "A"}, {"w", "B"}});
 }
 
 TEST_CASE("a near miss of a built-in type is not matched", "[kernelbench][offline]") {
@@ -140,6 +153,9 @@ TEST_CASE("a near miss of a built-in type is not matched", "[kernelbench][offlin
                                         kRows, "[torch.randn(batch_size, dim)]")},
       {"ce_sum.py", problem("", "forward(self, logits, targets):\n        return F.cross_entropy(logits, targets, reduction='sum')",
                             kRows, "[torch.rand(batch_size, dim), torch.randint(0, dim, (batch_size,))]")},
+      // A @ B with both square: B is [K, N], not the Linear's [N, K]
+      {"matmul_square.py", problem("", "forward(self, A, B):\n        return torch.matmul(A, B)", "n = 256",
+                                   "[torch.rand(n, n), torch.rand(n, n)]")},
   });
   for (const json& x : a) {
     INFO(x["file"]);
@@ -182,6 +198,15 @@ TEST_CASE("a matched problem becomes the type's [[kernel]] entry, linked to the 
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message, Catch::Contains("line 2"));
 
+  SECTION("a GEMM becomes matmul's entry only where matmul takes the Linear layout (version 2) in fp32") {
+    const KernelSpec* matmul = find_builtin_spec("matmul");
+    REQUIRE(matmul);
+    const bool linear_fp32 = matmul->contract_version >= 2 &&
+                             std::count(matmul->dtypes.begin(), matmul->dtypes.end(), DType::F32) == 1;
+    auto gemm = builtin_problem_of({{"builtin", {{"type", "matmul"}, {"args", {{"x", "A"}, {"w", "B"}}}, {"shape", {2048, 4096, 8192, 0}}}}},
+                                   "17_Matmul_with_transposed_B.py", "types/kb_17.toml");
+    CHECK(gemm.ok() == linear_fp32);
+  }
   SECTION("no match, a type that is not built in, a dtype or a shape the type does not take: no entry") {
     CHECK_FALSE(builtin_problem_of({{"builtin", nullptr}, {"builtin_why_not", "x"}}, "p.py", "s.toml").ok());
     CHECK_FALSE(builtin_problem_of({{"builtin", {{"type", "kb_gelu"}, {"shape", {4, 4}}}}}, "p.py", "s.toml").ok());
