@@ -102,6 +102,11 @@ Result<std::string> element_count(const json& a) {
   return n;
 }
 
+/// Whether `v` names one of the values computed so far (0 .. count - 1).
+bool value_index(const json& v, size_t count) {
+  return v.is_number_integer() && v.get<long long>() >= 0 && size_t(v.get<long long>()) < count;
+}
+
 }  // namespace
 
 Result<std::string> elementwise_step_expression(const json& step, const std::vector<std::string>& o) {
@@ -191,8 +196,8 @@ Result<std::string> elementwise_starter_text(const json& a, const std::string& t
     const size_t count = size_t(operand_count(step.value("op", std::string())));
     for (size_t i = 0; i < count && i < step["args"].size(); ++i) {
       const json& arg = step["args"][i];
-      if (arg.contains("v") && arg["v"].is_number_unsigned() && arg["v"].get<size_t>() < value)
-        operands.push_back("v" + std::to_string(arg["v"].get<size_t>()));
+      if (arg.contains("v") && value_index(arg["v"], value))
+        operands.push_back("v" + std::to_string(arg["v"].get<long long>()));
       else if (arg.contains("n") && arg["n"].is_number())
         operands.push_back(float_literal(arg["n"].get<double>()));
       else
@@ -204,8 +209,8 @@ Result<std::string> elementwise_starter_text(const json& a, const std::string& t
     ++value;
   }
   const json& output = chain["output"];
-  if (!output.is_number_unsigned() || output.get<size_t>() >= value) return error("the steps' output is no value");
-  body += "      " + names.back() + "[i] = ak_from_float<T>(v" + std::to_string(output.get<size_t>()) + ");\n";
+  if (!value_index(output, value)) return error("the steps' output is no value");
+  body += "      " + names.back() + "[i] = ak_from_float<T>(v" + std::to_string(output.get<long long>()) + ");\n";
 
   std::string t;
   t += "// " + type_name + ": written by `autokernel kernelbench` from the forward's elementwise ops, a plain first\n"

@@ -194,7 +194,7 @@ TEST_CASE("a matched problem becomes the type's [[kernel]] entry, linked to the 
   CHECK((*back)[0].shape == std::vector<long long>{4096, 393216});
   CHECK((*back)[0].spec == "types/kb_23_softmax.toml");
   CHECK((*back)[2].type == "reduce");
-  auto bad = read_builtin_problems(dir.write("bad.tsv", "tag\ttype\nsoftmax\tnot_a_type\t4x4\tfp32\ta\tb\tc\n"));
+  auto bad = read_builtin_problems(dir.write("bad.tsv", "tag\ttype\tshape\tdtype\tproblem\tspec\tmapping\nsoftmax\tnot_a_type\t4x4\tfp32\ta\tb\tc\n"));
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message, Catch::Contains("line 2"));
 
@@ -260,6 +260,7 @@ TEST_CASE("every op of an elementwise chain is written as CUDA that NVRTC compil
             {"outputs", {{{"name", "out"}, {"shape", {"batch_size", "dim", "axis"}}}}},
             {"elementwise", {{"steps", steps}, {"output", last}, {"inputs", 2}}}};
   auto text = elementwise_starter_text(a, "kb_chain");
+  INFO((text.ok() ? std::string() : text.error().message));
   REQUIRE(text.ok());
   CHECK_THAT(*text, Catch::Contains("#define AK_THREADS 256\n#define AK_ITEMS 4\n"));
   CHECK_THAT(*text, Catch::Contains("kb_chain_kernel(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ out, int batch_size, int dim)"));
