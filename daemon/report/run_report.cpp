@@ -56,9 +56,15 @@ std::string kernelbench_section(const KernelBenchScores& s, const std::string& r
     md += "| " + markdown_cell(std::filesystem::path(r.file).filename().string()) + " (refused: " + markdown_cell(r.reason) +
           ") | no | no | — | — | — | — | — |\n";
   if (only_kernelbench) md += "\n† no file passes our tolerance: the fastest within KernelBench's.\n";
-  if (!s.refused.empty())
+  if (!s.refused.empty()) {
+    // `kernelbench --offline` writes the problems it left out for needing an LLM with the refusals.
+    const auto llm = std::count_if(s.refused.begin(), s.refused.end(),
+                                   [](const RefusedProblem& r) { return r.reason.rfind("needs an LLM", 0) == 0; });
     md += "\n" + std::to_string(s.refused.size()) + " problem" + (s.refused.size() == 1 ? "" : "s") + " refused by `kernelbench` (" +
-          markdown_cell(refusals_file) + ") count below as not correct.\n";
+          markdown_cell(refusals_file) + ")" +
+          (llm ? ", " + std::to_string(llm) + " of them left out as needing an LLM (`--offline`)," : "") +
+          " count below as not correct.\n";
+  }
   md += "\nfast_p: the share of the problems given to `kernelbench` that are correct and more than p times faster than the "
         "baseline; at p = 0, correct alone.\n\n"
         "| p | vs eager (ours) | vs eager (KernelBench) | vs torch.compile (ours) | vs torch.compile (KernelBench) |\n|---|---|---|---|---|\n";

@@ -293,6 +293,8 @@ TEST_CASE("a problem run as a built-in type is scored as the problem, with its m
     CHECK_THAT(md, Catch::Contains("| cross\\_entropy ‡ 95\\_CrossEntropyLoss.py | no | no | — | 300.00 | 200.00 | — | — |"));
     CHECK_THAT(md, Catch::Contains("| 1 | 1/4 (25%) | 1/4 (25%) | 1/4 (25%) | 1/4 (25%) |"));
     CHECK_THAT(md, Catch::Contains("A problem that computes a built-in type runs as that type"));
+    CHECK_THAT(md, Catch::Contains("1 problem refused by `kernelbench`"));
+    CHECK_THAT(md, Catch::Contains("1 of them left out as needing an LLM (`--offline`), count below as not correct."));
     CHECK(md.find("| rmsnorm") == std::string::npos);
   }
 }
