@@ -353,7 +353,7 @@ offline() {
   refused=$(grep -c ": refused: " "$dir/logs/import.log")
   {
     echo "run offline: $((builtin + starters)) of ${#files[@]} ($builtin as built-in types, $starters with a first file from elementwise ops); $refused refused or needing an LLM"
-    grep "runs as the built-in" "$dir/logs/import.log" | sed 's/^.*\///; s/: accepted.*runs as the built-in/ ->/'
+    grep "runs as the built-in" "$dir/logs/import.log" | sed -E 's#^([^:]*/)?([^/:]+\.py): accepted .*runs as the built-in#  \2 ->#'
   } >> "$summary"
   # The built-in problems' PyTorch times (eager, torch.compile) come from their modules, before the
   # run so that nothing else holds the GPU while they are timed.
@@ -374,24 +374,28 @@ offline() {
   echo "run exit $run_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
   local run=$dir/runs/l$level
   "$ak" report --run "$run" --out "$dir/report" > "$dir/logs/report.log" 2>&1
-  echo "report exit $?" >> "$summary"
+  local report_rc=$?
+  echo "report exit $report_rc" >> "$summary"
   if [ -f "$run/results.tsv" ]; then
     cut -f8 "$run/results.tsv" | tail -n +2 | sort | uniq -c | sed 's/^/  verdicts: /' >> "$summary"
   fi
+  # The report's KernelBench section alone (its other tables have rows that start alike).
+  local section=$dir/logs/kernelbench-section.md fast1
+  sed -n '/^## KernelBench/,$p' "$dir/report/report.md" > "$section" 2>/dev/null
   # fast_p's row p = 1: eager (ours), eager (KernelBench), torch.compile (ours), torch.compile (KernelBench).
-  local fast1
-  fast1=$(grep -E '^\| 1 \|' "$dir/report/report.md" 2>/dev/null | head -1)
+  fast1=$(grep -E '^\| 1 \|' "$section" | head -1)
   {
     echo "fast_1 over the whole level (| p | vs eager ours | vs eager KernelBench | vs compile ours | vs compile KernelBench |):"
     echo "  ${fast1:-no report}"
-    grep -E '^\| 0 \|' "$dir/report/report.md" 2>/dev/null | head -1 | sed 's/^/  fast_0: /'
-    grep -E 'have no (PyTorch eager|torch.compile) time' "$dir/report/report.md" 2>/dev/null | sed 's/^/  /'
-    echo "per problem that ran (report.md):"
-    grep -E '^\| [a-z]' "$dir/report/report.md" 2>/dev/null | grep -v "refused:" | grep -vE '^\| (p|problem|experiment|kernel|tag) ' | cut -c1-200
+    grep -E '^\| 0 \|' "$section" | head -1 | sed 's/^/  fast_0: /'
+    grep -E 'have no (PyTorch eager|torch.compile) time|left out as needing' "$section" | sed 's/^/  /'
+    echo "per problem that ran (| problem | correct ours | correct KernelBench | best us | eager us | compile us | vs eager | vs compile |):"
+    grep -E '^\| [a-z]' "$section" | grep -v "(refused: " | grep -vE '^\| (p|problem) ' | cut -c1-200
   } >> "$summary"
   cp "$dir/report/report.md" "$out/offline-l$level-report.md" 2>/dev/null
   tar -czf "$out/offline-l$level.tar.gz" -C "$work" "offline-l$level"
   cat "$summary"
+  [ "$report_rc" = 0 ]   # the exit status: 1 when there is no report to read fast_p from
 }
 
 case ${1:-} in
