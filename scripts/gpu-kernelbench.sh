@@ -75,7 +75,7 @@
 #                                      problems count as not fast), the time of each phase; and
 #                                      $OUT/offline-l<N>.tar.gz (config, types, logs, run folder, report.md).
 #                                      Budgets, about 9 minutes in all: OFFLINE_IMPORT_TIMEOUT (default 120 s),
-#                                      OFFLINE_BASELINES_TIMEOUT (default 75 s), OFFLINE_RUN_TIMEOUT (default 360 s
+#                                      OFFLINE_BASELINES_TIMEOUT (default 100 s), OFFLINE_RUN_TIMEOUT (default 330 s
 #                                      for the run), OFFLINE_KERNEL_S (default 40 s per kernel: a kernel whose first
 #                                      evaluation takes that long ends after it), OFFLINE_REVERTS (default 2 in a
 #                                      row end a kernel), OFFLINE_WARMUP and OFFLINE_REPETITIONS (default 3 and 30
@@ -358,7 +358,7 @@ offline() {
   # The built-in problems' PyTorch times (eager, torch.compile) come from their modules, before the
   # run so that nothing else holds the GPU while they are timed.
   t0=$(date +%s)
-  timeout -s TERM "${OFFLINE_BASELINES_TIMEOUT:-75}" "$ak" kernelbench --baselines "$config" > "$dir/logs/baselines.log" 2>&1
+  timeout -s TERM "${OFFLINE_BASELINES_TIMEOUT:-100}" "$ak" kernelbench --baselines "$config" > "$dir/logs/baselines.log" 2>&1
   echo "baselines exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
   sed 's/^/  /' "$dir/logs/baselines.log" | tail -8 >> "$summary"
   # The budget: each kernel ends after OFFLINE_KERNEL_S or OFFLINE_REVERTS reverts in a row; the
@@ -369,7 +369,7 @@ offline() {
   printf '\n[harness]\nstage_timeout_s = 240\ntorch_compile = true\nwarmup = %s\nrepetitions = %s\n\n[convergence]\nmax_consecutive_reverts = %s\nmax_hours_per_kernel = %s\n' \
     "${OFFLINE_WARMUP:-3}" "${OFFLINE_REPETITIONS:-30}" "${OFFLINE_REVERTS:-2}" "$kernel_h" >> "$config"
   t0=$(date +%s)
-  timeout -s TERM -k 20 "${OFFLINE_RUN_TIMEOUT:-360}" "$ak" run --config "$config" 2>&1 | tee "$dir/logs/run-raw.log" | quiet > "$dir/logs/run.log"
+  timeout -s TERM -k 20 "${OFFLINE_RUN_TIMEOUT:-330}" "$ak" run --config "$config" 2>&1 | tee "$dir/logs/run-raw.log" | quiet > "$dir/logs/run.log"
   local run_rc=${PIPESTATUS[0]}
   echo "run exit $run_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
   local run=$dir/runs/l$level

@@ -76,11 +76,16 @@ int baselines_command(const std::string& config_arg, bool with_compile) {
     return std::fprintf(stderr, "autokernel kernelbench --baselines: %s (import the problems with `autokernel kernelbench "
                                 "... --out %s` first)\n", problems.error().message.c_str(), terminal_safe(config.string()).c_str()),
            kExitUsage;
-  auto measured = measure_problem_baselines(*problems, config.parent_path().string(), 0, 20, with_compile);
-  if (!measured) return std::fprintf(stderr, "autokernel kernelbench --baselines: %s\n", measured.error().message.c_str()), kExitUsage;
   const fs::path out = config.parent_path() / (config.stem().string() + ".baselines.tsv");
-  if (auto s = write_file_atomic(out.string(), problem_baselines_text(*measured)); !s)
-    return std::fprintf(stderr, "autokernel kernelbench --baselines: %s\n", s.error().message.c_str()), kExitFailure;
+  Status written = ok();
+  // Written after each problem: a call stopped for its time keeps the problems it timed.
+  auto keep = [&](const std::vector<ProblemBaseline>& so_far) {
+    if (written) written = write_file_atomic(out.string(), problem_baselines_text(so_far));
+  };
+  auto measured = measure_problem_baselines(*problems, config.parent_path().string(), 0, 20, with_compile, keep);
+  if (!measured) return std::fprintf(stderr, "autokernel kernelbench --baselines: %s\n", measured.error().message.c_str()), kExitUsage;
+  if (!written || !(written = write_file_atomic(out.string(), problem_baselines_text(*measured))))
+    return std::fprintf(stderr, "autokernel kernelbench --baselines: %s\n", written.error().message.c_str()), kExitFailure;
   int missing = 0;
   for (auto& b : *measured) {
     std::printf("%s: eager %.2f us, torch.compile %.2f us%s%s\n", terminal_safe(b.tag).c_str(), b.eager_us, b.compile_us,

@@ -53,15 +53,18 @@ ProblemBaseline measure_one(GpuContext& gpu, const BuiltinProblem& p, const std:
 
 }  // namespace
 
-Result<std::vector<ProblemBaseline>> measure_problem_baselines(const std::vector<BuiltinProblem>& problems,
-                                                               const std::string& config_dir, int device,
-                                                               int repetitions, bool with_compile) {
+Result<std::vector<ProblemBaseline>> measure_problem_baselines(
+    const std::vector<BuiltinProblem>& problems, const std::string& config_dir, int device, int repetitions,
+    bool with_compile, const std::function<void(const std::vector<ProblemBaseline>&)>& after_each) {
   std::vector<ProblemBaseline> out;
   if (problems.empty()) return out;
   auto gpu = GpuContext::open(device);
   if (!gpu) return error("timing the problems' modules needs a GPU: " + gpu.error().message);
   // One reference process at a time, as a worker keeps them: each holds the problem's tensors at its timed size.
-  for (const BuiltinProblem& p : problems) out.push_back(measure_one(**gpu, p, config_dir, repetitions, with_compile));
+  for (const BuiltinProblem& p : problems) {
+    out.push_back(measure_one(**gpu, p, config_dir, repetitions, with_compile));
+    if (after_each) after_each(out);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 /// user type's baseline (harness/reference_server.py `baseline`: the module at its timed shape,
 /// the L2 flushed, CUDA events, the median), and kept beside the config in
 /// `<config stem>.baselines.tsv`, which `report` reads.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,12 @@ struct ProblemBaseline {
 
 /// Measures each problem's module (its user-type spec, resolved against `config_dir`) on GPU
 /// `device`: eager and, with `with_compile`, torch.compile. A problem whose spec or reference
-/// fails gets its note; an Error only when no GPU can be opened.
-Result<std::vector<ProblemBaseline>> measure_problem_baselines(const std::vector<BuiltinProblem>& problems,
-                                                               const std::string& config_dir, int device,
-                                                               int repetitions, bool with_compile);
+/// fails gets its note; an Error only when no GPU can be opened. `after_each` sees the times so
+/// far after each problem (torch.compile takes tens of seconds a problem: a caller bounded in time
+/// keeps what was measured).
+Result<std::vector<ProblemBaseline>> measure_problem_baselines(
+    const std::vector<BuiltinProblem>& problems, const std::string& config_dir, int device, int repetitions,
+    bool with_compile, const std::function<void(const std::vector<ProblemBaseline>&)>& after_each = {});
 
 /// `<config stem>.baselines.tsv`: a header, then "tag<TAB>eager_us<TAB>compile_us<TAB>note" per problem.
 std::string problem_baselines_text(const std::vector<ProblemBaseline>& baselines);

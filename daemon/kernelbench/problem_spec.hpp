@@ -46,8 +46,8 @@ std::vector<std::string> kernelbench_argument_names(const nlohmann::json& analys
 /// written as spaces. `report` counts them as problems that are not correct.
 std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, std::string>>& refusals);
 
-/// The config: [run], [llm] left to the user, one [[kernel]] per spec path (relative to the config),
-/// then one per built-in problem; `every_spec_has_a_starter` says so in [llm]'s comment.
+/// The config: [run], [llm] left to the user, one [[kernel]] per built-in problem, then one per spec
+/// path (relative to the config); `every_spec_has_a_starter` says so in [llm]'s comment.
 std::string kernelbench_config_text(const std::string& run_name, const std::vector<std::string>& spec_paths,
                                     const std::vector<BuiltinProblem>& builtins = {},
                                     bool every_spec_has_a_starter = false);
