@@ -44,9 +44,11 @@ CublasGemm::~CublasGemm() {
 Status CublasGemm::run(const GemmShape& g, DType d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
   const cudaDataType t = d == DType::F16 ? CUDA_R_16F : d == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
   const float alpha = 1, beta = 0;
-  // cuBLAS is column-major: the row-major C = A B is the column-major C^T = B^T A^T.
-  cublasStatus_t st = api_->gemm(api_->handle, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &alpha,
-                                 reinterpret_cast<void*>(b), t, int(g.n), reinterpret_cast<void*>(a), t, int(g.k), &beta,
+  // cuBLAS is column-major: the row-major C = A B is the column-major C^T = B^T A^T. A row-major
+  // B[n, k] (a Linear's weight) reads as the column-major k x n matrix, transposed by the call.
+  cublasStatus_t st = api_->gemm(api_->handle, g.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m),
+                                 int(g.k), &alpha, reinterpret_cast<void*>(b), t, int(g.b_transposed ? g.k : g.n),
+                                 reinterpret_cast<void*>(a), t, int(g.k), &beta,
                                  reinterpret_cast<void*>(c), t, int(g.n),
                                  d == DType::F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS)

@@ -15,8 +15,8 @@ class CublasGemm {
   static Result<std::unique_ptr<CublasGemm>> open();
   ~CublasGemm();
 
-  /// Enqueues C[m,n] = A[m,k] B[k,n] on the default stream: row-major, every matrix in dtype d,
-  /// fp32 accumulation (no TF32).
+  /// Enqueues C[m,n] = A[m,k] B[k,n] (B given as [n,k] when g.b_transposed) on the default stream:
+  /// row-major, every matrix in dtype d, fp32 accumulation (no TF32).
   Status run(const GemmShape& g, DType d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c);
 
  private:

@@ -15,6 +15,17 @@ std::string map_name(int i, const TensorMapDecl& m, const KernelSpec& spec) {
 bool mapped_as_t(const ArgSpec& a) { return a.elem == Elem::T || a.kind == ArgSpec::Scratch; }
 size_t mapped_elem_bytes(const ArgSpec& a, DType d) { return mapped_as_t(a) ? dtype_size(d) : elem_size(a.elem, d); }
 
+/// Why the box of `m` cannot be built in dtype d, whatever the shape; "" when it can.
+std::string box_problem(const TensorMapDecl& m, const ArgSpec& a, DType d) {
+  const size_t row_bytes = size_t(m.box_cols) * mapped_elem_bytes(a, d);
+  if (row_bytes % 16)
+    return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ": it must be a multiple of 16";
+  if (m.swizzle && row_bytes > size_t(m.swizzle))
+    return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ", wider than the " +
+           std::to_string(m.swizzle) + "-byte swizzle span";
+  return "";
+}
+
 /// The rules that hold whatever the shape; "" when the declaration keeps them.
 std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
   if (m.operand < 0 || m.operand >= int(spec.args.size()))
@@ -30,15 +41,14 @@ std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
     return "swizzle " + std::to_string(m.swizzle) + ": expected 0, 32, 64 or 128 bytes";
   if (m.l2_promotion != 0 && m.l2_promotion != 64 && m.l2_promotion != 128 && m.l2_promotion != 256)
     return "L2 promotion " + std::to_string(m.l2_promotion) + ": expected 0, 64, 128 or 256 bytes";
+  // A box that fits some of the type's dtypes is built in those only (matmul's 64 columns of K
+  // are one 128-byte swizzle row in fp16, two in fp32); one that fits none is a mistake.
+  std::string why;
   for (DType d : spec.dtypes) {
-    const size_t row_bytes = size_t(m.box_cols) * mapped_elem_bytes(a, d);
-    if (row_bytes % 16)
-      return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ": it must be a multiple of 16";
-    if (m.swizzle && row_bytes > size_t(m.swizzle))
-      return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ", wider than the " +
-             std::to_string(m.swizzle) + "-byte swizzle span";
+    why = box_problem(m, a, d);
+    if (why.empty()) return "";
   }
-  return "";
+  return why;
 }
 
 /// Int64 operands are refused at load unless mapped as T (static_problem), so every case is here.
@@ -118,6 +128,7 @@ Result<TensorMapsParam> encode_tensor_maps(const CudaDriver& driver, const std::
     const TensorMapDecl& m = decls[i];
     const TensorMapView v = tensor_map_view(spec, m, shape, d);
     const CUdeviceptr base = operands.at(size_t(m.operand));
+    if (!box_problem(m, spec.args.at(size_t(m.operand)), d).empty()) continue;   // not in this dtype: bit i clear
     if (!unmappable_reason(v, base).empty()) continue;
     const cuuint64_t dims[2] = {v.cols, v.rows};
     const cuuint64_t strides[1] = {v.cols * v.elem_bytes};

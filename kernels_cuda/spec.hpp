@@ -119,9 +119,11 @@ struct LaunchGeometry {
 /// What a speedup is measured against when a config gives no baseline_us.
 enum class Baseline { ReferenceKernel, Cublas };
 
-/// One GEMM of a cuBLAS baseline: C[m,n] = A[m,k] B[k,n], row-major, fp32 accumulation.
+/// One GEMM of a cuBLAS baseline: C[m,n] = A[m,k] B[k,n], row-major, fp32 accumulation; with
+/// b_transposed, B is given as [n,k] (C = A B^T, a Linear's weight).
 struct GemmShape {
   int64_t m, n, k;
+  bool b_transposed = false;
 };
 
 enum class Metric { GBps, TFLOPS };

@@ -1,30 +1,38 @@
-// matmul starter: c[m, n] = sum_k a[m, k] b[k, n], like torch.matmul(a, b) on row-major a[M, K]
-// and b[K, N], fp32 accumulation on tensor cores (wmma, 16x16x16 fragments).
+// matmul starter: y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]), as torch.nn.Linear computes it on
+// row-major x[M, K] and the Linear's weight w[N, K]; fp32 accumulation on tensor cores (wmma).
 //
 // The story of its versions:
 //   v0: one block per AK_TILE_M x AK_TILE_N tile of c, AK_WARPS_M x AK_WARPS_N warps, each warp a
 //   grid of 16x16 fragments; each step staged an AK_TILE_K slice of a and b in shared memory
 //   through registers, synced, multiplied, synced. 2249 us at 4096^3 fp16 on an H100 (61 TFLOPS).
-//   v1 (this file): the same, but the slices travel with cp.async, global to shared memory
-//   without the register round trip: 1067 us (129 TFLOPS) with one stage. AK_STAGES > 1 keeps
-//   the next slices in flight while the tensor cores work on the current one. Still plain: no
-//   swizzle, no register-level double buffering, wmma rather than mma.sync or wgmma. The
-//   accumulator goes through shared memory on its way out, so any M, N, K works.
+//   v1: the same, but the slices travel with cp.async, global to shared memory without the
+//   register round trip: 1067 us (129 TFLOPS) with one stage. AK_STAGES > 1 keeps the next slices
+//   in flight while the tensor cores work on the current one.
+//   v2 (this file, contract version 2): w as a Linear stores it, [N, K]: its slice is staged like
+//   x's (K-contiguous rows) and read as wmma's column-major b; the bias is added in the epilogue
+//   where has_bias says so. fp32 joins fp16 and bf16, at fp32 accuracy on the tensor cores: each
+//   operand is split into a TF32 "big" part and the TF32 rounding of what big leaves out
+//   ("small"), and the product is big*big + big*small + small*big (small*small is below fp32's
+//   precision), three tf32 wmma steps accumulated in fp32.
+// Still plain: no swizzle, no register-level double buffering, wmma rather than mma.sync or
+// wgmma. The accumulator goes through shared memory on its way out, so any M, N, K works.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
-// the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
+// the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
 
+extern "C" __constant__ int ak_contract_version = 2;
+
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
-#define AK_TILE_M 64   // rows of c per block (a multiple of 16 * AK_WARPS_M)
-#define AK_TILE_N 64   // columns of c per block (a multiple of 16 * AK_WARPS_N)
+#define AK_TILE_M 64   // rows of y per block (a multiple of 16 * AK_WARPS_M)
+#define AK_TILE_N 64   // columns of y per block (a multiple of 16 * AK_WARPS_N)
 #define AK_TILE_K 32   // depth of one shared-memory step (a multiple of 16)
 #define AK_WARPS_M 2   // warps along M
 #define AK_WARPS_N 2   // warps along N
-#define AK_VEC 8       // elements per global load (1, 2, 4, 8); scalar where a row length is not a multiple
+#define AK_VEC 8       // elements per global load (1, 2, 4, 8; at most 16 bytes); scalar where a row length is not a multiple
 #define AK_STAGES 1    // shared-memory stages: 1 loads then computes; 2 or more prefetch with cp.async
 
 constexpr int kThreads = AK_WARPS_M * AK_WARPS_N * 32;
@@ -34,15 +42,15 @@ constexpr int kFragM = kWarpM / 16;
 constexpr int kFragN = kWarpN / 16;
 static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && AK_TILE_K % 16 == 0, "tiles are made of 16x16 fragments");
 static_assert(kThreads <= 1024, "too many warps for one block");
-// Row strides in shared memory, padded against bank conflicts; wmma wants multiples of 8 (16-bit)
-// and 4 (fp32) elements.
-constexpr int kLdA = AK_TILE_K + 8;
-constexpr int kLdB = AK_TILE_N + 8;
+// Row stride in shared memory (x's and w's slices alike: K-contiguous rows), padded against bank
+// conflicts; wmma wants multiples of 8 (16-bit) and 4 (fp32) elements and 32-byte aligned rows.
+constexpr int kLd = AK_TILE_K + 8;
 constexpr int kLdC = AK_TILE_N + 4;
-constexpr int kSmemAB = (AK_TILE_M * kLdA + AK_TILE_K * kLdB) * 2;
+constexpr int kStageElems = (AK_TILE_M + AK_TILE_N) * kLd;   // one stage's slices of x and w
+// Sized for the widest element (fp32): the module's shared memory is one number for every dtype.
+constexpr int kSmemStages = kStageElems * 4 * AK_STAGES;
 constexpr int kSmemC = AK_TILE_M * kLdC * 4;
-constexpr int kStageElems = AK_TILE_M * kLdA + AK_TILE_K * kLdB;  // one stage's slices of a and b
-constexpr int kSmem = kSmemAB * AK_STAGES > kSmemC ? kSmemAB * AK_STAGES : kSmemC;
+constexpr int kSmem = kSmemStages > kSmemC ? kSmemStages : kSmemC;
 static_assert(AK_STAGES >= 1, "at least one stage");
 
 // ---- launch geometry, read by the harness from the compiled module ----
@@ -53,13 +61,16 @@ extern "C" __constant__ int ak_smem_bytes = kSmem;
 
 __device__ __forceinline__ float ak_to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float ak_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ak_to_float(float v) { return v; }
 template <typename T> __device__ __forceinline__ T ak_from_float(float v);
 template <> __device__ __forceinline__ __half ak_from_float<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 ak_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float ak_from_float<float>(float v) { return v; }
 
-template <typename T, int N>
-struct alignas(sizeof(T) * N) AkVec {
-  T v[N];
+// Elements per global load: AK_VEC, but no more than 16 bytes (cp.async's widest copy).
+template <typename T>
+struct VecOf {
+  static constexpr int value = AK_VEC * (int)sizeof(T) > 16 ? 16 / (int)sizeof(T) : AK_VEC;
 };
 
 // cp.async: a global-to-shared copy that does not pass through registers, so the next slices
@@ -79,16 +90,17 @@ __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_grou
 // by the caller); scalar ones are plain stores.
 template <typename T, int ROWS, int COLS>
 __device__ __forceinline__ void load_tile(T* s, int lds, const T* g, long long ld, int r0, int c0, int R, int C) {
-  constexpr int kBytes = AK_VEC * (int)sizeof(T);
+  constexpr int kVec = VecOf<T>::value;
+  constexpr int kBytes = kVec * (int)sizeof(T);
   const T zero = ak_from_float<T>(0.f);
-  if (AK_VEC > 1 && kBytes >= 4 && ld % AK_VEC == 0) {
-    for (int i = threadIdx.x; i < ROWS * COLS / AK_VEC; i += kThreads) {
-      const int r = i / (COLS / AK_VEC), c = (i % (COLS / AK_VEC)) * AK_VEC;
+  if (kVec > 1 && kBytes >= 4 && ld % kVec == 0) {
+    for (int i = threadIdx.x; i < ROWS * COLS / kVec; i += kThreads) {
+      const int r = i / (COLS / kVec), c = (i % (COLS / kVec)) * kVec;
       if (r0 + r < R && c0 + c < C) {
         copy_async<kBytes>(s + r * lds + c, g + (long long)(r0 + r) * ld + c0 + c);
       } else {
 #pragma unroll
-        for (int k = 0; k < AK_VEC; ++k) s[r * lds + c + k] = zero;
+        for (int k = 0; k < kVec; ++k) s[r * lds + c + k] = zero;
       }
     }
   } else {
@@ -99,10 +111,77 @@ __device__ __forceinline__ void load_tile(T* s, int lds, const T* g, long long l
   }
 }
 
+using namespace nvcuda;
+
+// One AK_TILE_K slice of x (xs, rows of the tile) times w (ws, rows = columns of y) into the
+// warp's accumulators: 16-bit elements in 16x16x16 steps.
+template <typename T>
+__device__ __forceinline__ void multiply_slice(wmma::fragment<wmma::accumulator, 16, 16, 16, float> (&acc)[kFragM][kFragN],
+                                               const T* xs, const T* ws, int wm, int wn) {
+#pragma unroll
+  for (int kk = 0; kk < AK_TILE_K; kk += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[kFragM];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[kFragN];
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i) wmma::load_matrix_sync(fa[i], xs + (wm + i * 16) * kLd + kk, kLd);
+#pragma unroll
+    for (int j = 0; j < kFragN; ++j) wmma::load_matrix_sync(fb[j], ws + (wn + j * 16) * kLd + kk, kLd);
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFragN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+  }
+}
+
+// fp32: split TF32 in 16x16x8 steps. A fragment's elements are split one by one (which element is
+// which does not matter for an elementwise split): big = tf32(v), small = tf32(v - big).
+template <typename Frag>
+__device__ __forceinline__ void split_tf32(Frag& big, Frag& small) {
+#pragma unroll
+  for (int e = 0; e < big.num_elements; ++e) {
+    const float v = big.x[e];
+    const float b = wmma::__float_to_tf32(v);
+    big.x[e] = b;
+    small.x[e] = wmma::__float_to_tf32(v - b);
+  }
+}
+
+__device__ __forceinline__ void multiply_slice(wmma::fragment<wmma::accumulator, 16, 16, 8, float> (&acc)[kFragM][kFragN],
+                                               const float* xs, const float* ws, int wm, int wn) {
+#pragma unroll
+  for (int kk = 0; kk < AK_TILE_K; kk += 8) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa[kFragM], fa_small[kFragM];
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> fb[kFragN], fb_small[kFragN];
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i) {
+      wmma::load_matrix_sync(fa[i], xs + (wm + i * 16) * kLd + kk, kLd);
+      split_tf32(fa[i], fa_small[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < kFragN; ++j) {
+      wmma::load_matrix_sync(fb[j], ws + (wn + j * 16) * kLd + kk, kLd);
+      split_tf32(fb[j], fb_small[j]);
+    }
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFragN; ++j) {
+        // The small terms first, so that they are not lost against a large running sum.
+        wmma::mma_sync(acc[i][j], fa_small[i], fb[j], acc[i][j]);
+        wmma::mma_sync(acc[i][j], fa[i], fb_small[j], acc[i][j]);
+        wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+      }
+  }
+}
+
+// The accumulator fragment of an element type: 16x16x16 for 16-bit inputs, 16x16x8 for TF32.
+template <typename T> struct Acc { using type = wmma::fragment<wmma::accumulator, 16, 16, 16, float>; };
+template <> struct Acc<float> { using type = wmma::fragment<wmma::accumulator, 16, 16, 8, float>; };
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
-  using namespace nvcuda;
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
+              int K, int has_bias) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* stages = reinterpret_cast<T*>(smem);
   float* Cs = reinterpret_cast<float*>(smem);  // reused once the main loop is done
@@ -112,20 +191,20 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
   const int warp = threadIdx.x / 32;
   const int wm = (warp / AK_WARPS_N) * kWarpM, wn = (warp % AK_WARPS_N) * kWarpN;
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragM][kFragN];
+  typename Acc<T>::type acc[kFragM][kFragN];
 #pragma unroll
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
-  // Slice kt of a and b goes to stage kt % AK_STAGES; one commit group per slice (empty past the
+  // Slice kt of x and w goes to stage kt % AK_STAGES; one commit group per slice (empty past the
   // end), so waiting for all but the newest AK_STAGES - 1 groups means slice kt has landed.
   const int k_tiles = (K + AK_TILE_K - 1) / AK_TILE_K;
   auto load_slice = [&](int kt) {
     if (kt < k_tiles) {
-      T* As = stages + (kt % AK_STAGES) * kStageElems;
-      load_tile<T, AK_TILE_M, AK_TILE_K>(As, kLdA, a, K, m0, kt * AK_TILE_K, M, K);
-      load_tile<T, AK_TILE_K, AK_TILE_N>(As + AK_TILE_M * kLdA, kLdB, b, N, kt * AK_TILE_K, n0, K, N);
+      T* xs = stages + (kt % AK_STAGES) * kStageElems;
+      load_tile<T, AK_TILE_M, AK_TILE_K>(xs, kLd, x, K, m0, kt * AK_TILE_K, M, K);
+      load_tile<T, AK_TILE_N, AK_TILE_K>(xs + AK_TILE_M * kLd, kLd, w, K, n0, kt * AK_TILE_K, N, K);
     }
     commit_copies();
   };
@@ -134,21 +213,8 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
     load_slice(kt + AK_STAGES - 1);
     wait_copies<AK_STAGES - 1>();
     __syncthreads();
-    const T* As = stages + (kt % AK_STAGES) * kStageElems;
-    const T* Bs = As + AK_TILE_M * kLdA;
-#pragma unroll
-    for (int kk = 0; kk < AK_TILE_K; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[kFragM];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb[kFragN];
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i) wmma::load_matrix_sync(fa[i], As + (wm + i * 16) * kLdA + kk, kLdA);
-#pragma unroll
-      for (int j = 0; j < kFragN; ++j) wmma::load_matrix_sync(fb[j], Bs + kk * kLdB + wn + j * 16, kLdB);
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
+    const T* xs = stages + (kt % AK_STAGES) * kStageElems;
+    multiply_slice(acc, xs, xs + AK_TILE_M * kLd, wm, wn);
     __syncthreads();  // every warp is done with this stage before it is loaded again
   }
   wait_copies<0>();
@@ -162,6 +228,9 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
   __syncthreads();
   for (int i = threadIdx.x; i < AK_TILE_M * AK_TILE_N; i += kThreads) {
     const int r = i / AK_TILE_N, col = i % AK_TILE_N;
-    if (m0 + r < M && n0 + col < N) c[(long long)(m0 + r) * N + n0 + col] = ak_from_float<T>(Cs[r * kLdC + col]);
+    if (m0 + r < M && n0 + col < N) {
+      const float v = Cs[r * kLdC + col] + (has_bias ? ak_to_float(bias[n0 + col]) : 0.f);
+      y[(long long)(m0 + r) * N + n0 + col] = ak_from_float<T>(v);
+    }
   }
 }

@@ -4,9 +4,9 @@
 // and the whole block meets at a barrier once per slice of K, so the tensor cores wait whenever
 // the slowest warp is still copying. Here the roles are split. Warpgroup 0 is the producer: it
 // gives most of its registers away (setmaxnreg) and one of its threads asks the Tensor Memory
-// Accelerator for each slice of 64 along K (a: a 128 x 64 box, b: boxes of 64 rows of K x 64
-// columns of N), written by the copy engine in the same 128-byte swizzle wgmma_pipeline builds by
-// hand (a K-major, b as N-major 64-column atoms read through the descriptor's transpose). Each of
+// Accelerator for each slice of 64 along K (x: a 128 x 64 box, w: boxes of 64 rows of N x 64 of
+// K), written by the copy engine in the same 128-byte swizzle wgmma_pipeline builds by hand, both
+// K-major: w as a Linear stores it, [N, K], is what wgmma reads without a transpose. Each of
 // AK_STAGES stages has a "full" mbarrier (the copy engine counts the bytes in) and an "empty" one
 // (the consumers say they are done with it), so nothing waits at a block-wide barrier. Warpgroups
 // 1 and 2 are the consumers: each takes 64 rows of the tile and all AK_TILE_N columns with one
@@ -40,16 +40,22 @@
 // AK_STORE_BUFFERS 4 a warpgroup stages its whole tile and waits only for stores handed over
 // three boxes earlier, at the price of a stage (3 stages). Where c has no map (its rows not a multiple
 // of 16 bytes), the direct stores serve.
+// The bias is added to the accumulators before either epilogue. fp32 has no path through these
+// 16-bit stages and maps (a 64-element box row is 256 bytes of fp32, wider than the swizzle, so
+// the harness builds no map in fp32): a plain CUDA-core product over the same tiles serves it,
+// correct and slow (the mma_pipeline variant is the fp32 one).
 // Not yet: two consumer warpgroups taking turns (ping-pong) so that one stores while the other
 // multiplies.
 //
 // The kernel-file contract (docs/kernel-contract.md, with tensor maps, clusters and persistent
 // grids): device code and launch knobs only, no host code; the entry point and its arguments are
 // fixed, plus the trailing tensor-map parameter; the harness reads the launch geometry from the
-// ak_* constants below and instantiates the template for __half and __nv_bfloat16. wgmma,
+// ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float. wgmma,
 // setmaxnreg and TMA need sm_90a (the H100's architecture as the harness compiles for it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_N 256  // columns of c per tile (128 or 256); a tile has 128 rows, 64 per consumer warpgroup
@@ -63,7 +69,7 @@
 constexpr int kTileM = 128;                          // two consumer warpgroups of 64 rows
 constexpr int kTileK = 64;                           // one 128-byte swizzle row of 16-bit elements
 constexpr int kThreads = 384;                        // producer warpgroup + two consumers
-constexpr int kAtomsB = AK_TILE_N / 64;              // b's N-major atoms per stage, one TMA box each
+constexpr int kAtomsB = AK_TILE_N / 64;              // w's boxes of 64 rows (of N) per stage
 constexpr int kStageA = kTileM * kTileK * 2;         // bytes
 constexpr int kStageB = kTileK * AK_TILE_N * 2;
 constexpr int kStage = kStageA + kStageB;
@@ -89,9 +95,8 @@ static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (th
 // holds would wait forever.
 static_assert(kProducerRegs * 128 + 2 * kConsumerRegs * 128 <= 168 * kThreads, "setmaxnreg asks for more registers than the block has");
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256, "setmaxnreg counts are multiples of 8 in 24..256");
-// Descriptor strides of b's N-major atoms (64 columns x 8 rows of K, 1024 bytes): between atoms
-// along N (kTileK / 8 groups of K rows apart), and between groups of 8 rows of K.
-constexpr unsigned kAtomN = kTileK / 8 * 1024, kGroupK = 1024;
+// Bytes of one box of w: 64 rows of N, one 128-byte swizzle row (64 of K) each.
+constexpr unsigned kAtomN = 64 * 128;
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;
@@ -102,10 +107,10 @@ extern "C" __constant__ int ak_cluster_blocks = AK_CLUSTER;
 extern "C" __constant__ int ak_persistent = 1;
 // operand, box_cols, box_rows, swizzle_bytes, l2_promotion_bytes
 extern "C" __constant__ int ak_tensor_maps[2 + AK_EPILOGUE][5] = {
-    {0, kTileK, kTileM, 128, 256},   // a: 128 rows x 64 columns of K
-    {1, 64, kTileK, 128, 256},       // b: 64 rows of K x 64 columns of N, one atom
+    {0, kTileK, kTileM, 128, 256},   // x: 128 rows x 64 columns of K
+    {1, kTileK, 64, 128, 256},       // w: 64 rows of N x 64 columns of K
 #if AK_EPILOGUE
-    {2, 64, 64, 128, 0},             // c: 64 rows x 64 columns, one staging box
+    {3, 64, 64, 128, 0},             // y: 64 rows x 64 columns, one staging box
 #endif
 };
 
@@ -206,10 +211,10 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned addr, unsigned
 #define AK_OUT_8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define AK_OUT_64 AK_OUT_8(0), AK_OUT_8(8), AK_OUT_8(16), AK_OUT_8(24), AK_OUT_8(32), AK_OUT_8(40), AK_OUT_8(48), AK_OUT_8(56)
 #define AK_OUT_128 AK_OUT_64, AK_OUT_8(64), AK_OUT_8(72), AK_OUT_8(80), AK_OUT_8(88), AK_OUT_8(96), AK_OUT_8(104), AK_OUT_8(112), AK_OUT_8(120)
-// b is N-major in shared memory: the instruction's transpose-b flag (the last 1) reads it as K x N.
+// a and b are both K-major in shared memory: no transpose (the last two flags 0).
 #define AK_WGMMA(shape, type, acc, outs, da_idx, db_idx)                                                     \
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned." shape ".f32." type "." type \
-               " {" acc "}, %" da_idx ", %" db_idx ", p, 1, 1, 0, 1;\n}\n"                                      \
+               " {" acc "}, %" da_idx ", %" db_idx ", p, 1, 1, 0, 0;\n}\n"                                      \
                : outs : "l"(da), "l"(db))
 
 __device__ __forceinline__ void wgmma(float (&d)[64], unsigned long long da, unsigned long long db, __half) {
@@ -229,6 +234,8 @@ __device__ __forceinline__ void store_pair(__half* p, float x, float y) { *reint
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
 __device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ unsigned pack_pair(float x, float y, __half) {
   const __half2 h = __floats2half2_rn(x, y);
   return *reinterpret_cast<const unsigned*>(&h);
@@ -245,11 +252,11 @@ __device__ __forceinline__ int swizzled(int row, int col) {
   return row * 128 + ((((col >> 3) ^ row) & 7) << 4) + (col & 7) * 2;
 }
 
-// The producer warpgroup's own copy of a ROWS x COLS block of a row-major matrix (row stride ld,
-// bounds R x C) at (r0, c0) into the swizzled stage layout, zeros past the edge: 16-byte
-// cp.async chunks where the rows allow, else element by element. `atom` is the byte distance
-// between blocks of 64 columns (b's N atoms). Used only where the tensor map was not built.
-template <typename T, int rows, int cols, int atom>
+// The producer warpgroup's own copy of a rows x cols block (cols = 64, one swizzle row) of a
+// row-major matrix (row stride ld, bounds R x C) at (r0, c0) into the swizzled stage layout,
+// zeros past the edge: 16-byte cp.async chunks where the rows allow, else element by element.
+// Used only where the tensor map was not built.
+template <typename T, int rows, int cols>
 __device__ __forceinline__ void fill_block(unsigned char* s, const T* g, int ld, int r0, int c0, int R, int C, int t) {
   if (ld % 8 == 0 && (reinterpret_cast<unsigned long long>(g) & 15) == 0) {
 #pragma unroll 1
@@ -257,7 +264,7 @@ __device__ __forceinline__ void fill_block(unsigned char* s, const T* g, int ld,
       const int r = i / (cols / 8), col = (i % (cols / 8)) * 8;
       const int gr = r0 + r, gc = c0 + col;
       const bool in = gr < R && gc < C;   // C % 8 == 0 here: a chunk is whole or absent
-      copy16(smem_addr(s + (col / 64) * atom + swizzled(r, col % 64)), in ? g + (long long)gr * ld + gc : g, in ? 16 : 0);
+      copy16(smem_addr(s + swizzled(r, col)), in ? g + (long long)gr * ld + gc : g, in ? 16 : 0);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
@@ -267,7 +274,7 @@ __device__ __forceinline__ void fill_block(unsigned char* s, const T* g, int ld,
     for (int i = t; i < rows * cols; i += 128) {
       const int r = i / cols, col = i % cols;
       const int gr = r0 + r, gc = c0 + col;
-      *reinterpret_cast<T*>(s + (col / 64) * atom + swizzled(r, col % 64)) = (gr < R && gc < C) ? g[(long long)gr * ld + gc] : zero;
+      *reinterpret_cast<T*>(s + swizzled(r, col)) = (gr < R && gc < C) ? g[(long long)gr * ld + gc] : zero;
     }
   }
 }
@@ -304,7 +311,7 @@ struct TileOrder {
 };
 
 template <typename T>
-__device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, unsigned empty0, const T* a, const T* b, int M,
+__device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, unsigned empty0, const T* x, const T* w, int M,
                                         int N, int K, const ak_tensor_map_args& maps, unsigned rank) {
   const bool tma_a = maps.built & 1u, tma_b = (maps.built >> 1) & 1u;
   const int t = threadIdx.x;   // 0..127
@@ -322,8 +329,8 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
     int m0, n0;
     order.origin(u, rank, m0, n0);
     m0 = min(m0, last_m0);   // a block past the last tile row loads a real one (and its consumers store nothing)
-    // b's boxes wholly past the last column are not loaded: what the stage holds there reaches
-    // only columns of c that are never stored. Both blocks of a cluster skip the same ones.
+    // w's boxes wholly past its last row are not loaded: what the stage holds there reaches
+    // only columns of y that are never stored. Both blocks of a cluster skip the same ones.
     const int atoms = min(kAtomsB, (N - n0 + 63) / 64);
     const unsigned tx = (tma_a ? kStageA : 0) + (tma_b ? atoms * kAtomN : 0);   // bytes the copy engine brings
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
@@ -332,8 +339,8 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
       if (it >= AK_STAGES) bar_wait(empty, (it / AK_STAGES - 1) & 1);   // every consumer of the cluster done with it
       unsigned char* st = smem + s * kStage;
       const int k0 = kt * kTileK;
-      if (!tma_a) fill_block<T, kTileM, kTileK, 0>(st, a, K, m0, k0, M, K, t);
-      if (!tma_b) fill_block<T, kTileK, AK_TILE_N, kAtomN>(st + kStageA, b, N, k0, n0, K, N, t);
+      if (!tma_a) fill_block<T, kTileM, kTileK>(st, x, K, m0, k0, M, K, t);
+      if (!tma_b) fill_block<T, AK_TILE_N, kTileK>(st + kStageA, w, K, n0, k0, N, K, t);
       if (!(tma_a && tma_b)) {
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // this thread's writes, seen by wgmma
         asm volatile("bar.sync 1, 128;\n" ::: "memory");                 // the whole warpgroup's
@@ -345,8 +352,8 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
         if (tma_b) {
           for (int atom = rank; atom < atoms; atom += AK_CLUSTER) {
             const unsigned dst = smem_addr(st + kStageA + atom * kAtomN);
-            if (AK_CLUSTER == 1) tma_load(dst, &maps.map[1], n0 + atom * 64, k0, full);
-            else tma_load_multicast(dst, &maps.map[1], n0 + atom * 64, k0, full, (unsigned short)((1u << AK_CLUSTER) - 1));
+            if (AK_CLUSTER == 1) tma_load(dst, &maps.map[1], k0, n0 + atom * 64, full);
+            else tma_load_multicast(dst, &maps.map[1], k0, n0 + atom * 64, full, (unsigned short)((1u << AK_CLUSTER) - 1));
           }
         }
       }
@@ -427,9 +434,23 @@ __device__ __forceinline__ void store_staged(const float (&acc)[AK_TILE_N / 2], 
   }
 }
 
+// Adds bias[col] to the accumulators of every column col of this lane (layout above).
 template <typename T>
-__device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, unsigned empty0, T* c, int M, int N, int K,
-                                        const ak_tensor_map_args& maps, unsigned rank) {
+__device__ __forceinline__ void add_bias(float (&acc)[AK_TILE_N / 2], const T* bias, int n0, int N, int lane) {
+#pragma unroll
+  for (int j = 0; j < AK_TILE_N / 8; ++j) {
+    const int col = n0 + j * 8 + (lane % 4) * 2;
+    const float b0 = col < N ? to_float(bias[col]) : 0.f, b1 = col + 1 < N ? to_float(bias[col + 1]) : 0.f;
+    acc[4 * j] += b0;
+    acc[4 * j + 1] += b1;
+    acc[4 * j + 2] += b0;
+    acc[4 * j + 3] += b1;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, unsigned empty0, const T* bias, T* c, int M,
+                                        int N, int K, int has_bias, const ak_tensor_map_args& maps, unsigned rank) {
   const int wg = threadIdx.x / 128 - 1;   // 0 or 1: which 64 rows of the tile
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const bool signals = threadIdx.x % 128 == 0;
@@ -456,7 +477,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
 #pragma unroll
       for (int kk = 0; kk < kTileK / 16; ++kk)
         wgmma(acc, descriptor(st + wg * 64 * 128 + kk * 32, 16, 1024),
-              descriptor(st + kStageA + kk * 2 * kGroupK, kAtomN, kGroupK), T());
+              descriptor(st + kStageA + kk * 32, 16, 1024), T());
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       // One batch stays in flight: the one before it is complete, and its stage is free.
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -464,6 +485,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (k_tiles > 0) release(empty0 + 8 * ((it - 1) % AK_STAGES), signals);
+    if (has_bias) add_bias(acc, bias, n0, N, lane);
 
     if (staged) store_staged<T>(acc, staging, &maps.map[2], m0 + wg * 64, n0, M, N, wg, warp, lane, elected);
     else store_direct(acc, c, m0 + wg * 64, n0, M, N, warp, lane);
@@ -471,10 +493,28 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
   if (staged && elected) bulk_wait_all();
 }
 
+// fp32's path: each block walks its tiles, each thread computes elements one at a time, K in order.
+__device__ void plain_fp32_tiles(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,
+                                 int has_bias) {
+  const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N, tiles = (M + kTileM - 1) / kTileM * tiles_n;
+  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+    const int m0 = u / tiles_n * kTileM, n0 = u % tiles_n * AK_TILE_N;
+    for (int i = threadIdx.x; i < kTileM * AK_TILE_N; i += kThreads) {
+      const int r = m0 + i / AK_TILE_N, c = n0 + i % AK_TILE_N;
+      if (r >= M || c >= N) continue;
+      const float* xr = x + (long long)r * K;
+      const float* wr = w + (long long)c * K;
+      float acc = 0.f;
+      for (int k = 0; k < K; ++k) acc = fmaf(xr[k], wr[k], acc);
+      y[(long long)r * N + c] = has_bias ? acc + bias[c] : acc;
+    }
+  }
+}
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1)
-matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,
-              const __grid_constant__ ak_tensor_map_args maps) {
+__device__ __forceinline__ void warp_specialized(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                                 T* __restrict__ y, int M, int N, int K, int has_bias,
+                                                 const ak_tensor_map_args& maps) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
   const unsigned full0 = smem_addr(smem + AK_STAGES * kStage + kStaging), empty0 = full0 + 8 * AK_STAGES;
@@ -493,11 +533,19 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
 
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce<T>(smem, full0, empty0, a, b, M, N, K, maps, rank);
+    produce<T>(smem, full0, empty0, x, w, M, N, K, maps, rank);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<T>(smem, full0, empty0, c, M, N, K, maps, rank);
+    consume<T>(smem, full0, empty0, bias, y, M, N, K, has_bias, maps, rank);
   }
   // A block's barriers and stages receive the other block's arrivals and copies until both are done.
   if (AK_CLUSTER > 1) cluster_sync();
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
+              int K, int has_bias, const __grid_constant__ ak_tensor_map_args maps) {
+  if constexpr (sizeof(T) == 4) plain_fp32_tiles(x, w, bias, y, M, N, K, has_bias);
+  else warp_specialized<T>(x, w, bias, y, M, N, K, has_bias, maps);
 }

@@ -7,20 +7,24 @@
 // by 64-bit matrix descriptors, asynchronously. Here each block holds AK_TILE_M / 64 warpgroups;
 // slices of 64 along K travel with cp.async into AK_STAGES stages, laid out in the 128-byte
 // swizzle the descriptors name (each 16-byte chunk of a 128-byte row XOR-ed with the row's index
-// within its group of eight), a as K-major rows, b as N-major 64-column atoms (wgmma transposes
-// it on the way in, so b is used as PyTorch stores it). After each slice lands, the copies are
+// within its group of eight), x and w alike as K-major rows: w as a Linear stores it, [N, K], is
+// the layout wgmma reads without a transpose. After each slice lands, the copies are
 // fenced for the tensor cores' asynchronous proxy, the block meets at a barrier, and each
 // warpgroup issues four m64nNk16 steps, waiting only for those of the slice before, so the
 // tensor cores always have a batch queued. Accumulators stay in registers until
-// they are stored; blocks are numbered in groups of AK_GROUP_M tile rows for L2 reuse.
+// they are stored, the bias added on the way; blocks are numbered in groups of AK_GROUP_M tile
+// rows for L2 reuse. fp32 has no path through these 16-bit stages: a plain CUDA-core product
+// serves it, correct and slow (the mma_pipeline variant is the fp32 one).
 // Not yet: TMA loads and a producer warpgroup that keeps loading while the others multiply.
 //
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
-// the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
+// the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 // wgmma needs sm_90a (the H100's architecture as the harness compiles for it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_TILE_M 128  // rows of c per block: 64 per warpgroup (64, 128, 192 or 256)
@@ -42,10 +46,6 @@ static_assert(AK_TILE_N == 64 || AK_TILE_N == 128 || AK_TILE_N == 256, "tiles of
 static_assert(AK_STAGES >= 3, "the pipeline needs 3 or more stages: one loading, one multiplied, one finishing");
 static_assert(AK_GROUP_M >= 1, "group at least one tile row");
 static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
-// Descriptor strides of b's N-major atoms (64 columns x 8 rows of K, 1024 bytes): between atoms
-// along N (kTileK / 8 groups of K rows apart), and between groups of 8 rows of K.
-constexpr unsigned kAtomN = kTileK / 8 * 1024, kGroupK = 1024;
-constexpr unsigned kLboB = kAtomN, kSboB = kGroupK;
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;
@@ -103,31 +103,31 @@ __device__ __forceinline__ unsigned long long descriptor(const void* p, unsigned
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-// c += a * b over 16 of K, a and b from shared memory (b N-major: transposed on the way in);
+// c += a * b over 16 of K, a and b from shared memory, both K-major (no transpose);
 // the element type picks the instruction.
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long da, unsigned long long db, __half) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" WGMMA_ACC64
-               "}, %32, %33, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT64 : "l"(da), "l"(db));
+               "}, %32, %33, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT64 : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long da, unsigned long long db, __nv_bfloat16) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" WGMMA_ACC64
-               "}, %32, %33, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT64 : "l"(da), "l"(db));
+               "}, %32, %33, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT64 : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db, __half) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" WGMMA_ACC128
-               "}, %64, %65, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT128 : "l"(da), "l"(db));
+               "}, %64, %65, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT128 : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db, __nv_bfloat16) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_ACC128
-               "}, %64, %65, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT128 : "l"(da), "l"(db));
+               "}, %64, %65, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT128 : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long da, unsigned long long db, __half) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" WGMMA_ACC256
-               "}, %128, %129, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT256 : "l"(da), "l"(db));
+               "}, %128, %129, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT256 : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long da, unsigned long long db, __nv_bfloat16) {
   asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" WGMMA_ACC256
-               "}, %128, %129, p, 1, 1, 0, 1;\n}\n" : WGMMA_OUT256 : "l"(da), "l"(db));
+               "}, %128, %129, p, 1, 1, 0, 0;\n}\n" : WGMMA_OUT256 : "l"(da), "l"(db));
 }
 
 template <int N, typename T>
@@ -141,6 +141,22 @@ __device__ __forceinline__ void store_pair(__half* p, float x, float y) { *reint
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
 __device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// fp32's path: each thread computes elements of the block's tile one at a time, K in order.
+__device__ void plain_fp32_tile(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,
+                                int has_bias, int m0, int n0) {
+  for (int i = threadIdx.x; i < AK_TILE_M * AK_TILE_N; i += kThreads) {
+    const int r = m0 + i / AK_TILE_N, c = n0 + i % AK_TILE_N;
+    if (r >= M || c >= N) continue;
+    const float* xr = x + (long long)r * K;
+    const float* wr = w + (long long)c * K;
+    float acc = 0.f;
+    for (int k = 0; k < K; ++k) acc = fmaf(xr[k], wr[k], acc);
+    y[(long long)r * N + c] = has_bias ? acc + bias[c] : acc;
+  }
+}
 
 // Byte offset of element (row, col) of a block of 128-byte rows in the 128-byte swizzle: the
 // 16-byte chunk index XOR the row's index within its group of eight.
@@ -148,34 +164,32 @@ __device__ __forceinline__ int swizzled(int row, int col) {
   return row * 128 + ((((col >> 3) ^ row) & 7) << 4) + (col & 7) * 2;
 }
 
-// Copies a ROWS x 64 block of a row-major matrix (row stride ld, bounds R x C) at (r0, c0) into
+// Copies a rows x 64 block of a row-major matrix (row stride ld, bounds R x C) at (r0, c0) into
 // swizzled 128-byte rows, zeros past the edge; 16-byte cp.async chunks when ld allows, else
-// element by element. `atom` is the byte distance between blocks of 64 columns (b's N atoms).
+// element by element.
 template <typename T>
-__device__ __forceinline__ void load_block(unsigned char* s, int rows, int cols, int atom, const T* g, int ld, int r0,
-                                           int c0, int R, int C) {
+__device__ __forceinline__ void load_block(unsigned char* s, int rows, const T* g, int ld, int r0, int c0, int R, int C) {
   if (ld % 8 == 0) {
-    for (int i = threadIdx.x; i < rows * cols / 8; i += kThreads) {
-      const int r = i / (cols / 8), c = (i % (cols / 8)) * 8;
+    for (int i = threadIdx.x; i < rows * kTileK / 8; i += kThreads) {
+      const int r = i / (kTileK / 8), c = (i % (kTileK / 8)) * 8;
       const int gr = r0 + r, gc = c0 + c;
       const bool in = gr < R && gc < C;   // C % 8 == 0 here: a chunk is whole or absent
-      copy16(s + (c / 64) * atom + swizzled(r, c % 64), in ? g + (long long)gr * ld + gc : g, in ? 16 : 0);
+      copy16(s + swizzled(r, c), in ? g + (long long)gr * ld + gc : g, in ? 16 : 0);
     }
   } else {
     T zero;
     store_one(&zero, 0.f);
-    for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
-      const int r = i / cols, c = i % cols;
+    for (int i = threadIdx.x; i < rows * kTileK; i += kThreads) {
+      const int r = i / kTileK, c = i % kTileK;
       const int gr = r0 + r, gc = c0 + c;
-      *reinterpret_cast<T*>(s + (c / 64) * atom + swizzled(r, c % 64)) =
-          (gr < R && gc < C) ? g[(long long)gr * ld + gc] : zero;
+      *reinterpret_cast<T*>(s + swizzled(r, c)) = (gr < R && gc < C) ? g[(long long)gr * ld + gc] : zero;
     }
   }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K) {
+__device__ __forceinline__ void wgmma_tile(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                           T* __restrict__ y, int M, int N, int K, int has_bias) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
 
@@ -197,8 +211,8 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
   auto load_slice = [&](int kt) {
     if (kt < k_tiles) {
       unsigned char* st = smem + (kt % AK_STAGES) * kStage;
-      load_block<T>(st, AK_TILE_M, kTileK, 0, a, K, m0, kt * kTileK, M, K);
-      load_block<T>(st + kStageA, kTileK, AK_TILE_N, kAtomN, b, N, kt * kTileK, n0, K, N);
+      load_block<T>(st, AK_TILE_M, x, K, m0, kt * kTileK, M, K);
+      load_block<T>(st + kStageA, AK_TILE_N, w, K, n0, kt * kTileK, N, K);
     }
     commit_copies();
   };
@@ -217,7 +231,7 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
       const unsigned long long da = descriptor(st + wg * 64 * 128 + kk * 32, 16, 1024);
 #pragma unroll
       for (int i = 0; i < kInstrs; ++i)
-        wgmma<kInstrN, T>(acc[i], da, descriptor(st + kStageA + i * (kInstrN / 64) * kAtomN + kk * 2 * kGroupK, kLboB, kSboB));
+        wgmma<kInstrN, T>(acc[i], da, descriptor(st + kStageA + i * kInstrN * 128 + kk * 32, 16, 1024));
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -238,12 +252,25 @@ matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
         const int row = m0 + wg * 64 + warp * 16 + lane / 4 + h * 8;
         const int col = n0 + i * kInstrN + j * 8 + (lane % 4) * 2;
         if (row >= M || col >= N) continue;
-        T* p = c + (long long)row * N + col;
-        const float x = acc[i][4 * j + 2 * h], y = acc[i][4 * j + 2 * h + 1];
-        if (pairs) store_pair(p, x, y);
+        T* p = y + (long long)row * N + col;
+        const float v0 = acc[i][4 * j + 2 * h] + (has_bias ? to_float(bias[col]) : 0.f);
+        const float v1 = acc[i][4 * j + 2 * h + 1] + (has_bias && col + 1 < N ? to_float(bias[col + 1]) : 0.f);
+        if (pairs) store_pair(p, v0, v1);
         else {
-          store_one(p, x);
-          if (col + 1 < N) store_one(p + 1, y);
+          store_one(p, v0);
+          if (col + 1 < N) store_one(p + 1, v1);
         }
       }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
+              int K, int has_bias) {
+  if constexpr (sizeof(T) == 4) {
+    const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;   // any one-to-one map of blocks to tiles serves here
+    plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, (blockIdx.x / tiles_n) * AK_TILE_M, (blockIdx.x % tiles_n) * AK_TILE_N);
+  } else {
+    wgmma_tile<T>(x, w, bias, y, M, N, K, has_bias);
+  }
 }
