@@ -8,6 +8,7 @@
 #include "harness/ptxas_log.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
+#include "tests/support.hpp"
 
 using namespace ak;
 
@@ -54,6 +55,18 @@ TEST_CASE("every variant compiles for sm_90a without a GPU, one entry per dtype"
       CHECK(out->log.empty());
       REQUIRE(out->functions.size() == (*own)->dtypes.size());
     }
+}
+
+TEST_CASE("matmul's version 1 starter, kept for old run folders, compiles under version 1", "[nvrtc][matmul]") {
+  const std::string v1 = test::read_file(AK_SOURCE_DIR "/tests/data/matmul_v1.cu");
+  auto spec = spec_for_file("matmul", v1);
+  REQUIRE(spec.ok());
+  REQUIRE(*spec == &matmul_v1_spec());
+  auto out = nvrtc_compile(request(**spec, v1, "sm_90a"));
+  REQUIRE(out.ok());
+  INFO("compile log:\n" << out->log);
+  CHECK(out->ok);
+  CHECK(out->functions.size() == 2);   // fp16 and bf16
 }
 
 TEST_CASE("a compile error comes back verbatim with the line", "[nvrtc]") {

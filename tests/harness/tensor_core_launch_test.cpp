@@ -65,7 +65,7 @@ __global__ void matmul_kernel(const T* a, const T* b, T* c, int M, int N, int K)
 )";
 
 Result<LaunchableKernel> load(GpuContext& gpu, const std::string& body) {
-  const KernelSpec& spec = matmul_spec();
+  const KernelSpec& spec = matmul_v1_spec();   // the kernels above are written for version 1 (a, b, c)
   CompileRequest req{std::string(kMapsPrelude) + body, "contract_test.cu", {}, gpu.info().arch};
   for (DType d : spec.dtypes) req.name_expressions.push_back(entry_expression(spec, d));
   auto compiled = nvrtc_compile(req);
@@ -76,10 +76,10 @@ Result<LaunchableKernel> load(GpuContext& gpu, const std::string& body) {
 
 /// Launches k once at `shape` in fp16 and returns the first n elements of c, as raw fp16 bits.
 std::vector<uint16_t> run(GpuContext& gpu, const LaunchableKernel& k, const Shape& shape, size_t n, RunSet& set) {
-  auto s = make_run_set(gpu, matmul_spec(), shape, DType::F16, Recipe::Normal, 5);
+  auto s = make_run_set(gpu, matmul_v1_spec(), shape, DType::F16, Recipe::Normal, 5);
   REQUIRE(s.ok());
   set = std::move(*s);
-  REQUIRE(k.launch(matmul_spec(), DType::F16, shape, set.view()) == CUDA_SUCCESS);
+  REQUIRE(k.launch(matmul_v1_spec(), DType::F16, shape, set.view()) == CUDA_SUCCESS);
   REQUIRE(gpu.driver().cuCtxSynchronize() == CUDA_SUCCESS);
   std::vector<uint16_t> c(set.outputs[0].bytes() / 2);
   REQUIRE(gpu.download(c.data(), set.outputs[0], set.outputs[0].bytes()).ok());
@@ -175,7 +175,7 @@ TEST_CASE("a file with tensor maps is timed beside a best without them, both fro
   REQUIRE(plain);
   // The extra parameter gives the two entry points different mangled names: the pairing must
   // still take each launch's record, not fall back to events or refuse the pair.
-  Verdict v = test::judge(matmul_spec(), *tma, *plain, {2048, 2048, 2048});
+  Verdict v = test::judge(matmul_spec(), *tma, *plain, {2048, 2048, 2048, 0});
   CHECK(v.passed());
   REQUIRE(v.timing.has_value());
   CHECK(v.timing->source == "CUPTI");

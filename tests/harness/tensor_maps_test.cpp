@@ -1,5 +1,6 @@
 // The tensor maps a kernel file declares: parsed and checked without a GPU, and the fallback when
-// a call cannot be mapped.
+// a call cannot be mapped (on matmul version 1, fp16 and bf16: a@b with b as K x N; version 2
+// is in tests/kernels_cuda/matmul_spec_test.cpp).
 #include <catch2/catch.hpp>
 
 #include "harness/tensor_maps.hpp"
@@ -11,7 +12,7 @@ namespace {
 std::vector<int> decl(int operand, int cols, int rows, int swizzle = 128, int l2 = 256) {
   return {operand, cols, rows, swizzle, l2};
 }
-std::string refusal(const std::vector<int>& ints, const KernelSpec& spec = matmul_spec()) {
+std::string refusal(const std::vector<int>& ints, const KernelSpec& spec = matmul_v1_spec()) {
   auto r = parse_tensor_maps(ints, spec);
   return r.ok() ? "" : r.error().message;
 }
@@ -20,7 +21,7 @@ std::string refusal(const std::vector<int>& ints, const KernelSpec& spec = matmu
 TEST_CASE("maps over a and b with 128-byte swizzle parse into declarations", "[tensor_maps]") {
   std::vector<int> ints = decl(0, 64, 128);
   for (int v : decl(1, 64, 64, 128, 0)) ints.push_back(v);
-  auto r = parse_tensor_maps(ints, matmul_spec());
+  auto r = parse_tensor_maps(ints, matmul_v1_spec());
   REQUIRE(r.ok());
   REQUIRE(r->size() == 2);
   CHECK((*r)[0].operand == 0);
@@ -50,7 +51,7 @@ TEST_CASE("a map declaration that cannot hold for any shape is refused naming th
 
 TEST_CASE("a map views its operand as rows of the operand's inner dimension", "[tensor_maps]") {
   const TensorMapDecl b{1, 64, 64, 128, 0};
-  TensorMapView v = tensor_map_view(matmul_spec(), b, {4096, 2048, 1024}, DType::BF16);
+  TensorMapView v = tensor_map_view(matmul_v1_spec(), b, {4096, 2048, 1024}, DType::BF16);
   CHECK(v.cols == 2048);   // b is K x N
   CHECK(v.rows == 1024);
   CHECK(v.elem_bytes == 2);
@@ -70,7 +71,7 @@ TEST_CASE("a map views its operand as rows of the operand's inner dimension", "[
 TEST_CASE("a call whose rows are not 16-byte multiples or whose base is unaligned gets no map", "[tensor_maps]") {
   const TensorMapDecl a{0, 64, 128, 128, 0};
   auto reason = [&](const Shape& s, CUdeviceptr base = 0x10000) {
-    return unmappable_reason(tensor_map_view(matmul_spec(), a, s, DType::F16), base);
+    return unmappable_reason(tensor_map_view(matmul_v1_spec(), a, s, DType::F16), base);
   };
   CHECK(reason({4096, 4096, 4096}).empty());
   CHECK(reason({3, 5, 8}).empty());                          // 16-byte rows of a: mappable
@@ -85,7 +86,7 @@ TEST_CASE("without a driver call, an unmappable operand leaves its map zero and 
   CudaDriver none;
   std::vector<TensorMapDecl> maps{{0, 64, 128, 128, 0}, {1, 64, 64, 128, 0}};
   std::vector<CUdeviceptr> operands{0x10000, 0x20000, 0x30000, 0, 0, 0};
-  auto p = encode_tensor_maps(none, maps, matmul_spec(), {3, 5, 7}, DType::F16, operands);
+  auto p = encode_tensor_maps(none, maps, matmul_v1_spec(), {3, 5, 7}, DType::F16, operands);
   REQUIRE(p.ok());
   CHECK(p->built == 0u);
   const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&p->map[0]);

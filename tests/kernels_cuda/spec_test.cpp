@@ -10,8 +10,8 @@ TEST_CASE("bytes and flops formulas of the new types on their benchmark shapes",
   // cross_entropy reads the logits (of the rows not ignored, tests/kernels_cuda/cross_entropy_test.cpp)
   // and the int64 targets and writes a loss per row and the mean.
   CHECK(cross_entropy_v1_spec().bytes({8192, 32768}, DType::F16) == 2.0 * (8192.0 * 32768 + 8192 + 1) + 8.0 * 8192);
-  CHECK(matmul_spec().flops({4096, 4096, 4096}) == 2.0 * 4096 * 4096 * 4096);
-  CHECK(matmul_spec().bytes({2, 3, 5}, DType::BF16) == 2.0 * (2 * 5 + 5 * 3 + 2 * 3));
+  CHECK(matmul_v1_spec().flops({4096, 4096, 4096}) == 2.0 * 4096 * 4096 * 4096);
+  CHECK(matmul_v1_spec().bytes({2, 3, 5}, DType::BF16) == 2.0 * (2 * 5 + 5 * 3 + 2 * 3));
   // Causal attention: half of 4·B·H·S²·D.
   CHECK(flash_attention_spec().flops({4, 32, 4096, 128}) == 2.0 * 4 * 32 * 4096.0 * 4096 * 128);
   CHECK(flash_attention_spec().bytes({1, 2, 3, 64}, DType::F16) == 2.0 * 4 * 2 * 3 * 64);
@@ -22,11 +22,11 @@ TEST_CASE("bytes and flops formulas of the new types on their benchmark shapes",
 
 TEST_CASE("the grids of the tiled types cover their outputs with the exported tiles", "[spec]") {
   LaunchGeometry g{128, 1, 64, 32};
-  CHECK(matmul_spec().grid({100, 100, 7}, g) == 2 * 4);
+  CHECK(matmul_spec().grid({100, 100, 7, 0}, g) == 2 * 4);
   CHECK(flash_attention_spec().grid({2, 3, 65, 64}, g) == 2 * 3 * 2);
   // fused_mlp: the gate/up tiles over [M, I], then the down tiles over [M, K].
   CHECK(fused_mlp_spec().grid({65, 64, 100}, g) == 2 * 4 + 2 * 2);
-  CHECK(matmul_spec().cublas_gemms({4, 5, 6}).size() == 1);
+  CHECK(matmul_spec().cublas_gemms({4, 5, 6, 0}).size() == 1);
   auto mlp = fused_mlp_spec().cublas_gemms({4, 5, 6});
   REQUIRE(mlp.size() == 3);
   CHECK((mlp[2].m == 4 && mlp[2].n == 5 && mlp[2].k == 6));
@@ -71,9 +71,9 @@ TEST_CASE("the CPU gate-product reference is silu of the gate times up, elementw
   CHECK(swiglu_spec().bytes({4096, 11008}, DType::F16) == 3.0 * 2 * 4096 * 11008);
 }
 
-TEST_CASE("the CPU matmul reference multiplies row-major matrices", "[spec]") {
+TEST_CASE("the CPU matmul reference of version 1 multiplies row-major matrices", "[spec]") {
   std::vector<double> a{1, 2, 3, 4, 5, 6}, b{1, 0, 0, 1, 1, 1};  // a[2,3], b[3,2]
-  auto c = matmul_spec().cpu_reference({2, 2, 3}, DType::F32, {a, b})[0];
+  auto c = matmul_v1_spec().cpu_reference({2, 2, 3}, DType::F32, {a, b})[0];
   CHECK(c == std::vector<double>{4, 5, 10, 11});
 }
 

@@ -98,7 +98,7 @@ TEST_CASE("every kernel type gets its notes, its instantiations and its launch g
     CHECK_THAT(q->user, Catch::Contains(*prompt_text("notes/" + spec->type + ".txt")));
   }
   auto mm = rmsnorm_context();
-  mm.spec = &matmul_spec();
+  mm.spec = &flash_attention_spec();
   auto q = build_chat_request(mm, 8000);
   REQUIRE(q.ok());
   CHECK_THAT(q->system, Catch::Contains("instantiates it for __half and __nv_bfloat16.") && Catch::Contains("ak_tile_n"));

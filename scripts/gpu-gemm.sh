@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# matmul (y = x W^T + bias, contract version 2) against PyTorch's F.linear, in one GPU call:
+# our files through `autokernel bench` (the five stages, then CUPTI kernel time) in fp16, bf16 and
+# fp32 (split TF32), and PyTorch's cuBLAS GEMM at the same shapes and dtypes, fp32 with TF32 off
+# (KernelBench's setting), timed as kernel time from torch.profiler's CUPTI records with L2
+# flushed before each call. Writes gemm.md (the table), bench-N.json (our verdicts), torch.jsonl
+# and gemm.log to $OUT. About 3 minutes on an H100.
+# On the GPU machine, from the repository root, after scripts/gpu-round.sh bundle.
+#   AK_GEMM_TESTS=1   also run the [gpu][matmul] tests first (several more minutes)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-round-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
+export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
+ak=$PWD/.gpu-bundle/autokernel
+log=$out/gemm.log
+t0=$(date +%s)
+say() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$log"; }
+
+nvidia-smi -L >> "$log" 2>&1
+if [ "${AK_GEMM_TESTS:-0}" = 1 ]; then
+  say "[gpu][matmul] tests"
+  .gpu-bundle/autokernel_tests "[gpu][matmul]" > "$out/gemm-tests.log" 2>&1
+  say "tests exit $?"
+fi
+
+# file dtype shape (M x N x K x has_bias): the fast file of each dtype at 4096^3, and a
+# Qwen3-like gate/up projection (4096 tokens, 2048 -> 6144) with a bias.
+cases="tma_warp_specialized fp16 4096x4096x4096x0
+tma_warp_specialized bf16 4096x4096x4096x0
+mma_pipeline fp32 4096x4096x4096x0
+tma_warp_specialized bf16 4096x6144x2048x1
+mma_pipeline fp32 4096x6144x2048x1"
+echo "$cases" > "$out/cases.txt"
+i=0
+while read -r file dtype shape; do
+  say "bench $file $dtype $shape"
+  "$ak" bench "$file" --kernel matmul --dtype "$dtype" --shape "$shape" --repetitions 50 --json \
+    > "$out/bench-$i.json" 2>> "$log" || say "bench $file $dtype $shape: exit $?"
+  i=$((i + 1))
+done <<< "$cases"
+cat "$out"/bench-*.json > "$out/bench.jsonl" 2>/dev/null
+
+say "PyTorch F.linear"
+python3 - "$out/torch.jsonl" <<'EOF' 2>> "$log"
+import json, sys, torch
+import torch.nn.functional as F
+from torch.profiler import profile, ProfilerActivity
+
+torch.backends.cuda.matmul.allow_tf32 = False   # fp32 on the CUDA cores, as KernelBench runs it
+torch.backends.cudnn.allow_tf32 = False
+dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+cases = [("fp16", 4096, 4096, 4096, 0), ("bf16", 4096, 4096, 4096, 0), ("fp32", 4096, 4096, 4096, 0),
+         ("bf16", 4096, 6144, 2048, 1), ("fp32", 4096, 6144, 2048, 1)]
+flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+with open(sys.argv[1], "w") as f:
+    for name, m, n, k, has_bias in cases:
+        t = dtypes[name]
+        x = torch.randn(m, k, device="cuda", dtype=t)
+        w = torch.randn(n, k, device="cuda", dtype=t) / k ** 0.5
+        b = torch.randn(n, device="cuda", dtype=t) if has_bias else None
+        for _ in range(5):
+            F.linear(x, w, b)
+        torch.cuda.synchronize()
+        calls = 30
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                flush.zero_()
+                F.linear(x, w, b)
+            torch.cuda.synchronize()
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                   and "fill" not in e.name.lower() and "memset" not in e.name.lower()]
+        us = sum(e.device_time for e in kernels) / calls
+        names = sorted({e.name for e in kernels})
+        f.write(json.dumps({"dtype": name, "shape": f"{m}x{n}x{k}x{has_bias}", "kernel_us": us,
+                            "tflops": 2.0 * m * n * k / us / 1e6, "kernels": names}) + "\n")
+EOF
+say "PyTorch exit $?"
+
+python3 - "$out" <<'EOF' | tee "$out/gemm.md"
+import json, sys
+out = sys.argv[1]
+cases = [l.split() for l in open(f"{out}/cases.txt") if l.strip()]
+torch = {}
+try:
+    torch = {(r["dtype"], r["shape"]): r for r in (json.loads(l) for l in open(f"{out}/torch.jsonl") if l.strip())}
+except OSError:
+    pass
+print("| dtype | M x N x K x bias | our file | verdict | ours (us) | ours TFLOPS | PyTorch (us) | PyTorch TFLOPS | ours / PyTorch | cuBLAS in our harness (us) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for i, (file, dtype, shape) in enumerate(cases):
+    try:
+        v = json.loads(open(f"{out}/bench-{i}.json").read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        v = {"correctness": "NO VERDICT (see gemm.log)"}
+    t = torch.get((dtype, shape), {})
+    us = (v.get("timing") or {}).get("median_us", 0)
+    ratio = f"{us / t['kernel_us']:.3f}" if us and t.get("kernel_us") else "-"
+    print(f"| {dtype} | {shape} | {file} | {v.get('correctness', '?')} "
+          f"{v.get('failed_stage', '')} {v.get('message', '')[:80] if v.get('correctness') != 'PASS' else ''} | "
+          f"{us:.1f} | {v.get('throughput', 0):.1f} | {t.get('kernel_us', 0):.1f} | {t.get('tflops', 0):.1f} | {ratio} | "
+          f"{v.get('cublas_us', 0):.1f} |")
+EOF
+say "done"
