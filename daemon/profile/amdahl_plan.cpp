@@ -3,8 +3,10 @@
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 
 #include "kernels_cuda/registry.hpp"
 
@@ -21,18 +23,52 @@ Dims rowwise_shape(const std::vector<Dims>& shapes) {
   return {rows, shapes[0].back()};
 }
 
-/// [M, N, K] from the operands of aten::mm / addmm / bmm-free matmul ([M, K], [K, N]) or of
-/// aten::linear ([..., K] input, [N, K] weight).
+/// [M, N, K, has_bias] (matmul's contract version 2) from the operands of aten::mm / addmm /
+/// bmm-free matmul ([M, K], [K, N]) or of aten::linear ([..., K] input, [N, K] weight); has_bias
+/// when a one-dimensional operand of N values is among them (addmm's or linear's bias).
 Dims matmul_shape(const std::vector<Dims>& shapes) {
+  auto with_bias = [&](Dims gemm) {
+    bool bias = false;
+    for (const Dims& s : shapes) bias = bias || (s.size() == 1 && s[0] == gemm[1]);
+    gemm.push_back(bias ? 1 : 0);
+    return gemm;
+  };
   for (size_t i = 0; i + 1 < shapes.size(); ++i) {
     const Dims &a = shapes[i], &b = shapes[i + 1];
     if (a.size() < 2 || b.size() != 2) continue;
     long long m = 1;
     for (size_t d = 0; d + 1 < a.size(); ++d) m *= a[d];
-    if (a.size() == 2 && a[1] == b[0]) return {m, b[1], a[1]};
-    if (a.back() == b[1]) return {m, b[0], b[1]};
+    if (a.size() == 2 && a[1] == b[0]) return with_bias({m, b[1], a[1]});
+    if (a.back() == b[1]) return with_bias({m, b[0], b[1]});
   }
   return {};
+}
+
+/// One [[kernel]] entry of the plan's config for a Linear GEMM shape: the GEMM kernels' time there.
+struct PlannedGemm {
+  LinearGemm gemm;
+  double weight = 0;   ///< share of the GPU time
+};
+
+/// The Linear GEMM shapes of the plan's matmul rows, each once (a shape whose GEMM runs as several
+/// kernels, split-K and its reduction, adds their times), keyed by shape and dtype, and for each
+/// the index of the first row that holds it.
+std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> planned_gemms(const Plan& plan) {
+  std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> out;
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const PlanRow& r = plan.rows[i];
+    if (!r.supported || r.kernel.type != "matmul" || r.kernel.total_us <= 0) continue;
+    for (const LinearGemm& lg : r.kernel.linear_gemms) {
+      auto [it, fresh] = out.try_emplace({lg.shape, lg.dtype}, i, PlannedGemm{lg, 0});
+      PlannedGemm& g = it->second.second;
+      if (!fresh) {
+        g.gemm.total_us += lg.total_us;
+        g.gemm.calls = std::max(g.gemm.calls, lg.calls);   // the launches of one call's kernels
+      }
+      g.weight += r.f * lg.total_us / r.kernel.total_us;
+    }
+  }
+  return out;
 }
 
 /// A shape in the terms of the type's spec, from the tensors of its NVTX range; empty when the
@@ -81,7 +117,11 @@ Plan make_plan(const Profile& p, size_t top, double target) {
       r.supported = supported;
       r.s = supported ? target : 1.0;
       r.gain = amdahl(r.f, r.s);
-      if (supported) {
+      if (supported && !k.linear_gemms.empty()) {
+        r.shape = k.linear_gemms[0].shape;
+        r.shape_source = "from the nn.Linear calls that launched it (" + std::to_string(k.linear_gemms.size()) +
+                         (k.linear_gemms.size() == 1 ? " shape)" : " shapes, the largest share first)");
+      } else if (supported) {
         r.shape = !k.module.empty() ? k.shape : planned_shape(k.type, k.nvtx);
         r.shape_source = !k.module.empty() ? (r.shape.empty() ? "unknown: the inputs of " + k.module + " do not give it"
                                                                : "from the inputs of " + k.module)
@@ -104,6 +144,7 @@ std::string plan_table(const Plan& plan) {
     const PlanRow& r = plan.rows[i];
     std::string shape = !r.supported ? (r.kernel.type == "other" ? "-" : "not a type of this build")
                         : r.shape.empty() ? "unknown: fill in" : dims_text(r.shape, "x");
+    if (r.kernel.linear_gemms.size() > 1) shape += " and " + std::to_string(r.kernel.linear_gemms.size() - 1) + " more Linear shapes";
     std::snprintf(line, sizeof line, "%5zu %9.1f%%  %-16s  %12.2fx  %27.3fx  %s\n", i + 1, r.f * 100, terminal_safe(r.kernel.type).c_str(),
                   r.s, r.gain, shape.c_str());
     out += line;
@@ -115,11 +156,50 @@ std::string plan_table(const Plan& plan) {
 // Every text of the profile (its file name, a kernel's name, its NVTX range, a module's name, the
 // dtype) came from the profiled program or an edited file: each goes into the config escaped, as
 // a TOML string or one comment line, so none can add a key or a table.
+namespace {
+
+/// The entries of a GEMM kernel launched by nn.Linear calls: one [[kernel]] a Linear shape of
+/// matmul's version 2 (y = x W^T + bias, the weight as the Linear stores it), written at the first
+/// row that holds the shape.
+std::string linear_gemm_entries(const PlanRow& r, size_t row,
+                                const std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>>& gemms) {
+  std::string out = "\n# " + toml_comment(r.kernel.name.substr(0, 150)) + ": the GEMM of " +
+                    std::to_string(r.kernel.linear_gemms.size()) + " nn.Linear shape(s), planned one entry a shape\n";
+  for (const LinearGemm& lg : r.kernel.linear_gemms) {
+    const auto& [first_row, g] = gemms.at({lg.shape, lg.dtype});
+    if (first_row != row) {
+      out += "# " + dims_text(lg.shape, "x") + ": planned with an earlier kernel\n";
+      continue;
+    }
+    if (g.weight < kWorthARun) {
+      out += "# " + dims_text(lg.shape, "x") + format_numbers(" at %.2f%% of the GPU time: left out (under ", g.weight * 100) +
+             format_numbers("%.1f%%, not worth a run)\n", kWorthARun * 100);
+      continue;
+    }
+    out += "[[kernel]]\ntype = \"matmul\"\n";
+    out += "shape = [" + dims_text(lg.shape, ", ") + "]    # M, N, K, has_bias: x[M, K] times the Linear's weight[N, K]^T\n";
+    out += "dtype = " + toml_string(lg.dtype.empty() ? "fp16" : lg.dtype) +
+           (lg.dtype.empty() ? "    # the Linear's input did not say: check it" : "") + "\n";
+    out += "weight = " + format_numbers("%.4f", g.weight) + "    # " + format_numbers("%.1f%%", g.weight * 100) + " of the GPU time\n";
+    out += "baseline_us = " + format_numbers("%.2f", g.gemm.total_us / double(std::max(1LL, g.gemm.calls))) +
+           "    # its GEMM kernels, per call, in the profile\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string plan_toml(const Plan& plan, const std::string& profile_name) {
   std::string out = "# [[kernel]] entries planned from " + toml_comment(profile_name) + " (autokernel plan): the whole program could\n# reach " +
                     format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
-  for (auto& r : plan.rows) {
+  const auto gemms = planned_gemms(plan);
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const PlanRow& r = plan.rows[i];
     if (!r.supported) continue;
+    if (!r.kernel.linear_gemms.empty() && r.kernel.type == "matmul") {
+      out += linear_gemm_entries(r, i, gemms);
+      continue;
+    }
     if (r.f < kWorthARun) {
       out += "\n# " + toml_comment(r.kernel.type) + format_numbers(" at %.2f%% of the GPU time: left out (under ", r.f * 100) +
              format_numbers("%.1f%%, not worth a run)\n", kWorthARun * 100);

@@ -2,6 +2,8 @@
 
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "common/parse_number.hpp"
@@ -46,7 +48,30 @@ long long leading_product(const std::vector<long long>& dims) {
   return rows;
 }
 
+/// Rows of a GEMM beyond which a Linear's input is not believed: far past any batch a GPU holds.
+constexpr long long kMaxGemmRows = 1LL << 40;
+
 }  // namespace
+
+std::vector<long long> linear_gemm_shape(const ModuleRange& m) {
+  if (m.kind != "module" || (m.name != "Linear" && m.class_qualname != "Linear") || m.kwargs.empty() || m.sizes.empty() ||
+      m.sizes[0].empty())
+    return {};
+  const auto kw = nlohmann::json::parse(m.kwargs, nullptr, false);
+  if (!kw.is_object()) return {};
+  const auto in = kw.find("in_features"), out = kw.find("out_features"), bias = kw.find("bias");
+  if (in == kw.end() || out == kw.end() || !in->is_number_integer() || !out->is_number_integer()) return {};
+  const long long k = in->get<long long>(), n = out->get<long long>();
+  const std::vector<long long>& x = m.sizes[0];
+  if (k < 1 || n < 1 || k > kMaxFeatures || n > kMaxFeatures || x.back() != k) return {};
+  long long rows = 1;
+  for (size_t i = 0; i + 1 < x.size(); ++i) {
+    if (x[i] < 0 || (x[i] > 0 && rows > kMaxGemmRows / x[i])) return {};
+    rows *= x[i];
+  }
+  if (rows < 1) return {};
+  return {rows, n, k, bias != kw.end() && bias->is_boolean() && bias->get<bool>() ? 1 : 0};
+}
 
 std::optional<ModuleRange> parse_module_range(const std::string& range) {
   static const std::regex head(R"(^ak\.(module|function):([A-Za-z_][A-Za-z0-9_]*))");

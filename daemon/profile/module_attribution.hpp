@@ -37,6 +37,12 @@ struct ModuleRange {
   int args = -1;                             ///< positional arguments of the call, tensors or not
 };
 
+/// The GEMM an nn.Linear call runs, in matmul's terms (contract version 2, y = x W^T + bias):
+/// {M, N, K, has_bias}, M the rows of its input, N its out_features, K its in_features, from the
+/// torch.nn arguments the hook records (kwargs=); empty when the range is not an nn.Linear's, does
+/// not give its features, or its input's last dimension is not in_features.
+std::vector<long long> linear_gemm_shape(const ModuleRange& m);
+
 /// The hook's range, or nothing for any other range (PyTorch's own, the program's).
 std::optional<ModuleRange> parse_module_range(const std::string& range);
 

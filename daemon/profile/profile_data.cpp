@@ -46,6 +46,9 @@ struct Enclosing {
   /// custom activation): its kernels may add up to an "other" candidate (a user type to offer).
   const Range* leaf = nullptr;
   ModuleRange leaf_parsed;
+  /// The innermost hook range is an nn.Linear that gives its features: its GEMM's shape and dtype.
+  std::vector<long long> linear_gemm;
+  std::string linear_dtype;
 };
 
 bool unclassified_leaf(const ModuleRange& m) { return m.kind == "module" && m.leaf == 1 && classify_module(m).empty(); }
@@ -84,7 +87,10 @@ std::vector<Enclosing> enclosing_all(std::vector<Range>& ranges, const std::vect
         if (!e.op) e.op = *it;
         continue;
       }
-      if (std::exchange(innermost_hook_range, false) && unclassified_leaf(*p->second)) e.leaf = *it, e.leaf_parsed = *p->second;
+      if (std::exchange(innermost_hook_range, false)) {
+        if (unclassified_leaf(*p->second)) e.leaf = *it, e.leaf_parsed = *p->second;
+        e.linear_gemm = linear_gemm_shape(*p->second), e.linear_dtype = p->second->dtype;
+      }
       if (!e.module) {
         if (std::string type = classify_module(*p->second); !type.empty())
           e.module = *it, e.module_type = type, e.parsed = *p->second;
@@ -99,6 +105,7 @@ struct Group {
   std::map<std::string, int> nvtx;
   std::map<std::string, double> parts;   // kernel name -> time, for a module candidate
   std::set<const Range*> instances;      // module ranges seen: its calls
+  std::map<std::vector<long long>, LinearGemm> linear_gemms;   // a kernel row's time by Linear shape
 };
 
 /// The row of a module candidate: "module LlamaRMSNorm" with its type and shape. An "other"
@@ -222,6 +229,13 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
     } else {
       g.k.calls++;
       if (e.op) g.nvtx[e.op->name]++;
+      if (!e.linear_gemm.empty()) {
+        LinearGemm& lg = g.linear_gemms[e.linear_gemm];
+        lg.shape = e.linear_gemm;
+        lg.dtype = e.linear_dtype;
+        lg.calls++;
+        lg.total_us += us;
+      }
     }
   }
   for (auto& [key, g] : groups) {
@@ -241,6 +255,8 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
       int best = 0;
       for (auto& [range, n] : g.nvtx)
         if (n > best) best = n, k.nvtx = range;
+      for (auto& [shape, lg] : g.linear_gemms) k.linear_gemms.push_back(lg);
+      std::sort(k.linear_gemms.begin(), k.linear_gemms.end(), [](auto& a, auto& b) { return a.total_us > b.total_us; });
     }
     k.mean_us = k.total_us / double(k.calls);
     p.total_gpu_us += k.total_us;
@@ -271,6 +287,10 @@ void to_json(nlohmann::json& j, const Profile& p) {
       row["shape"] = p.kernels[i].shape;
       row["parts"] = p.kernels[i].parts;
     }
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    for (auto& lg : p.kernels[i].linear_gemms)
+      j["kernels"][i]["linear_gemms"].push_back(
+          {{"shape", lg.shape}, {"dtype", lg.dtype}, {"calls", lg.calls}, {"total_us", lg.total_us}});
 }
 
 Result<Profile> profile_from_json(const nlohmann::json& j) {
@@ -306,6 +326,12 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
       x.module = k.value("module", "");
       x.shape = k.value("shape", std::vector<long long>{});
       x.parts = k.value("parts", std::vector<std::string>{});
+      if (auto lg = k.find("linear_gemms"); lg != k.end())
+        for (auto& g : lg->get_ref<const nlohmann::json::array_t&>()) {
+          LinearGemm y{g.at("shape").get<std::vector<long long>>(), g.value("dtype", ""), g.at("calls"), g.at("total_us")};
+          if (y.shape.size() != 4) return error(where + "linear_gemms: a shape is [M, N, K, has_bias]");
+          x.linear_gemms.push_back(std::move(y));
+        }
       p.kernels.push_back(std::move(x));
     }
     return p;

@@ -16,6 +16,14 @@
 
 namespace ak {
 
+/// The launches of one GEMM kernel at one nn.Linear shape.
+struct LinearGemm {
+  std::vector<long long> shape;  ///< matmul's {M, N, K, has_bias}
+  std::string dtype;             ///< of the Linear's input: fp16, bf16, fp32 or ""
+  long long calls = 0;
+  double total_us = 0;
+};
+
 struct ProfiledKernel {
   std::string name;            ///< demangled
   std::string type, bound;     ///< classify_kernel's answer
@@ -30,6 +38,9 @@ struct ProfiledKernel {
   std::string module;          ///< its class or function name; "" for a kernel of its own
   std::vector<long long> shape;///< in the type's terms, from the module's inputs; empty when unknown
   std::vector<std::string> parts;  ///< the kernels inside it, largest first
+  /// A GEMM kernel launched by nn.Linear calls (profile --modules): its time at each Linear's GEMM
+  /// shape (linear_gemm_shape), largest first; empty when no Linear range said its shape.
+  std::vector<LinearGemm> linear_gemms;
 };
 
 struct Profile {

@@ -52,6 +52,7 @@ constexpr int kSmemStages = kStageElems * 4 * AK_STAGES;
 constexpr int kSmemC = AK_TILE_M * kLdC * 4;
 constexpr int kSmem = kSmemStages > kSmemC ? kSmemStages : kSmemC;
 static_assert(AK_STAGES >= 1, "at least one stage");
+static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (sized for fp32)");
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;

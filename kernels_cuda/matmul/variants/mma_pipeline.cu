@@ -52,6 +52,7 @@ struct Layout {
 };
 // The module's shared memory is one number for every dtype: the widest element's.
 constexpr int kSmem = Layout<float>::kStageElems * AK_STAGES * 4;
+static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (sized for fp32)");
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;

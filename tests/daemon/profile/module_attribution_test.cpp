@@ -2,9 +2,12 @@
 // pushes around a LLaMA decoder layer's modules, with the kernels PyTorch launches inside them.
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/module_attribution.hpp"
 #include "daemon/profile/profile_data.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "tests/daemon/profile/module_records.hpp"
 
 using namespace ak;
@@ -216,4 +219,82 @@ TEST_CASE("ten thousand module ranges are attributed in one sweep", "[profile][m
   auto p = build_profile(llama_layers(800), 0);
   REQUIRE(p.ok());
   CHECK(row_named(*p, "module LlamaRMSNorm")->calls == 800);
+}
+
+namespace {
+
+/// An nn.Linear's range as the hook writes it, with the torch.nn arguments it keeps.
+std::string linear_range(int in, int out, bool bias) {
+  return "ak.module:Linear sizes=[[2, 2048, " + std::to_string(in) + "]] dtype=bf16 class=torch.nn.modules.linear:Linear params=" +
+         std::to_string(bias ? 2 : 1) + " buffers=0 leaf=1 init=args kwargs={\"bias\":" + (bias ? "true" : "false") +
+         ",\"in_features\":" + std::to_string(in) + ",\"out_features\":" + std::to_string(out) + "} train=0 args=1";
+}
+
+/// Two decoder-like steps of three Linears: q (2048 -> 2048, a bias) and k (2048 -> 1024) run the
+/// same GEMM kernel, gate (2048 -> 6144) another.
+std::vector<json> linear_layers() {
+  Recorder r;
+  double t = 0;
+  for (int l = 0; l < 2; ++l)
+    for (auto [in, out, bias, kernel, us] : {std::tuple{2048, 2048, true, "nvjet_sm90_tst_a", 40.0},
+                                             {2048, 1024, false, "nvjet_sm90_tst_a", 20.0},
+                                             {2048, 6144, false, "nvjet_sm90_tst_b", 120.0}}) {
+      long long lin = r.push(linear_range(in, out, bias), t += 1);
+      r.kernel(kernel, t += 1, us);
+      r.pop(lin, t += 1);
+    }
+  return r.records;
+}
+
+}  // namespace
+
+TEST_CASE("an nn.Linear's range gives its GEMM in matmul's terms: tokens, out_features, in_features, bias", "[profile][modules][matmul]") {
+  auto m = parse_module_range(linear_range(2048, 6144, true));
+  REQUIRE(m);
+  CHECK(linear_gemm_shape(*m) == std::vector<long long>{4096, 6144, 2048, 1});
+  m = parse_module_range(linear_range(2048, 1024, false));
+  CHECK(linear_gemm_shape(*m) == std::vector<long long>{4096, 1024, 2048, 0});
+  // Nothing to read, or a range that contradicts itself: no shape rather than a wrong one.
+  CHECK(linear_gemm_shape(*parse_module_range("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 leaf=1")).empty());
+  CHECK(linear_gemm_shape(*parse_module_range(linear_range(1024, 64, false))).empty());   // input ends in 2048, not 1024
+  CHECK(linear_gemm_shape(*parse_module_range(
+                              "ak.module:Conv1d sizes=[[2, 2048, 2048]] dtype=fp16 kwargs={\"in_features\":2048,\"out_features\":8}"))
+            .empty());
+  CHECK(linear_gemm_shape(*parse_module_range("ak.module:Linear sizes=[[4611686018427387904, 4611686018427387904, 8]] "
+                                              "dtype=fp16 kwargs={\"in_features\":8,\"out_features\":8}"))
+            .empty());   // rows past any believable batch
+}
+
+TEST_CASE("the plan writes a matmul version 2 entry at each of the model's Linear shapes", "[profile][modules][matmul]") {
+  auto p = build_profile(linear_layers(), 0);
+  REQUIRE(p.ok());
+  const ProfiledKernel* a = row_named(*p, "nvjet_sm90_tst_a");
+  REQUIRE(a);
+  CHECK(a->type == "matmul");
+  REQUIRE(a->linear_gemms.size() == 2);
+  CHECK(a->linear_gemms[0].shape == std::vector<long long>{4096, 2048, 2048, 1});   // the larger share first
+  CHECK(a->linear_gemms[0].calls == 2);
+  CHECK(a->linear_gemms[0].total_us == Approx(80));
+  CHECK(a->linear_gemms[0].dtype == "bf16");
+  CHECK(a->linear_gemms[1].shape == std::vector<long long>{4096, 1024, 2048, 0});
+  // The shapes survive the profile's JSON.
+  auto back = profile_from_json(json(*p));
+  REQUIRE(back.ok());
+  REQUIRE(row_named(*back, "nvjet_sm90_tst_a"));
+  CHECK(row_named(*back, "nvjet_sm90_tst_a")->linear_gemms.size() == 2);
+  CHECK(row_named(*back, "nvjet_sm90_tst_b")->linear_gemms.at(0).shape == std::vector<long long>{4096, 6144, 2048, 0});
+
+  Plan plan = make_plan(*back, 10, 2.0);
+  const std::string toml = plan_toml(plan, "linear.json");
+  INFO(toml);
+  CHECK_THAT(toml, Catch::Contains("shape = [4096, 2048, 2048, 1]") && Catch::Contains("shape = [4096, 1024, 2048, 0]") &&
+                       Catch::Contains("shape = [4096, 6144, 2048, 0]"));
+  CHECK_THAT(toml, Catch::Contains("dtype = \"bf16\""));
+  CHECK_THAT(toml, !Catch::Contains("Fill in shape"));
+  // The gate GEMM: 240 of the profile's 360 us; its baseline, one call's kernel time.
+  CHECK_THAT(toml, Catch::Contains("weight = 0.6667") && Catch::Contains("baseline_us = 120.00"));
+  CHECK_THAT(plan_table(plan), Catch::Contains("4096x2048x2048x1 and 1 more Linear shapes"));
+  // Each entry is a shape matmul's newest contract accepts.
+  for (const PlanRow& r : plan.rows)
+    for (const LinearGemm& lg : r.kernel.linear_gemms) CHECK(find_spec("matmul")->shape_error(lg.shape).empty());
 }
