@@ -17,6 +17,9 @@
 // Still plain: no swizzle, no register-level double buffering, wmma rather than mma.sync or
 // wgmma. The accumulator goes through shared memory on its way out, so any M, N, K works.
 //
+// workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
+// launch, to be left zero) are the contract's room for split-K and stream-K; unused here.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
@@ -181,8 +184,8 @@ template <> struct Acc<float> { using type = wmma::fragment<wmma::accumulator, 1
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
-              int K, int has_bias) {
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* stages = reinterpret_cast<T*>(smem);
   float* Cs = reinterpret_cast<float*>(smem);  // reused once the main loop is done

@@ -93,8 +93,8 @@ KernelSpec make_v1() {
 // (fp32 FMA), then the bias is added once, as a Linear's epilogue does.
 const char* kReferenceV2 = R"(
 template <typename T, typename O>
-__global__ void matmul_reference(const T* x, const T* w, const T* bias, O* y, int M, int N, int K, int has_bias,
-                                 const int* rows) {
+__global__ void matmul_reference(const T* x, const T* w, const T* bias, O* y, float* workspace, unsigned* tile_counters,
+                                 int M, int N, int K, int has_bias, const int* rows) {
   const int per_row = (N + 255) / 256;
   const long long slot = blockIdx.x / per_row;
   const long long row = rows ? rows[slot] : slot;
@@ -119,6 +119,9 @@ __global__ void matmul_reference(const T* x, const T* w, const T* bias, O* y, in
 )";
 
 constexpr size_t kHasBias = 3;   // the shape's last entry: 1 when the Linear has a bias
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t kSchedulerCounters = 32;
 
 std::vector<std::vector<double>> cpu_linear(const Shape& s, DType, const std::vector<std::vector<double>>& in) {
   const int64_t M = s[0], N = s[1], K = s[2];
@@ -150,10 +153,22 @@ KernelSpec make_v2() {
   k.shape_names = {"M", "N", "K", "has_bias"};
   // The bias is always a buffer of N values (drawn nonzero), so a file that adds it where the
   // shape says there is none fails; an exported op without one passes any pointer and 0.
+  // Split-K and stream-K need a place for partial sums and a way to tell the last contributor of a
+  // tile: an fp32 workspace laid out as y ([M, N]), undefined at every launch, and counters, zero
+  // at every launch and left zero: one per 64 x 64 block of y (any tile of 64 x 64 or more has
+  // one of its own) and kSchedulerCounters more for the kernel's own bookkeeping (a dynamic tile
+  // scheduler's ticket and its count of finished blocks).
+  ArgSpec workspace{ArgSpec::Scratch, "workspace", [](const Shape& s) { return s[0] * s[1]; }};
+  workspace.elem = Elem::F32;
+  ArgSpec counters{ArgSpec::Counters, "tile_counters",
+                   [](const Shape& s) { return ceil_div(s[0], 64) * ceil_div(s[1], 64) + kSchedulerCounters; }};
+  counters.elem = Elem::U32;
   k.args = {{ArgSpec::Input, "x", [](const Shape& s) { return s[0] * s[2]; }, Fill::Data},
             {ArgSpec::Input, "w", [](const Shape& s) { return s[1] * s[2]; }, Fill::FanIn, 2},
             {ArgSpec::Input, "bias", [](const Shape& s) { return s[1]; }, Fill::Bias},
             {ArgSpec::Output, "y", [](const Shape& s) { return s[0] * s[1]; }},
+            workspace,
+            counters,
             {ArgSpec::Dim, "M", {}, Fill::Data, 0},
             {ArgSpec::Dim, "N", {}, Fill::Data, 1},
             {ArgSpec::Dim, "K", {}, Fill::Data, 2},
@@ -161,7 +176,7 @@ KernelSpec make_v2() {
   // Rows as TMA sees them (docs/kernel-contract.md, tensor maps): x is M x K, w N x K (K-major,
   // the layout wgmma reads without a transpose), y M x N.
   k.args[0].row_length = k.args[1].row_length = [](const Shape& s) { return s[2]; };
-  k.args[3].row_length = [](const Shape& s) { return s[1]; };
+  k.args[3].row_length = k.args[4].row_length = [](const Shape& s) { return s[1]; };
   k.dtypes = {DType::F16, DType::BF16, DType::F32};
   k.metric = Metric::TFLOPS;
   k.bench_shape = {4096, 4096, 4096, 0};

@@ -9,7 +9,7 @@ using namespace ak;
 TEST_CASE("the harness passes a pointer per buffer, 4 bytes per dimension, and the maps last", "[entry_parameters]") {
   CHECK(expected_parameter_sizes(matmul_v1_spec(), false) == std::vector<size_t>{8, 8, 8, 4, 4, 4});
   CHECK(expected_parameter_sizes(matmul_v1_spec(), true) == std::vector<size_t>{8, 8, 8, 4, 4, 4, 1088});
-  CHECK(expected_parameter_sizes(matmul_spec(), true) == std::vector<size_t>{8, 8, 8, 8, 4, 4, 4, 4, 1088});
+  CHECK(expected_parameter_sizes(matmul_spec(), true) == std::vector<size_t>{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 1088});
   CHECK(expected_parameter_sizes(rmsnorm_spec(), false).back() == 4);   // eps, a float
 }
 

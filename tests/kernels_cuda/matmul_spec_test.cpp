@@ -21,7 +21,8 @@ TEST_CASE("matmul version 2 takes x, a Linear's weight, a bias and has_bias, in 
   const KernelSpec& spec = matmul_spec();
   CHECK(spec.contract_version == 2);
   CHECK(find_spec("matmul") == &spec);
-  CHECK(arg_names(spec) == std::vector<std::string>{"x", "w", "bias", "y", "M", "N", "K", "has_bias"});
+  CHECK(arg_names(spec) ==
+        std::vector<std::string>{"x", "w", "bias", "y", "workspace", "tile_counters", "M", "N", "K", "has_bias"});
   CHECK(spec.shape_names == std::vector<std::string>{"M", "N", "K", "has_bias"});
   CHECK(spec.dtypes == std::vector<DType>{DType::F16, DType::BF16, DType::F32});
   CHECK(spec.tolerance(DType::F32).atol == 1e-4);   // KernelBench's fp32 tolerance
@@ -31,8 +32,17 @@ TEST_CASE("matmul version 2 takes x, a Linear's weight, a bias and has_bias, in 
   CHECK(spec.args[1].row_length(s) == 6);
   CHECK(spec.args[2].numel(s) == 5);
   CHECK(spec.args[3].numel(s) == 4 * 5);
-  CHECK(spec.args[7].int_value(s) == 1);
-  CHECK_THAT(spec.abi(), Catch::Contains("const T* bias") && Catch::Contains("int has_bias"));
+  CHECK(spec.args[9].int_value(s) == 1);
+  // Split-K and stream-K: an fp32 workspace shaped as y, and counters for every 64 x 64 block of y
+  // and a tile scheduler's bookkeeping, zero before and after each launch.
+  CHECK(spec.args[4].kind == ArgSpec::Scratch);
+  CHECK(spec.args[4].elem == Elem::F32);
+  CHECK(spec.args[4].numel({100, 200, 8, 0}) == 100 * 200);
+  CHECK(spec.args[5].kind == ArgSpec::Counters);
+  CHECK(spec.args[5].elem == Elem::U32);
+  CHECK(spec.args[5].numel({100, 200, 8, 0}) == 2 * 4 + 32);
+  CHECK_THAT(spec.abi(), Catch::Contains("const T* __restrict__ bias") && Catch::Contains("float* __restrict__ workspace") &&
+                             Catch::Contains("unsigned int* tile_counters") && Catch::Contains("int has_bias"));
   // The bias is N more values read when there is one.
   CHECK(spec.bytes({2, 3, 5, 1}, DType::F32) == 4.0 * (2 * 5 + 3 * 5 + 2 * 3 + 3));
   CHECK(spec.bytes({2, 3, 5, 0}, DType::F32) == 4.0 * (2 * 5 + 3 * 5 + 2 * 3));
@@ -102,7 +112,7 @@ TEST_CASE("a map whose box row is too wide for fp32 is not built in fp32, and on
   auto parsed = parse_tensor_maps({1, 64, 64, 128, 256}, matmul_spec());
   REQUIRE(parsed.ok());
   CudaDriver none;   // the fp32 map is skipped before any driver call
-  std::vector<CUdeviceptr> operands{0x10000, 0x20000, 0x30000, 0x40000, 0, 0, 0, 0};
+  std::vector<CUdeviceptr> operands{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0, 0, 0, 0};
   auto p = encode_tensor_maps(none, *parsed, matmul_spec(), {64, 64, 64, 0}, DType::F32, operands);
   REQUIRE(p.ok());
   CHECK(p->built == 0u);

@@ -18,6 +18,9 @@
 // whose length is not a multiple of 16 bytes cannot use 16-byte copies and load element by element.
 // Not yet: wgmma with TMA (sm_90a), which the Hopper tensor cores need for their full rate.
 //
+// workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
+// launch, to be left zero) are the contract's room for split-K and stream-K; unused here.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
@@ -203,8 +206,8 @@ __device__ __forceinline__ void multiply_slice(float (&acc)[kFragM][kFragN][4], 
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
-              int K, int has_bias) {
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
   constexpr int kLd = Layout<T>::kLd;
   constexpr int kStageElems = Layout<T>::kStageElems;
   extern __shared__ __align__(128) unsigned char smem[];

@@ -47,6 +47,9 @@
 // Not yet: two consumer warpgroups taking turns (ping-pong) so that one stores while the other
 // multiplies.
 //
+// workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
+// launch, to be left zero) are the contract's room for split-K and stream-K; unused here.
+//
 // The kernel-file contract (docs/kernel-contract.md, with tensor maps, clusters and persistent
 // grids): device code and launch knobs only, no host code; the entry point and its arguments are
 // fixed, plus the trailing tensor-map parameter; the harness reads the launch geometry from the
@@ -544,8 +547,9 @@ __device__ __forceinline__ void warp_specialized(const T* __restrict__ x, const 
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
-              int K, int has_bias, const __grid_constant__ ak_tensor_map_args maps) {
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias,
+              const __grid_constant__ ak_tensor_map_args maps) {
   if constexpr (sizeof(T) == 4) plain_fp32_tiles(x, w, bias, y, M, N, K, has_bias);
   else warp_specialized<T>(x, w, bias, y, M, N, K, has_bias, maps);
 }

@@ -17,6 +17,9 @@
 // serves it, correct and slow (the mma_pipeline variant is the fp32 one).
 // Not yet: TMA loads and a producer warpgroup that keeps loading while the others multiply.
 //
+// workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
+// launch, to be left zero) are the contract's room for split-K and stream-K; unused here.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
@@ -265,8 +268,8 @@ __device__ __forceinline__ void wgmma_tile(const T* __restrict__ x, const T* __r
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, int M, int N,
-              int K, int has_bias) {
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
   if constexpr (sizeof(T) == 4) {
     const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;   // any one-to-one map of blocks to tiles serves here
     plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, (blockIdx.x / tiles_n) * AK_TILE_M, (blockIdx.x % tiles_n) * AK_TILE_N);
