@@ -42,8 +42,8 @@
 // of 16 bytes), the direct stores serve.
 // The bias is added to the accumulators before either epilogue. fp32 has no path through these
 // 16-bit stages and maps (a 64-element box row is 256 bytes of fp32, wider than the swizzle, so
-// the harness builds no map in fp32): a plain CUDA-core product over the same tiles serves it,
-// correct and slow (the mma_pipeline variant is the fp32 one).
+// the harness builds no map in fp32): a CUDA-core product tiled in shared memory serves it over
+// the same tiles, correct and far from the tensor cores (the mma_pipeline variant is the fp32 one).
 // Not yet: two consumer warpgroups taking turns (ping-pong) so that one stores while the other
 // multiplies.
 //
@@ -496,22 +496,62 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
   if (staged && elected) bulk_wait_all();
 }
 
-// fp32's path: each block walks its tiles, each thread computes elements one at a time, K in order.
+// fp32's path through this file: CUDA-core FMAs from shared memory, the tile in 64 x 64 pieces one
+// after another, each of 256 threads a 4 x 4 block of a piece, K in order (the mma_pipeline
+// variant is the fp32 file, on the tensor cores). Its slices use the dynamic shared memory.
+constexpr int kPlainK = 16, kPlainLd = 64 + 4;
+static_assert(kThreads >= 256, "the fp32 path computes with 256 threads");
+__device__ void plain_fp32_tile(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,
+                                int has_bias, int m0, int n0, int tile_m, int tile_n) {
+  extern __shared__ __align__(16) unsigned char plain_smem[];
+  float* xs = reinterpret_cast<float*>(plain_smem);   // [kPlainK][kPlainLd]: a K slice of 64 rows of x
+  float* ws = xs + kPlainK * kPlainLd;                // the same of 64 rows of w
+  const int t = threadIdx.x, ty = (t % 256) / 16, tx = t % 16;
+  const bool computes = t < 256;
+  for (int pm = m0; pm < m0 + tile_m && pm < M; pm += 64)
+    for (int pn = n0; pn < n0 + tile_n && pn < N; pn += 64) {
+      float acc[4][4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+      for (int k0 = 0; k0 < K; k0 += kPlainK) {
+        __syncthreads();   // every thread done with the last slice
+        for (int i = t; i < 64 * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, k = k0 + i % kPlainK;
+          xs[(i % kPlainK) * kPlainLd + r] = pm + r < M && k < K ? x[(long long)(pm + r) * K + k] : 0.f;
+          ws[(i % kPlainK) * kPlainLd + r] = pn + r < N && k < K ? w[(long long)(pn + r) * K + k] : 0.f;
+        }
+        __syncthreads();
+        if (computes)
+#pragma unroll
+          for (int k = 0; k < kPlainK; ++k) {
+            const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLd + ty * 4);
+            const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLd + tx * 4);
+            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+              for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          }
+      }
+      if (computes)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
+            if (r < M && c < N) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
+          }
+    }
+}
+
+// fp32: each block walks its tiles (the persistent grid) through plain_fp32_tile.
 __device__ void plain_fp32_tiles(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,
                                  int has_bias) {
   const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N, tiles = (M + kTileM - 1) / kTileM * tiles_n;
-  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
-    const int m0 = u / tiles_n * kTileM, n0 = u % tiles_n * AK_TILE_N;
-    for (int i = threadIdx.x; i < kTileM * AK_TILE_N; i += kThreads) {
-      const int r = m0 + i / AK_TILE_N, c = n0 + i % AK_TILE_N;
-      if (r >= M || c >= N) continue;
-      const float* xr = x + (long long)r * K;
-      const float* wr = w + (long long)c * K;
-      float acc = 0.f;
-      for (int k = 0; k < K; ++k) acc = fmaf(xr[k], wr[k], acc);
-      y[(long long)r * N + c] = has_bias ? acc + bias[c] : acc;
-    }
-  }
+  for (int u = blockIdx.x; u < tiles; u += gridDim.x)
+    plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, u / tiles_n * kTileM, u % tiles_n * AK_TILE_N, kTileM, AK_TILE_N);
 }
 
 template <typename T>

@@ -13,8 +13,9 @@
 // warpgroup issues four m64nNk16 steps, waiting only for those of the slice before, so the
 // tensor cores always have a batch queued. Accumulators stay in registers until
 // they are stored, the bias added on the way; blocks are numbered in groups of AK_GROUP_M tile
-// rows for L2 reuse. fp32 has no path through these 16-bit stages: a plain CUDA-core product
-// serves it, correct and slow (the mma_pipeline variant is the fp32 one).
+// rows for L2 reuse. fp32 has no path through these 16-bit stages: a CUDA-core product tiled in
+// shared memory serves it, correct and far from the tensor cores (the mma_pipeline variant is the
+// fp32 one).
 // Not yet: TMA loads and a producer warpgroup that keeps loading while the others multiply.
 //
 // workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
@@ -147,18 +148,55 @@ __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __fl
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-// fp32's path: each thread computes elements of the block's tile one at a time, K in order.
+// fp32's path through this file: CUDA-core FMAs from shared memory, the tile in 64 x 64 pieces one
+// after another, each of 256 threads a 4 x 4 block of a piece, K in order (the mma_pipeline
+// variant is the fp32 file, on the tensor cores). Its slices use the dynamic shared memory.
+constexpr int kPlainK = 16, kPlainLd = 64 + 4;
+static_assert(kThreads >= 256, "the fp32 path computes with 256 threads");
 __device__ void plain_fp32_tile(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,
-                                int has_bias, int m0, int n0) {
-  for (int i = threadIdx.x; i < AK_TILE_M * AK_TILE_N; i += kThreads) {
-    const int r = m0 + i / AK_TILE_N, c = n0 + i % AK_TILE_N;
-    if (r >= M || c >= N) continue;
-    const float* xr = x + (long long)r * K;
-    const float* wr = w + (long long)c * K;
-    float acc = 0.f;
-    for (int k = 0; k < K; ++k) acc = fmaf(xr[k], wr[k], acc);
-    y[(long long)r * N + c] = has_bias ? acc + bias[c] : acc;
-  }
+                                int has_bias, int m0, int n0, int tile_m, int tile_n) {
+  extern __shared__ __align__(16) unsigned char plain_smem[];
+  float* xs = reinterpret_cast<float*>(plain_smem);   // [kPlainK][kPlainLd]: a K slice of 64 rows of x
+  float* ws = xs + kPlainK * kPlainLd;                // the same of 64 rows of w
+  const int t = threadIdx.x, ty = (t % 256) / 16, tx = t % 16;
+  const bool computes = t < 256;
+  for (int pm = m0; pm < m0 + tile_m && pm < M; pm += 64)
+    for (int pn = n0; pn < n0 + tile_n && pn < N; pn += 64) {
+      float acc[4][4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+      for (int k0 = 0; k0 < K; k0 += kPlainK) {
+        __syncthreads();   // every thread done with the last slice
+        for (int i = t; i < 64 * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, k = k0 + i % kPlainK;
+          xs[(i % kPlainK) * kPlainLd + r] = pm + r < M && k < K ? x[(long long)(pm + r) * K + k] : 0.f;
+          ws[(i % kPlainK) * kPlainLd + r] = pn + r < N && k < K ? w[(long long)(pn + r) * K + k] : 0.f;
+        }
+        __syncthreads();
+        if (computes)
+#pragma unroll
+          for (int k = 0; k < kPlainK; ++k) {
+            const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLd + ty * 4);
+            const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLd + tx * 4);
+            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+              for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          }
+      }
+      if (computes)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
+            if (r < M && c < N) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
+          }
+    }
+}
 }
 
 // Byte offset of element (row, col) of a block of 128-byte rows in the 128-byte swizzle: the
@@ -272,7 +310,8 @@ matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
               float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
   if constexpr (sizeof(T) == 4) {
     const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;   // any one-to-one map of blocks to tiles serves here
-    plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, (blockIdx.x / tiles_n) * AK_TILE_M, (blockIdx.x % tiles_n) * AK_TILE_N);
+    plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, (blockIdx.x / tiles_n) * AK_TILE_M, (blockIdx.x % tiles_n) * AK_TILE_N,
+                    AK_TILE_M, AK_TILE_N);
   } else {
     wgmma_tile<T>(x, w, bias, y, M, N, K, has_bias);
   }

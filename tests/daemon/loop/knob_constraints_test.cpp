@@ -3,6 +3,7 @@
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/knob_constraints.hpp"
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
 
 using namespace ak;
 
@@ -60,4 +61,25 @@ TEST_CASE("the tuner never spends an experiment on a configuration that cannot c
     ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 1, false, ""});
   }
   CHECK(proposals > 5);
+}
+
+TEST_CASE("every matmul file of version 2 ships knobs its own static_asserts accept, and a shared-memory overrun is named",
+          "[knobs][constraints][matmul]") {
+  for (const auto& v : kernel_variants("matmul")) {
+    INFO(v.name);
+    const Knobs k = read_knobs(*v.source);
+    CHECK(k.count("AK_TILE_N"));   // the tuner has something to move
+    CHECK_FALSE(broken_assert(*v.source, k));
+  }
+  // The starter and mma_pipeline size shared memory for fp32: a configuration that fits in fp16
+  // but not in fp32 is refused before it compiles.
+  const std::string mma = [] {
+    for (const auto& v : kernel_variants("matmul"))
+      if (v.name == "mma_pipeline") return *v.source;
+    return std::string();
+  }();
+  Knobs k = read_knobs(mma);
+  k["AK_TILE_K"] = 64;
+  k["AK_STAGES"] = 4;   // 4 stages of 256 rows of 68 floats
+  CHECK_THAT(broken_assert(mma, k).value_or(""), Catch::Contains("more shared memory than a block can have"));
 }
