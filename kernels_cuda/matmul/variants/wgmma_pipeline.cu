@@ -175,28 +175,27 @@ __device__ void plain_fp32_tile(const float* x, const float* w, const float* bia
           ws[(i % kPlainK) * kPlainLd + r] = pn + r < N && k < K ? w[(long long)(pn + r) * K + k] : 0.f;
         }
         __syncthreads();
-        if (computes)
+        if (!computes) continue;
 #pragma unroll
-          for (int k = 0; k < kPlainK; ++k) {
-            const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLd + ty * 4);
-            const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLd + tx * 4);
-            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+        for (int k = 0; k < kPlainK; ++k) {
+          const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLd + ty * 4);
+          const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLd + tx * 4);
+          const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+          for (int i = 0; i < 4; ++i)
 #pragma unroll
-              for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-          }
+            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
       }
-      if (computes)
+      if (!computes) continue;
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
-            if (r < M && c < N) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
-          }
+        for (int j = 0; j < 4; ++j) {
+          const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
+          if (r < M && c < N) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
+        }
     }
-}
 }
 
 // Byte offset of element (row, col) of a block of 128-byte rows in the 128-byte swizzle: the
