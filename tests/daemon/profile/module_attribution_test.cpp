@@ -296,5 +296,5 @@ TEST_CASE("the plan writes a matmul version 2 entry at each of the model's Linea
   CHECK_THAT(plan_table(plan), Catch::Contains("4096x2048x2048x1 and 1 more Linear shapes"));
   // Each entry is a shape matmul's newest contract accepts.
   for (const PlanRow& r : plan.rows)
-    for (const LinearGemm& lg : r.kernel.linear_gemms) CHECK(find_spec("matmul")->shape_error(lg.shape).empty());
+    for (const LinearGemm& lg : r.kernel.linear_gemms) CHECK(find_spec("matmul")->shape_error(Shape(lg.shape.begin(), lg.shape.end())).empty());
 }
