@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "harness/gpu_judge.hpp"
+#include "tests/harness/gpu_judge.hpp"
 #include "kernels_cuda/variants.hpp"
 
 using namespace ak;
