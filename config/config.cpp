@@ -279,6 +279,15 @@ bool shape_of_some_version(const std::string& type, size_t dims) {
   return false;
 }
 
+/// "" or why a 0 in `shape` is refused, by the version of the type that takes its dimensions; ""
+/// without a 0 or without such a version (that is said on its own).
+std::string zero_dimension_error(const std::string& type, const Shape& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) == shape.end()) return "";
+  for (int v = 1; const KernelSpec* s = find_spec(type, v); ++v)
+    if (s->shape_names.size() == shape.size()) return s->zero_dimension_error(shape);
+  return find_spec(type) ? find_spec(type)->zero_dimension_error(shape) : "";
+}
+
 /// `spec = "path"`, relative to the config: loads the user type and registers it under its name.
 void read_user_type(TableReader& r, const std::string& file, std::vector<std::string>& e, KernelEntry& k) {
   std::string path;
@@ -315,14 +324,16 @@ void read_kernel(const toml::table& t, const std::string& file, std::vector<std:
     if (ok)
       for (auto& d : *a) {
         auto v = d.value_exact<int64_t>();
-        ok = ok && v && *v > 0 && *v <= (int64_t(1) << 31);
+        ok = ok && v && *v >= 0 && *v <= (int64_t(1) << 31);
         if (ok) k.shape.push_back(*v);
       }
-    if (!ok) r.bad("shape", *n, "(as written)", "an array of positive integers, e.g. [8192, 8192]");
+    if (!ok) r.bad("shape", *n, "(as written)", "an array of positive integers, e.g. [8192, 8192] (0 only where the type takes a flag)");
     else if (spec && !shape_of_some_version(k.type, k.shape.size()))
       r.bad("shape", *n, std::to_string(k.shape.size()) + " dimensions",
             std::to_string(spec->shape_names.size()) + " dimensions for " + k.type + " (" +
                 spec->shape_help() + ")");
+    else if (std::string why = zero_dimension_error(k.type, k.shape); !why.empty())
+      r.bad("shape", *n, shape_str(k.shape), "positive integers, 0 only where the type takes a flag (" + why + ")");
   } else if (spec) {
     k.shape = spec->bench_shape;
   }

@@ -42,6 +42,8 @@ std::string contract_mismatch(const KernelSpec& spec, const std::string& best_so
            std::to_string(spec.shape_names.size()) + " (" + spec.shape_help() + "): give a shape of that version";
   if (std::string why = spec.shape_error ? spec.shape_error(shape) : ""; !why.empty())
     return "the shape " + shape_str(shape) + " is not one of the " + spec.type + " contract's: " + why;
+  if (std::string why = spec.zero_dimension_error(shape); !why.empty())
+    return "the shape " + shape_str(shape) + " is not one of the " + spec.type + " contract's: " + why;
   if (best_source.empty()) return "";
   const int best = declared_contract_version(best_source).value_or(spec.contract_version);
   if (best == spec.contract_version) return "";

@@ -1,5 +1,7 @@
 #include "kernels_cuda/spec.hpp"
 
+#include <algorithm>
+
 #include <sstream>
 
 #include "kernels_cuda/contract_version.hpp"
@@ -56,7 +58,7 @@ std::optional<Shape> parse_shape(const std::string& text) {
     try {
       size_t used = 0;
       long long v = std::stoll(part, &used);
-      if (used != part.size() || v <= 0) return std::nullopt;
+      if (used != part.size() || v < 0) return std::nullopt;
       s.push_back(v);
     } catch (...) {
       return std::nullopt;
@@ -110,6 +112,13 @@ std::string KernelSpec::shape_help() const {
   std::string s;
   for (auto& n : shape_names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+std::string KernelSpec::zero_dimension_error(const Shape& s) const {
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == 0 && std::find(zero_dims.begin(), zero_dims.end(), i) == zero_dims.end())
+      return (i < shape_names.size() ? shape_names[i] : "dimension " + std::to_string(i)) + " is 0: give it at least 1";
+  return "";
 }
 
 const std::string& KernelSpec::starter_source() const {

@@ -19,6 +19,8 @@ std::optional<DType> parse_dtype(const std::string& s);
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  ///< "8192x8192"
+/// "8192x8192" or "4,32,4096": non-negative integers (a 0 is a flag or a code some types take,
+/// KernelSpec::zero_dims; the spec refuses it anywhere else).
 std::optional<Shape> parse_shape(const std::string& s);
 
 /// atol = rtol: an element passes when |got - expected| <= atol + rtol * |expected|.
@@ -171,6 +173,11 @@ struct KernelSpec {
   std::function<int64_t(const Shape&)> row_count;
   /// "" or why a shape of the right dimension count cannot be run (a value the contract excludes).
   std::function<std::string(const Shape&)> shape_error;
+  /// Dimensions that may be 0, being a flag or a code rather than a size (matmul's has_bias);
+  /// every other dimension is at least 1.
+  std::vector<size_t> zero_dims;
+  /// "" or which dimension is 0 where the type takes a size.
+  std::string zero_dimension_error(const Shape& s) const;
   int64_t cols(const Shape& s) const { return col_count ? col_count(s) : s.back(); }
   /// The elements of one row of the data inputs (what the adversarial recipes fill row by row),
   /// when it is not the shape's last dimension.

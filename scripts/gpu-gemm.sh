@@ -4,7 +4,7 @@
 # fp32 (split TF32), and PyTorch's cuBLAS GEMM at the same shapes and dtypes, fp32 with TF32 off
 # (KernelBench's setting), timed as kernel time from torch.profiler's CUPTI records with L2
 # flushed before each call. Writes gemm.md (the table), bench-N.json (our verdicts), torch.jsonl
-# and gemm.log to $OUT. Meant to end within 4 minutes: each bench is cut at 70 s.
+# and gemm.log to $OUT. Meant to end within 4 minutes: each bench is cut at 45 s.
 # On the GPU machine, from the repository root, after scripts/gpu-round.sh bundle.
 #   AK_GEMM_TESTS=1   also run the [gpu][matmul] tests first (several more minutes)
 set -uo pipefail
@@ -30,13 +30,14 @@ fi
 # run in all three dtypes whatever the timed one.
 cases="tma_warp_specialized fp16 4096x4096x4096x0
 tma_warp_specialized bf16 4096x4096x4096x0
+wgmma_split_tf32 fp32 4096x4096x4096x0
 mma_pipeline fp32 4096x4096x4096x0
 tma_warp_specialized bf16 4096x6144x2048x1"
 echo "$cases" > "$out/cases.txt"
 i=0
 while read -r file dtype shape; do
   say "bench $file $dtype $shape"
-  timeout 70 "$ak" bench "$file" --kernel matmul --dtype "$dtype" --shape "$shape" --repetitions 30 --json \
+  timeout 45 "$ak" bench "$file" --kernel matmul --dtype "$dtype" --shape "$shape" --repetitions 30 --json \
     > "$out/bench-$i.json" 2>> "$log" || say "bench $file $dtype $shape: exit $?"
   i=$((i + 1))
 done <<< "$cases"

@@ -191,6 +191,7 @@ KernelSpec make_v2() {
   k.stability_recipes = {Recipe::Tiny, Recipe::OneHuge, Recipe::ConstantRows, Recipe::MixedSigns};
   k.tolerance = design_tolerance;
   k.shape_error = linear_shape_error;
+  k.zero_dims = {kHasBias};
   k.bytes = [](const Shape& s, DType d) {
     return double(s[0] * s[2] + s[1] * s[2] + s[0] * s[1] + s[kHasBias] * s[1]) * dtype_size(d);
   };

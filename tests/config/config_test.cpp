@@ -108,6 +108,14 @@ TEST_CASE("a shape with the wrong number of dimensions is refused", "[config]") 
   CHECK_THAT(e, Catch::Contains("expected 2 dimensions for rmsnorm (rows, cols)"));
 }
 
+TEST_CASE("a 0 in a shape is refused where the type takes a size, and taken where it takes a flag", "[config]") {
+  CHECK_THAT(error_of("[[kernel]]\ntype = \"rmsnorm\"\nshape = [0, 4096]\n"), Catch::Contains("rows is 0"));
+  CHECK_THAT(error_of("[[kernel]]\ntype = \"matmul\"\nshape = [4096, 0, 4096, 1]\n"), Catch::Contains("N is 0"));
+  auto c = parse_config("[[kernel]]\ntype = \"matmul\"\nshape = [4096, 2048, 1024, 0]\n", "c.toml");
+  REQUIRE(c.ok());
+  CHECK(c->kernels.at(0).shape == Shape{4096, 2048, 1024, 0});
+}
+
 TEST_CASE("weights that add up to more than 1 are refused", "[config]") {
   std::string e = error_of("[[kernel]]\ntype = \"rmsnorm\"\nweight = 0.7\n[[kernel]]\ntype = \"softmax\"\nweight = 0.6\n");
   CHECK_THAT(e, Catch::Contains("weights add up to 1.3"));

@@ -61,7 +61,7 @@ void require_pass(const std::string& name, const Shape& shape, const std::string
 
 TEST_CASE("the version 2 starter and every variant pass every stage and time at 4096^3 in fp16 and bf16", "[gpu][matmul]") {
   if (!test::gpu_or_skip()) return;
-  for (const char* name : {"starter", "mma_pipeline", "wgmma_pipeline", "tma_warp_specialized"})
+  for (const char* name : {"starter", "mma_pipeline", "wgmma_pipeline", "tma_warp_specialized", "wgmma_split_tf32"})
     for (const char* dtype : {"fp16", "bf16"}) require_pass(name, {4096, 4096, 4096, 0}, dtype);
 }
 
@@ -73,19 +73,25 @@ TEST_CASE("the wgmma variants pass at a Qwen3-like decoder's Linear shapes, with
       for (int64_t bias : {0, 1}) require_pass(name, {4096, n, 2048, bias}, bias ? "bf16" : "fp16");
 }
 
-TEST_CASE("fp32 through split TF32 passes at 1e-4 at 4096^3 and beats cuBLAS's fp32 GEMM without TF32", "[gpu][matmul][fp32]") {
+TEST_CASE("fp32 through split TF32 on wgmma passes at 1e-4 at 4096^3 and beats cuBLAS's fp32 GEMM without TF32", "[gpu][matmul][fp32]") {
   if (!test::gpu_or_skip()) return;
   const Shape shape{4096, 4096, 4096, 0};
-  Verdict v = judge_at("mma_pipeline", shape, "fp32");
-  const std::string what = summary("mma_pipeline", shape, "fp32", v);
+  Verdict v = judge_at("wgmma_split_tf32", shape, "fp32");
+  const std::string what = summary("wgmma_split_tf32", shape, "fp32", v);
   std::printf("%s\n", what.c_str());
   INFO(what);
   REQUIRE(v.passed());
   REQUIRE(v.timing.has_value());
   REQUIRE(v.cublas_us > 0);
   CHECK(v.timing->median_us < v.cublas_us);
-  // With a bias, at a Linear's shape.
+}
+
+TEST_CASE("fp32 through split TF32 passes at 1e-4 in every fp32 file, at 4096^3 and at a Linear's shape with a bias", "[gpu][matmul][fp32]") {
+  if (!test::gpu_or_skip()) return;
+  // mma_pipeline: split TF32 on mma.sync; timed beside cuBLAS in the printed line, not required to win.
+  require_pass("mma_pipeline", {4096, 4096, 4096, 0}, "fp32");
   require_pass("mma_pipeline", {4096, 6144, 2048, 1}, "fp32");
+  require_pass("wgmma_split_tf32", {4096, 6144, 2048, 1}, "fp32");
   // The starter's wmma split passes too (slower).
   require_pass("starter", {1024, 1024, 1024, 1}, "fp32");
 }

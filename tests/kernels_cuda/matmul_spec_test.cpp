@@ -84,6 +84,15 @@ TEST_CASE("a matmul shape's bias flag is 0 or 1, and the stages run both", "[spe
   CHECK(spec.bench_shape == Shape{4096, 4096, 4096, 0});
 }
 
+TEST_CASE("a 0 in a shape is taken only where the type takes a flag: matmul's has_bias", "[spec][matmul]") {
+  CHECK(parse_shape("4096x4096x4096x0") == Shape{4096, 4096, 4096, 0});
+  CHECK_FALSE(parse_shape("4096x-1").has_value());
+  CHECK(matmul_spec().zero_dimension_error({4096, 4096, 4096, 0}).empty());
+  CHECK_THAT(matmul_spec().zero_dimension_error({0, 4096, 4096, 1}), Catch::Contains("M is 0"));
+  CHECK_THAT(matmul_spec().zero_dimension_error({8, 8, 0, 1}), Catch::Contains("K is 0"));
+  CHECK_THAT(softmax_spec().zero_dimension_error({0, 128}), Catch::Contains("rows is 0"));
+}
+
 TEST_CASE("matmul version 1 stays registered, and its old starter is judged under it", "[spec][matmul]") {
   const KernelSpec* v1 = find_spec("matmul", 1);
   REQUIRE(v1 == &matmul_v1_spec());

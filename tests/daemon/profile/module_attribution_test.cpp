@@ -256,7 +256,9 @@ TEST_CASE("an nn.Linear's range gives its GEMM in matmul's terms: tokens, out_fe
   CHECK(linear_gemm_shape(*m) == std::vector<long long>{4096, 1024, 2048, 0});
   // Nothing to read, or a range that contradicts itself: no shape rather than a wrong one.
   CHECK(linear_gemm_shape(*parse_module_range("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 leaf=1")).empty());
-  CHECK(linear_gemm_shape(*parse_module_range(linear_range(1024, 64, false))).empty());   // input ends in 2048, not 1024
+  CHECK(linear_gemm_shape(*parse_module_range("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 leaf=1 init=args "
+                                              "kwargs={\"bias\":false,\"in_features\":1024,\"out_features\":64}"))
+            .empty());   // the input ends in 2048, not in_features
   CHECK(linear_gemm_shape(*parse_module_range(
                               "ak.module:Conv1d sizes=[[2, 2048, 2048]] dtype=fp16 kwargs={\"in_features\":2048,\"out_features\":8}"))
             .empty());

@@ -125,9 +125,10 @@ TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile]
   CHECK(softmax.s == 2.0);
   CHECK(softmax.gain == Approx(amdahl(120.0 / 870, 2.0)));
   CHECK(softmax.shape == std::vector<long long>{64 * 12 * 128, 128});
-  // The GEMM's shape in matmul's terms [M, N, K], from aten::mm's operands [M, K] and [K, N].
+  // The GEMM's shape in matmul's terms [M, N, K, has_bias], from aten::mm's operands [M, K] and
+  // [K, N] (no bias among them).
   CHECK(plan.rows[0].kernel.type == "matmul");
-  CHECK(plan.rows[0].shape == std::vector<long long>{8192, 3072, 768});
+  CHECK(plan.rows[0].shape == std::vector<long long>{8192, 3072, 768, 0});
   // Every type but the GELU (an "other") is a type of this build: they halve, the GELU stays.
   double f_other = 0;
   for (auto& r : plan.rows)
@@ -156,7 +157,7 @@ TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes
   // matmul, softmax and layernorm; the attention (no NVTX range) and the rmsnorm stay commented out.
   REQUIRE(cfg->kernels.size() == 3);
   CHECK(cfg->kernels[0].type == "matmul");
-  CHECK(cfg->kernels[0].shape == Shape{8192, 3072, 768});
+  CHECK(cfg->kernels[0].shape == Shape{8192, 3072, 768, 0});
   CHECK(cfg->kernels[1].weight == Approx(120.0 / 870).epsilon(1e-3));
   CHECK(*cfg->kernels[1].baseline_us == Approx(120));
   CHECK(cfg->kernels[2].type == "layernorm");
