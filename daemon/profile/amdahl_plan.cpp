@@ -57,7 +57,7 @@ std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> planned_g
   std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> out;
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const PlanRow& r = plan.rows[i];
-    if (!r.supported || r.kernel.type != "matmul" || r.kernel.total_us <= 0) continue;
+    if (!r.supported || r.kernel.type != "matmul") continue;
     for (const LinearGemm& lg : r.kernel.linear_gemms) {
       auto [it, fresh] = out.try_emplace({lg.shape, lg.dtype}, i, PlannedGemm{lg, 0});
       PlannedGemm& g = it->second.second;
@@ -65,7 +65,7 @@ std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> planned_g
         g.gemm.total_us += lg.total_us;
         g.gemm.calls = std::max(g.gemm.calls, lg.calls);   // the launches of one call's kernels
       }
-      g.weight += r.f * lg.total_us / r.kernel.total_us;
+      if (r.kernel.total_us > 0) g.weight += r.f * lg.total_us / r.kernel.total_us;
     }
   }
   return out;
@@ -153,9 +153,6 @@ std::string plan_table(const Plan& plan) {
   return out;
 }
 
-// Every text of the profile (its file name, a kernel's name, its NVTX range, a module's name, the
-// dtype) came from the profiled program or an edited file: each goes into the config escaped, as
-// a TOML string or one comment line, so none can add a key or a table.
 namespace {
 
 /// The entries of a GEMM kernel launched by nn.Linear calls: one [[kernel]] a Linear shape of
@@ -189,6 +186,9 @@ std::string linear_gemm_entries(const PlanRow& r, size_t row,
 
 }  // namespace
 
+// Every text of the profile (its file name, a kernel's name, its NVTX range, a module's name, the
+// dtype) came from the profiled program or an edited file: each goes into the config escaped, as
+// a TOML string or one comment line, so none can add a key or a table.
 std::string plan_toml(const Plan& plan, const std::string& profile_name) {
   std::string out = "# [[kernel]] entries planned from " + toml_comment(profile_name) + " (autokernel plan): the whole program could\n# reach " +
                     format_numbers("%.3fx", plan.total_gain) + " if each reached " + format_numbers("%.2fx", plan.target) + ".\n";
