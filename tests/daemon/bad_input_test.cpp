@@ -99,7 +99,7 @@ const std::vector<BadInput> kCases = {
   // What run checks before it needs a GPU, config check checks too.
   {"a shape of 2^31 x 2^31", {{"c.toml", kernel_entry("[2147483648, 2147483648]")}}, "{ak} config check c.toml",
    "c.toml:2: [[kernel]] rmsnorm shape 2147483648x2147483648: its operand"},
-  {"a matmul whose sizes multiply past 2^62", {{"c.toml", "[[kernel]]\ntype = \"matmul\"\nshape = [2147483648, 2147483648, 2147483648]\n"}},
+  {"a matmul whose sizes multiply past 2^62", {{"c.toml", "[[kernel]]\ntype = \"matmul\"\nshape = [2147483648, 2147483648, 2147483648, 1]\n"}},
    "{ak} config check c.toml", "its sizes multiply past 2^62"},
   {"a kernel listed twice", {{"c.toml", kernel_entry("[64, 64]", "0.5") + kernel_entry("[64, 64]", "0.5")}}, "{ak} config check c.toml",
    "c.toml:7: [[kernel]] rmsnorm 64x64 fp16 is the kernel of line 2 again"},

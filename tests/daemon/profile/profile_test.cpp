@@ -338,7 +338,7 @@ TEST_CASE("real records of one llama_block step on the H100: ranked, classified,
   auto cfg = parse_config("[run]\nname = \"llama\"\n" + toml, "llama.toml");
   REQUIRE(cfg.ok());
   CHECK(cfg->kernels.at(0).type == "matmul");
-  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048, 5632});  // aten::mm [8192, 5632] x [5632, 2048]
+  CHECK(cfg->kernels.at(0).shape == Shape{8192, 2048, 5632, 0});  // aten::mm [8192, 5632] x [5632, 2048]
   bool rms_planned = false;
   for (auto& k : cfg->kernels) rms_planned |= k.type == "rmsnorm" && k.shape == Shape{8192, 2048};
   CHECK(rms_planned);
