@@ -46,6 +46,7 @@ const KernelSpec& cross_entropy_v1_spec();
 const KernelSpec& matmul_spec();
 const KernelSpec& matmul_v1_spec();
 const KernelSpec& flash_attention_spec();
+const KernelSpec& flash_attention_v1_spec();
 const KernelSpec& fused_mlp_spec();
 const KernelSpec& swiglu_spec();
 

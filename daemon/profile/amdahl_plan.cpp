@@ -71,12 +71,22 @@ std::map<std::pair<Dims, std::string>, std::pair<size_t, PlannedGemm>> planned_g
   return out;
 }
 
+/// flash_attention's shape in its newest contract's terms (B, Hq, Hkv, S, D, mask, layout) from
+/// SDPA's operands q [B, Hq, S, D] and k [B, Hkv, S, D]. The range says neither the mask nor the
+/// strides: a decoder's causal mask and its projections' views are what the plan proposes.
+Dims attention_shape(const std::vector<Dims>& shapes) {
+  if (shapes.empty() || shapes[0].size() != 4) return {};
+  const Dims& q = shapes[0];
+  const long long kv_heads = shapes.size() > 1 && shapes[1].size() == 4 ? shapes[1][1] : q[1];
+  return {q[0], q[1], kv_heads, q[2], q[3], 1, 2};   // mask 1: causal; layout 2: the projections' views
+}
+
 /// A shape in the terms of the type's spec, from the tensors of its NVTX range; empty when the
 /// range does not say (fused_mlp is several ops, never one range).
 Dims planned_shape(const std::string& type, const std::string& nvtx) {
   const auto shapes = nvtx_shapes(nvtx);
   if (type == "matmul") return matmul_shape(shapes);
-  if (type == "flash_attention") return !shapes.empty() && shapes[0].size() == 4 ? shapes[0] : Dims{};
+  if (type == "flash_attention") return attention_shape(shapes);
   if (type == "fused_mlp") return {};
   return rowwise_shape(shapes);
 }

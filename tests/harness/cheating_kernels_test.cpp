@@ -106,6 +106,37 @@ TEST_CASE("a softmax that cuts corners only at the benchmark shape fails as wron
   CHECK_THAT(v.message, Catch::Contains("wrong output during timing") && Catch::Contains("never written"));
 }
 
+namespace {
+
+/// A flash_attention starter changed where `from` is: it must fail, the failure saying where.
+void attention_fails(const std::string& from, const std::string& to, const std::string& what) {
+  const KernelSpec& spec = flash_attention_spec();
+  Verdict v = judge(spec, starter_with(spec, from, to), "", {2, 16, 4, 2048, 128, 1, 2}, 10);
+  INFO(what << ": " << correctness_name(v.correctness) << " " << v.message << " (stage '" << v.failed_stage << "' at "
+            << v.failed_shape << " " << v.failed_dtype << ")");
+  CHECK(v.correctness == Correctness::Fail);
+  CHECK_FALSE(v.failed_stage.empty());
+}
+
+const std::string kAttentionHeads = "const long long b = head / Hq, h = head % Hq, hk = h / (Hq / Hkv);";
+
+}  // namespace
+
+TEST_CASE("a flash_attention that ignores the kv-head mapping fails at the grouped-query shapes", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  // h % Hkv agrees with h / (Hq / Hkv) only where Hq == Hkv; every head reading kv head 0 (MQA's
+  // answer) agrees only where Hkv == 1. The stages have both kinds of shape and others.
+  attention_fails(kAttentionHeads, "const long long b = head / Hq, h = head % Hq, hk = h % Hkv;", "kv head h % Hkv");
+  attention_fails(kAttentionHeads, "const long long b = head / Hq, h = head % Hq, hk = 0;", "kv head 0 for every query head");
+}
+
+TEST_CASE("a flash_attention that reads its operands as contiguous, or is always causal, fails", "[gpu][cheat]") {
+  if (!test::gpu_or_skip()) return;
+  attention_fails("load_rows<T, AK_BLOCK_KV>(Ks, kh, kv0, S, D, k_stride_seq);", "load_rows<T, AK_BLOCK_KV>(Ks, kh, kv0, S, D, D);",
+                  "k rows taken D apart whatever the layout");
+  attention_fails(kAttentionHeads, kAttentionHeads + "\n  causal = 1;", "the causal mask applied to every shape");
+}
+
 TEST_CASE("a fused_mlp that reuses the hidden activations left in its scratch gets no gain", "[gpu][cheat]") {
   if (!test::gpu_or_skip()) return;
   // Scratch stashing: scratch is poisoned before every launch, never zeroed or left alone.

@@ -63,9 +63,13 @@ TEST_CASE("a map views its operand as rows of the operand's inner dimension", "[
   CHECK(v.rows == 512);
   CHECK(v.type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
   const TensorMapDecl q{0, 64, 128, 128, 0};
-  v = tensor_map_view(flash_attention_spec(), q, {2, 3, 33, 128}, DType::F16);
+  v = tensor_map_view(flash_attention_v1_spec(), q, {2, 3, 33, 128}, DType::F16);
   CHECK(v.rows == 2 * 3 * 33);
   CHECK(v.cols == 128);
+  // Version 2: rows of the operand's seq stride, so a projection's q is [B * S, Hq * D].
+  v = tensor_map_view(flash_attention_spec(), q, {2, 3, 1, 33, 128, 1, 2}, DType::F16);
+  CHECK(v.rows == 2 * 33);
+  CHECK(v.cols == 3 * 128);
 }
 
 TEST_CASE("a call whose rows are not 16-byte multiples or whose base is unaligned gets no map", "[tensor_maps]") {

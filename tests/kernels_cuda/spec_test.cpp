@@ -12,9 +12,10 @@ TEST_CASE("bytes and flops formulas of the new types on their benchmark shapes",
   CHECK(cross_entropy_v1_spec().bytes({8192, 32768}, DType::F16) == 2.0 * (8192.0 * 32768 + 8192 + 1) + 8.0 * 8192);
   CHECK(matmul_v1_spec().flops({4096, 4096, 4096}) == 2.0 * 4096 * 4096 * 4096);
   CHECK(matmul_v1_spec().bytes({2, 3, 5}, DType::BF16) == 2.0 * (2 * 5 + 5 * 3 + 2 * 3));
-  // Causal attention: half of 4·B·H·S²·D.
-  CHECK(flash_attention_spec().flops({4, 32, 4096, 128}) == 2.0 * 4 * 32 * 4096.0 * 4096 * 128);
-  CHECK(flash_attention_spec().bytes({1, 2, 3, 64}, DType::F16) == 2.0 * 4 * 2 * 3 * 64);
+  // Causal attention: half of 4·B·H·S²·D (version 2's, grouped heads and both masks:
+  // tests/kernels_cuda/flash_attention_test.cpp).
+  CHECK(flash_attention_v1_spec().flops({4, 32, 4096, 128}) == 2.0 * 4 * 32 * 4096.0 * 4096 * 128);
+  CHECK(flash_attention_v1_spec().bytes({1, 2, 3, 64}, DType::F16) == 2.0 * 4 * 2 * 3 * 64);
   // SwiGLU: three GEMMs of M·K·I multiply-adds; x and out, and three weight matrices.
   CHECK(fused_mlp_spec().flops({4096, 4096, 11008}) == 6.0 * 4096 * 4096 * 11008);
   CHECK(fused_mlp_spec().bytes({4, 8, 16}, DType::F16) == 2.0 * (2 * 4 * 8 + 3 * 8 * 16));
@@ -23,7 +24,8 @@ TEST_CASE("bytes and flops formulas of the new types on their benchmark shapes",
 TEST_CASE("the grids of the tiled types cover their outputs with the exported tiles", "[spec]") {
   LaunchGeometry g{128, 1, 64, 32};
   CHECK(matmul_spec().grid({100, 100, 7, 0}, g) == 2 * 4);
-  CHECK(flash_attention_spec().grid({2, 3, 65, 64}, g) == 2 * 3 * 2);
+  CHECK(flash_attention_v1_spec().grid({2, 3, 65, 64}, g) == 2 * 3 * 2);
+  CHECK(flash_attention_spec().grid({2, 3, 1, 65, 64, 1, 2}, g) == 2 * 3 * 2);
   // fused_mlp: the gate/up tiles over [M, I], then the down tiles over [M, K].
   CHECK(fused_mlp_spec().grid({65, 64, 100}, g) == 2 * 4 + 2 * 2);
   CHECK(matmul_spec().cublas_gemms({4, 5, 6, 0}).size() == 1);
@@ -41,10 +43,10 @@ TEST_CASE("the CPU cross-entropy reference is log-sum-exp minus the target logit
   CHECK(out[1][0] == Approx((std::log(4.0) + lse - 4) / 2));
 }
 
-TEST_CASE("the CPU attention reference is causal: the first query sees only the first key", "[spec]") {
+TEST_CASE("the CPU attention reference of version 1 is causal: the first query sees only the first key", "[spec]") {
   // One head, S = 2, D = 1: o[0] = v[0]; o[1] mixes v[0] and v[1] by softmax(q1·k / 1).
   std::vector<double> q{5, 1}, k{1, 2}, v{10, 20};
-  auto o = flash_attention_spec().cpu_reference({1, 1, 2, 1}, DType::F32, {q, k, v})[0];
+  auto o = flash_attention_v1_spec().cpu_reference({1, 1, 2, 1}, DType::F32, {q, k, v})[0];
   CHECK(o[0] == Approx(10));
   const double w0 = std::exp(1.0) / (std::exp(1.0) + std::exp(2.0));
   CHECK(o[1] == Approx(w0 * 10 + (1 - w0) * 20));

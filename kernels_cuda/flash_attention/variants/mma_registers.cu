@@ -17,11 +17,20 @@
 // each fetching another head's from HBM; within a head, the tiles with the most keys (the causal
 // mask's long rows) start first.
 //
+// Contract version 2: query head h reads kv head h / (Hq / Hkv), and q, k, v, o are read and
+// written through their strides (a projection's [B, S, H, D] rows or contiguous heads alike: only
+// the distance between two positions of one head changes), so the query heads of one kv head,
+// neighbours in the grid, also share their k and v through L2. Without the causal flag every tile
+// reads every key and only keys past S are masked.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+// The version of the flash_attention contract this file follows (docs/kernel-contract.md).
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_BLOCK_Q 128   // query rows per block
@@ -40,7 +49,7 @@ constexpr int kSmem = (AK_BLOCK_Q + 4 * AK_BLOCK_KV) * (kMaxD + 8) * 2;
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;
-extern "C" __constant__ int ak_tile_m = AK_BLOCK_Q;  // grid: B * H * ceil(S / AK_BLOCK_Q)
+extern "C" __constant__ int ak_tile_m = AK_BLOCK_Q;  // grid: B * Hq * ceil(S / AK_BLOCK_Q)
 extern "C" __constant__ int ak_smem_bytes = kSmem;
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -77,20 +86,26 @@ __device__ __forceinline__ unsigned pack(float x, float y, __nv_bfloat16) {
   return *reinterpret_cast<unsigned*>(&h);
 }
 
-// ROWS rows of D elements from row r0 of a [S, D] matrix into shared memory (row stride D + 8),
-// zeros past row S, 16 bytes per cp.async.
+// Element strides of one [B, heads, S, D] operand.
+struct AkStrides {
+  long long batch, head, seq;
+};
+
+// ROWS rows of D elements from row r0 of a [S, D] matrix whose rows are `ld` elements apart into
+// shared memory (row stride D + 8), zeros past row S, 16 bytes per cp.async.
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void load_rows(T* s, const T* g, int r0, int S) {
+__device__ __forceinline__ void load_rows(T* s, const T* g, int r0, int S, long long ld) {
   constexpr int kChunks = D / 8;
   for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
     const int r = i / kChunks, c = (i % kChunks) * 8;
     const bool in = r0 + r < S;
-    copy16(s + r * (D + 8) + c, in ? g + (long long)(r0 + r) * D + c : g, in ? 16 : 0);
+    copy16(s + r * (D + 8) + c, in ? g + (long long)(r0 + r) * ld + c : g, in ? 16 : 0);
   }
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int S, unsigned char* smem) {
+__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int Hq, int Hkv, int S, bool causal,
+                                       AkStrides qs, AkStrides ks, AkStrides vs, AkStrides os, unsigned char* smem) {
   constexpr int kLd = D + 8;
   constexpr int kSFrags = AK_BLOCK_KV / 8;   // n8 fragments of scores per 16 rows
   constexpr int kOFrags = D / 8;             // n8 fragments of output per 16 rows
@@ -100,24 +115,26 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 
   // Head-major, the longest causal rows of each head first.
   const int q_tiles = (S + AK_BLOCK_Q - 1) / AK_BLOCK_Q;
-  const long long head = blockIdx.x / q_tiles;
+  const long long head = blockIdx.x / q_tiles;   // b * Hq + h
   const int q0 = (q_tiles - 1 - (int)(blockIdx.x % q_tiles)) * AK_BLOCK_Q;
-  const T* qh = q + head * S * D;
-  const T* kh = k + head * S * D;
-  const T* vh = v + head * S * D;
+  const long long b = head / Hq, hq = head % Hq, hk = hq / (Hq / Hkv);   // query head hq reads kv head hk
+  const T* qh = q + b * qs.batch + hq * qs.head;
+  const T* kh = k + b * ks.batch + hk * ks.head;
+  const T* vh = v + b * vs.batch + hk * vs.head;
+  T* oh = o + b * os.batch + hq * os.head;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wq0 = q0 + warp * AK_WARP_ROWS;   // this warp's first query row
   // Tile mt of this warp holds rows wq0 + 16 mt + lane / 4 and 8 below, in this lane.
 
-  load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S);
+  load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S, qs.seq);
   commit_copies();
-  const int kv_end = min(S, q0 + AK_BLOCK_Q);   // causal: no key past the block's last query
+  const int kv_end = causal ? min(S, q0 + AK_BLOCK_Q) : S;   // causal: no key past the block's last query
   const int kv_tiles = (kv_end + AK_BLOCK_KV - 1) / AK_BLOCK_KV;
   auto load_kv = [&](int t) {
     if (t < kv_tiles) {
       T* Ks = KV + (t & 1) * 2 * AK_BLOCK_KV * kLd;
-      load_rows<T, D, AK_BLOCK_KV>(Ks, kh, t * AK_BLOCK_KV, S);
-      load_rows<T, D, AK_BLOCK_KV>(Ks + AK_BLOCK_KV * kLd, vh, t * AK_BLOCK_KV, S);
+      load_rows<T, D, AK_BLOCK_KV>(Ks, kh, t * AK_BLOCK_KV, S, ks.seq);
+      load_rows<T, D, AK_BLOCK_KV>(Ks + AK_BLOCK_KV * kLd, vh, t * AK_BLOCK_KV, S, vs.seq);
     }
     commit_copies();
   };
@@ -142,7 +159,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
     const T* Ks = KV + (t & 1) * 2 * AK_BLOCK_KV * kLd;
     const T* Vs = Ks + AK_BLOCK_KV * kLd;
     const int kv0 = t * AK_BLOCK_KV;
-    if (kv0 <= wq0 + AK_WARP_ROWS - 1) {   // a tile wholly past this warp's rows has nothing for it
+    if (!causal || kv0 <= wq0 + AK_WARP_ROWS - 1) {   // a tile wholly past this warp's rows has nothing for it
       float s[kTiles][kSFrags][4];
 #pragma unroll
       for (int mt = 0; mt < kTiles; ++mt)
@@ -167,7 +184,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
           }
         }
       }
-      const bool edge = kv0 + AK_BLOCK_KV - 1 > wq0 || kv0 + AK_BLOCK_KV > S;   // some key masked
+      const bool edge = (causal && kv0 + AK_BLOCK_KV - 1 > wq0) || kv0 + AK_BLOCK_KV > S;   // some key masked
 #pragma unroll
       for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
@@ -175,7 +192,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int key = kv0 + n * 8 + (lane % 4) * 2 + (e & 1), row = wq0 + mt * 16 + lane / 4 + (e >> 1) * 8;
-            s[mt][n][e] = edge && (key > row || key >= S) ? neg_inf : s[mt][n][e] * scale_log2;
+            s[mt][n][e] = edge && ((causal && key > row) || key >= S) ? neg_inf : s[mt][n][e] * scale_log2;
           }
 #pragma unroll
       for (int mt = 0; mt < kTiles; ++mt)
@@ -239,7 +256,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
       const int row = wq0 + mt * 16 + lane / 4 + h * 8;
       if (row >= S) continue;
       const float inv = 1.f / sum;
-      T* orow = o + (head * S + row) * D + (lane % 4) * 2;
+      T* orow = oh + (long long)row * os.seq + (lane % 4) * 2;
 #pragma unroll
       for (int n = 0; n < kOFrags; ++n)
         *reinterpret_cast<unsigned*>(orow + n * 8) = pack(acc[mt][n][2 * h] * inv, acc[mt][n][2 * h + 1] * inv, T());
@@ -249,9 +266,15 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 flash_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                       int B, int H, int S, int D) {
+                       int B, int Hq, int Hkv, int S, int D, int causal,
+                       int q_stride_batch, int q_stride_head, int q_stride_seq,
+                       int k_stride_batch, int k_stride_head, int k_stride_seq,
+                       int v_stride_batch, int v_stride_head, int v_stride_seq,
+                       int o_stride_batch, int o_stride_head, int o_stride_seq) {
   extern __shared__ __align__(128) unsigned char smem[];
-  if (D == 128) attend<T, 128>(q, k, v, o, S, smem);
-  else if (D == 64) attend<T, 64>(q, k, v, o, S, smem);
+  const AkStrides qs{q_stride_batch, q_stride_head, q_stride_seq}, ks{k_stride_batch, k_stride_head, k_stride_seq},
+                  vs{v_stride_batch, v_stride_head, v_stride_seq}, os{o_stride_batch, o_stride_head, o_stride_seq};
+  if (D == 128) attend<T, 128>(q, k, v, o, Hq, Hkv, S, causal != 0, qs, ks, vs, os, smem);
+  else if (D == 64) attend<T, 64>(q, k, v, o, Hq, Hkv, S, causal != 0, qs, ks, vs, os, smem);
   else __trap();   // outside what this file handles: fail loudly
 }

@@ -6,7 +6,7 @@
 // the two products. This file splits the block by role, as FlashAttention-3 does on the H100:
 // - one loading warpgroup (registers given back with setmaxnreg.dec): a single thread moves q
 //   once per tile and k, v blocks of AK_BLOCK_N keys with TMA (the harness's tensor maps over
-//   q, k, v seen as [B*H*S, D] rows, 64-column boxes with the 128-byte swizzle, the layout wgmma
+//   q, k, v seen as rows of their seq stride, 64-column boxes with the 128-byte swizzle, the layout wgmma
 //   reads) into AK_STAGES stages, each completing on a "full" mbarrier and freed by an "empty"
 //   one. A map the harness could not build (its bit of maps.built clear) is filled by the whole
 //   warpgroup instead, with cp.async (or element loads from a misaligned base) into the same
@@ -31,6 +31,22 @@
 //   next tile's q and k while the current one finishes (one tile a block, walked in order,
 //   leaves the blocks up to 12% apart at the benchmark shape; the pairs, 3%). O is divided by the row sums and stored from registers, rows < S only.
 //
+// Contract version 2 (grouped-query heads, strided operands, causal or not):
+// - a map sees its operand as rows of the operand's seq stride (docs/kernel-contract.md): a
+//   projection's [B * S, H * D] rows with the head a column offset, a contiguous tensor's
+//   [B * H * S, D] rows with the head a row offset. A head's first row is at element
+//   off = b * stride_batch + h * stride_head, so its box starts at column off % stride_seq and row
+//   off / stride_seq, worked out once per tile; the fallback copies read rows stride_seq apart;
+// - query head h reads kv head h / (Hq / Hkv): the units stay in (b, h) order, so the query heads
+//   of one kv head run side by side and share its k and v in L2;
+// - without the causal flag a tile reads every key block, and only the keys past S are masked
+//   (a box past a head's last row reads the next batch's or head's rows, or TMA's zeros);
+//   the pairs of tiles then cost the same anyway.
+// - the loading thread now also holds each tile's head offsets and strides: with 24 registers
+//   after setmaxnreg ptxas spilled 144 bytes (56 with 40), with 56 none. The computing
+//   warpgroups lose nothing by 224 instead of 240: ptxas fits them in the entry budget of 168
+//   (ptxas -v: 168 registers, no spill, for both dtypes).
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed, plus the tensor maps parameter because the
 // file declares ak_tensor_maps; the harness reads the launch geometry from the ak_* constants
@@ -39,11 +55,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+// The version of the flash_attention contract this file follows (docs/kernel-contract.md).
+extern "C" __constant__ int ak_contract_version = 2;
+
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_BLOCK_N 128         // keys per k/v block (64 or 128)
 #define AK_STAGES 2            // k/v blocks in flight (2 or 3; 3 with AK_BLOCK_N 128 fills 225 KiB)
-#define AK_PRODUCER_REGS 24    // registers per loading thread after setmaxnreg (24 to 56, a multiple of 8)
-#define AK_CONSUMER_REGS 240   // registers per computing thread (a multiple of 8; with the above, at most 64512 in all)
+#define AK_PRODUCER_REGS 56    // registers per loading thread after setmaxnreg (24 to 56, a multiple of 8)
+#define AK_CONSUMER_REGS 224   // registers per computing thread (a multiple of 8; with the above, at most 64512 in all)
 #define AK_PINGPONG 1          // 1: the computing warpgroups take turns issuing their MMAs; 0: both issue freely
 #define AK_PERSISTENT 1        // 1: a block per SM walks the work; 0: the tiled grid, half of whose blocks find no pair to walk
 
@@ -85,7 +104,7 @@ extern "C" __constant__ int ak_tensor_maps[3][5] = {
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;
-extern "C" __constant__ int ak_tile_m = kBlockM;   // sizes the grid: B * H * ceil(S / 128) (the contract's)
+extern "C" __constant__ int ak_tile_m = kBlockM;   // sizes the grid: B * Hq * ceil(S / 128) (the contract's)
 extern "C" __constant__ int ak_smem_bytes = kSmem;
 extern "C" __constant__ int ak_persistent = AK_PERSISTENT;
 
@@ -206,23 +225,53 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// ---- the problem, as the arguments give it ----
+// Element strides of one [B, heads, S, D] operand. Plain ints, as the arguments come: they stay
+// in the parameter space until used, rather than in registers the computing warpgroups need.
+struct AkStrides {
+  int batch, head, seq;
+};
+struct Problem {
+  int Hq, Hkv, S, causal;
+  AkStrides q, k, v, o;
+};
+
 // ---- the schedule every role walks in the same order ----
 struct Tile {
-  long long head;   // b * H + h
-  int q0;           // first query row
-  int blocks;       // k/v blocks up to the tile's last row
+  int b, h, hk;         // batch, query head, the kv head it reads
+  int q0;               // first query row
+  int blocks;           // k/v blocks the tile reads: up to its last row when causal, all of them otherwise
 };
 __device__ __forceinline__ int pairs_of(int q_tiles) { return (q_tiles + 1) / 2; }
 // Tile `half` (0: the long one, 1: the short one) of unit u; false when the unit has one tile.
-__device__ __forceinline__ bool tile_at(int u, int half, int q_tiles, int S, Tile& w) {
+__device__ __forceinline__ bool tile_at(int u, int half, int q_tiles, const Problem& pr, Tile& w) {
   const int pairs = pairs_of(q_tiles), p = u % pairs;
   const int kq = half ? p : q_tiles - 1 - p;
   if (half && kq == q_tiles - 1 - p) return false;   // the middle tile of an odd count
-  w.head = u / pairs;
+  const int head = u / pairs;   // b * Hq + h
+  w.b = head / pr.Hq;
+  w.h = head % pr.Hq;
+  w.hk = w.h / (pr.Hq / pr.Hkv);
   w.q0 = kq * kBlockM;
-  const int kv_end = min(S, w.q0 + kBlockM);
+  const int kv_end = pr.causal ? min(pr.S, w.q0 + kBlockM) : pr.S;
   w.blocks = (kv_end + AK_BLOCK_N - 1) / AK_BLOCK_N;
   return true;
+}
+
+// Where one head's rows start: the element offset of its row 0, and the box coordinates of that
+// row in a map whose rows are the operand's seq stride apart.
+struct HeadRows {
+  long long off;
+  int col, row;
+};
+// Once per tile, in the loading thread. 32-bit division: a 64-bit one is a called subroutine, too
+// heavy for the loading warpgroup's few registers; an operand of 2^32 elements or more is past
+// what this file handles.
+__device__ __forceinline__ HeadRows head_rows(const AkStrides& st, int b, int h) {
+  const long long off = (long long)b * st.batch + (long long)h * st.head;
+  if (off >> 32) __trap();
+  const unsigned u = unsigned(off), ld = unsigned(st.seq);
+  return {off, int(u % ld), int(u / ld)};
 }
 
 // Where the barriers live (shared-memory addresses, 8 bytes each).
@@ -237,30 +286,30 @@ struct Barriers {
 };
 
 // ---- the loading warpgroup ----
-// ROWS rows of D elements from row r0 of one head's [S, D] matrix into 64-column atoms of
-// 128-byte rows (atom stride ROWS * 128 bytes), each 16-byte chunk XOR-ed with its row's index
-// within its group of eight: what TMA writes with the 128-byte swizzle. With `tma` one thread
-// issues the boxes; otherwise the warpgroup copies, zeros past row S, and signals when all of
-// its writes are visible to wgmma.
+// ROWS rows of D elements from row r0 of one head's [S, D] matrix (rows `ld` elements apart, the
+// head starting at `hr`) into 64-column atoms of 128-byte rows (atom stride ROWS * 128 bytes),
+// each 16-byte chunk XOR-ed with its row's index within its group of eight: what TMA writes with
+// the 128-byte swizzle. With `tma` one thread issues the boxes; otherwise the warpgroup copies,
+// zeros past row S, and signals when all of its writes are visible to wgmma.
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void load_block(bool tma, const ak_tensor_map* map, unsigned dst, const T* g, long long head,
-                                           int r0, int S, unsigned full, int lt) {
+__device__ __forceinline__ void load_block(bool tma, const ak_tensor_map* map, unsigned dst, const T* g, HeadRows hr,
+                                           long long ld, int r0, int S, unsigned full, int lt) {
   if (tma) {
     if (lt == 0) {
       mbar_arrive_tx(full, ROWS * D * 2);
 #pragma unroll
-      for (int a = 0; a < D / 64; ++a) tma_load(dst + a * ROWS * 128, map, a * 64, int(head * S) + r0, full);
+      for (int a = 0; a < D / 64; ++a) tma_load(dst + a * ROWS * 128, map, hr.col + a * 64, hr.row + r0, full);
     }
     return;
   }
   constexpr int kChunks = D / 8;
-  const T* src = g + head * S * D;
+  const T* src = g + hr.off;
   const bool aligned = (reinterpret_cast<unsigned long long>(g) & 15) == 0;
   for (int i = lt; i < ROWS * kChunks; i += 128) {
     const int r = i / kChunks, c = i % kChunks;
     const bool in = r0 + r < S;
     const unsigned d = dst + (c / 8) * (ROWS * 128) + r * 128 + (((c ^ r) & 7) << 4);
-    const T* s = in ? src + (long long)(r0 + r) * D + c * 8 : g;
+    const T* s = in ? src + (long long)(r0 + r) * ld + c * 8 : g;
     if (aligned) {
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(s), "r"(in ? 16 : 0) : "memory");
     } else {   // a base TMA could not map is not 16-byte aligned either: element by element
@@ -278,8 +327,9 @@ __device__ __forceinline__ void load_block(bool tma, const ak_tensor_map* map, u
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void produce(const T* q, const T* k, const T* v, int S, int units, int q_tiles,
+__device__ __forceinline__ void produce(const T* q, const T* k, const T* v, const Problem& pr, int units, int q_tiles,
                                         unsigned smem, Barriers bar, const ak_tensor_map_args& maps) {
+  const int S = pr.S;
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = AK_BLOCK_N * D * 2;
   const int lt = threadIdx.x;   // 0..127
   const unsigned built = maps.built;
@@ -292,31 +342,34 @@ __device__ __forceinline__ void produce(const T* q, const T* k, const T* v, int 
   }
   const unsigned qs = smem, kv = smem + kQBytes;   // stage s: k at kv + 2 s kTileBytes, v after it
   int kv_count = 0, tile_count = 0;
-  auto load_k = [&](const Tile& w, int j) {
+  HeadRows k_rows, v_rows;   // of the current tile's kv head
+  auto load_k = [&](int j) {
     const int n = kv_count + j, s = n % AK_STAGES;
     mbar_wait(bar.empty_k(s), ((n / AK_STAGES) & 1) ^ 1);
-    load_block<T, D, AK_BLOCK_N>(k_tma, &maps.map[1], kv + s * 2 * kTileBytes, k, w.head, j * AK_BLOCK_N, S,
+    load_block<T, D, AK_BLOCK_N>(k_tma, &maps.map[1], kv + s * 2 * kTileBytes, k, k_rows, pr.k.seq, j * AK_BLOCK_N, S,
                                  bar.full_k(s), lt);
   };
-  auto load_v = [&](const Tile& w, int j) {
+  auto load_v = [&](int j) {
     const int n = kv_count + j, s = n % AK_STAGES;
     mbar_wait(bar.empty_v(s), ((n / AK_STAGES) & 1) ^ 1);
-    load_block<T, D, AK_BLOCK_N>(v_tma, &maps.map[2], kv + s * 2 * kTileBytes + kTileBytes, v, w.head,
+    load_block<T, D, AK_BLOCK_N>(v_tma, &maps.map[2], kv + s * 2 * kTileBytes + kTileBytes, v, v_rows, pr.v.seq,
                                  j * AK_BLOCK_N, S, bar.full_v(s), lt);
   };
   for (int u = blockIdx.x; u < units; u += gridDim.x)
   for (int half = 0; half < 2; ++half, ++tile_count) {
     Tile w;
-    if (!tile_at(u, half, q_tiles, S, w)) break;
+    if (!tile_at(u, half, q_tiles, pr, w)) break;
+    k_rows = head_rows(pr.k, w.b, w.hk);
+    v_rows = head_rows(pr.v, w.b, w.hk);
     mbar_wait(bar.empty_q(), (tile_count & 1) ^ 1);
-    load_block<T, D, kBlockM>(q_tma, &maps.map[0], qs, q, w.head, w.q0, S, bar.full_q(), lt);
+    load_block<T, D, kBlockM>(q_tma, &maps.map[0], qs, q, head_rows(pr.q, w.b, w.h), pr.q.seq, w.q0, S, bar.full_q(), lt);
     // The order the computing warpgroups use them: k0, then k(j) before v(j - 1).
-    load_k(w, 0);
+    load_k(0);
     for (int j = 1; j < w.blocks; ++j) {
-      load_k(w, j);
-      load_v(w, j - 1);
+      load_k(j);
+      load_v(j - 1);
     }
-    load_v(w, w.blocks - 1);
+    load_v(w.blocks - 1);
     kv_count += w.blocks;
   }
 }
@@ -325,16 +378,19 @@ __device__ __forceinline__ void produce(const T* q, const T* k, const T* v, int 
 // The online softmax of one block of scores in place: s becomes P (unnormalised, exp2 with the
 // scale folded in), m and l the running max (of raw scores) and sum, alpha what the output
 // accumulated so far must be multiplied by. Accumulator layout: per 8 keys j, s[4j], s[4j + 1]
-// are row row0, s[4j + 2], s[4j + 3] row row0 + 8, keys 8j + 2 (lane % 4) + {0, 1}.
+// are row row0, s[4j + 2], s[4j + 3] row row0 + 8, keys 8j + 2 (lane % 4) + {0, 1}. With `mask`,
+// a key past `last` is masked: past its row when causal (which covers the keys past S for the
+// rows that are stored), past S - 1 otherwise.
 template <int N>
 __device__ __forceinline__ void online_softmax(float (&s)[N / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                               bool mask, int kv0, int row0, float scale_log2, int lane) {
+                                               bool mask, bool causal, int S, int kv0, int row0, float scale_log2,
+                                               int lane) {
   const float neg_inf = __int_as_float(0xff800000);
   if (mask) {
 #pragma unroll
     for (int e = 0; e < N / 2; ++e) {
       const int key = kv0 + (e / 4) * 8 + (lane % 4) * 2 + (e & 1), row = row0 + ((e >> 1) & 1) * 8;
-      if (key > row) s[e] = neg_inf;
+      if (key > (causal ? row : S - 1)) s[e] = neg_inf;
     }
   }
 #pragma unroll
@@ -382,7 +438,10 @@ __device__ __forceinline__ void pass_turn(int cw) {
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, unsigned smem, Barriers bar, int cw) {
+__device__ __forceinline__ void consume(T* o, const Problem& pr, int units, int q_tiles, unsigned smem, Barriers bar,
+                                        int cw) {
+  const int S = pr.S;
+  const bool causal = pr.causal != 0;
   constexpr int N = AK_BLOCK_N;
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = N * D * 2;
   // O (D / 2), P (N / 4) and the next scores (N / 2) held at once, in registers a thread.
@@ -416,7 +475,7 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
   for (int u = blockIdx.x; u < units; u += gridDim.x)
   for (int half = 0; half < 2; ++half, ++tile_count) {
     Tile w;
-    if (!tile_at(u, half, q_tiles, S, w)) break;
+    if (!tile_at(u, half, q_tiles, pr, w)) break;
     const int wq0 = w.q0 + cw * 64;                  // this warpgroup's first query row
     const int row0 = wq0 + warp * 16 + lane / 4;     // this lane's rows: row0 and row0 + 8
     float acc[D / 2];
@@ -438,7 +497,7 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
       pin(s);
       release(bar.empty_k(st), lane);
       if (w.blocks == 1) release(bar.empty_q(), lane);
-      online_softmax<N>(s, m, l, alpha, N - 1 > wq0, 0, row0, scale_log2, lane);
+      online_softmax<N>(s, m, l, alpha, (causal && N - 1 > wq0) || N > S, causal, S, 0, row0, scale_log2, lane);
       to_operand<N, T>(p, s);
     }
     for (int j = 1; j < w.blocks; ++j) {   // q k^T of block j and P v of block j - 1 in flight, then the softmax of j
@@ -457,7 +516,8 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
       release(bar.empty_k(st), lane);
       if (j == w.blocks - 1) release(bar.empty_q(), lane);
       const int kv0 = j * N;
-      online_softmax<N>(s, m, l, alpha, kv0 + N - 1 > wq0, kv0, row0, scale_log2, lane);
+      online_softmax<N>(s, m, l, alpha, (causal && kv0 + N - 1 > wq0) || kv0 + N > S, causal, S, kv0, row0,
+                        scale_log2, lane);
       pin(s);   // the exponentials run here, while P v is in flight, not after its wait
       pin(l);
       // ptxas schedules the wait below above the exponentials when they share a basic block; a
@@ -490,6 +550,9 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
     }
     kv_count += w.blocks;
 
+    // The tile's batch and head, worked out again here rather than held in registers through the loop.
+    const int head = u / pairs_of(q_tiles);
+    T* o_head = o + (long long)(head / pr.Hq) * pr.o.batch + (long long)(head % pr.Hq) * pr.o.head;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float sum = l[h];
@@ -498,7 +561,7 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
       const int row = row0 + h * 8;
       if (row >= S) continue;
       const float inv = 1.f / sum;
-      T* orow = o + (w.head * S + row) * D + (lane % 4) * 2;
+      T* orow = o_head + (long long)row * pr.o.seq + (lane % 4) * 2;
       if (o_aligned) {
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
@@ -516,7 +579,7 @@ __device__ __forceinline__ void consume(T* o, int S, int units, int q_tiles, uns
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int B, int H, int S, unsigned smem,
+__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int B, const Problem& pr, unsigned smem,
                                        const ak_tensor_map_args& maps) {
   constexpr int kQBytes = kBlockM * D * 2, kTileBytes = AK_BLOCK_N * D * 2;
   const Barriers bar{smem + kQBytes + 2 * AK_STAGES * kTileBytes};
@@ -532,26 +595,34 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const int q_tiles = (S + kBlockM - 1) / kBlockM;
-  const int units = B * H * pairs_of(q_tiles);   // the work a block walks: pairs of q tiles
+  const int q_tiles = (pr.S + kBlockM - 1) / kBlockM;
+  const int units = B * pr.Hq * pairs_of(q_tiles);   // the work a block walks: pairs of q tiles
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(AK_PRODUCER_REGS));
-    produce<T, D>(q, k, v, S, units, q_tiles, smem, bar, maps);
+    produce<T, D>(q, k, v, pr, units, q_tiles, smem, bar, maps);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(AK_CONSUMER_REGS));
-    consume<T, D>(o, S, units, q_tiles, smem, bar, wg - 1);
+    consume<T, D>(o, pr, units, q_tiles, smem, bar, wg - 1);
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
 flash_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                       int B, int H, int S, int D, const __grid_constant__ ak_tensor_map_args maps) {
+                       int B, int Hq, int Hkv, int S, int D, int causal,
+                       int q_stride_batch, int q_stride_head, int q_stride_seq,
+                       int k_stride_batch, int k_stride_head, int k_stride_seq,
+                       int v_stride_batch, int v_stride_head, int v_stride_seq,
+                       int o_stride_batch, int o_stride_head, int o_stride_seq,
+                       const __grid_constant__ ak_tensor_map_args maps) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = smem_addr(smem_raw);
   const unsigned smem = raw + ((1024 - (raw & 1023)) & 1023);   // swizzle atoms are 1024-aligned
-  if (D == 128) attend<T, 128>(q, k, v, o, B, H, S, smem, maps);
-  else if (D == 64) attend<T, 64>(q, k, v, o, B, H, S, smem, maps);
+  const Problem pr{Hq, Hkv, S, causal,
+                   {q_stride_batch, q_stride_head, q_stride_seq}, {k_stride_batch, k_stride_head, k_stride_seq},
+                   {v_stride_batch, v_stride_head, v_stride_seq}, {o_stride_batch, o_stride_head, o_stride_seq}};
+  if (D == 128) attend<T, 128>(q, k, v, o, B, pr, smem, maps);
+  else if (D == 64) attend<T, 64>(q, k, v, o, B, pr, smem, maps);
   else __trap();   // outside what this file handles: fail loudly
 }

@@ -15,12 +15,19 @@
 // in L2. Not yet: overlapping one warpgroup's softmax with the other's MMAs (FlashAttention-3's
 // ping-pong), TMA.
 //
+// Contract version 2: query head h reads kv head h / (Hq / Hkv), and q, k, v, o are read and
+// written through their strides, so a projection's [B, S, H, D] rows load as contiguous heads do;
+// without the causal flag every tile reads every key and only keys past S are masked.
+//
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
 // wgmma needs sm_90a (the H100's architecture as the harness compiles for it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+// The version of the flash_attention contract this file follows (docs/kernel-contract.md).
+extern "C" __constant__ int ak_contract_version = 2;
 
 // ---- knobs: plain lines a tuner or an LLM may rewrite ----
 #define AK_BLOCK_Q 128   // query rows per block: 64 per warpgroup (64, 128 or 192)
@@ -37,7 +44,7 @@ static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have");
 
 // ---- launch geometry, read by the harness from the compiled module ----
 extern "C" __constant__ int ak_block_threads = kThreads;
-extern "C" __constant__ int ak_tile_m = AK_BLOCK_Q;  // grid: B * H * ceil(S / AK_BLOCK_Q)
+extern "C" __constant__ int ak_tile_m = AK_BLOCK_Q;  // grid: B * Hq * ceil(S / AK_BLOCK_Q)
 extern "C" __constant__ int ak_smem_bytes = kSmem;
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -132,22 +139,28 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[
   else wgmma_rs_n128(d, a, db, T());
 }
 
-// Copies ROWS rows of D elements from row r0 of a [S, D] matrix into 64-column atoms of 128-byte
-// rows (atom stride ROWS * 128 bytes), each 16-byte chunk XOR-ed with its row's index within its
-// group of eight (the 128-byte swizzle); zeros past row S.
+// Element strides of one [B, heads, S, D] operand.
+struct AkStrides {
+  long long batch, head, seq;
+};
+
+// Copies ROWS rows of D elements from row r0 of a [S, D] matrix whose rows are `ld` elements apart
+// into 64-column atoms of 128-byte rows (atom stride ROWS * 128 bytes), each 16-byte chunk XOR-ed
+// with its row's index within its group of eight (the 128-byte swizzle); zeros past row S.
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void load_rows(unsigned char* s, const T* g, int r0, int S) {
+__device__ __forceinline__ void load_rows(unsigned char* s, const T* g, int r0, int S, long long ld) {
   constexpr int kChunks = D / 8;
   for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
     const int r = i / kChunks, c = i % kChunks;
     const bool in = r0 + r < S;
     unsigned char* dst = s + (c / 8) * (ROWS * 128) + r * 128 + (((c ^ r) & 7) << 4);
-    copy16(dst, in ? g + (long long)(r0 + r) * D + c * 8 : g, in ? 16 : 0);
+    copy16(dst, in ? g + (long long)(r0 + r) * ld + c * 8 : g, in ? 16 : 0);
   }
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int S, unsigned char* smem) {
+__device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o, int Hq, int Hkv, int S, bool causal,
+                                       AkStrides q_st, AkStrides k_st, AkStrides v_st, AkStrides o_st, unsigned char* smem) {
   constexpr int kQBytes = AK_BLOCK_Q * D * 2, kTileBytes = AK_BLOCK_KV * D * 2;
   const float neg_inf = __int_as_float(0xff800000);
   unsigned char* Qs = smem;
@@ -155,24 +168,26 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 
   // Head-major, the longest causal rows of each head first.
   const int q_tiles = (S + AK_BLOCK_Q - 1) / AK_BLOCK_Q;
-  const long long head = blockIdx.x / q_tiles;
+  const long long head = blockIdx.x / q_tiles;   // b * Hq + h
   const int q0 = (q_tiles - 1 - (int)(blockIdx.x % q_tiles)) * AK_BLOCK_Q;
-  const T* qh = q + head * S * D;
-  const T* kh = k + head * S * D;
-  const T* vh = v + head * S * D;
+  const long long b = head / Hq, hq = head % Hq, hk = hq / (Hq / Hkv);   // query head hq reads kv head hk
+  const T* qh = q + b * q_st.batch + hq * q_st.head;
+  const T* kh = k + b * k_st.batch + hk * k_st.head;
+  const T* vh = v + b * v_st.batch + hk * v_st.head;
+  T* oh = o + b * o_st.batch + hq * o_st.head;
   const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int wq0 = q0 + wg * 64;                          // this warpgroup's first query row
   const int row0 = wq0 + warp * 16 + lane / 4;           // this lane's rows: row0 and row0 + 8
 
-  load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S);
+  load_rows<T, D, AK_BLOCK_Q>(Qs, qh, q0, S, q_st.seq);
   commit_copies();
-  const int kv_end = min(S, q0 + AK_BLOCK_Q);   // causal: no key past the block's last query
+  const int kv_end = causal ? min(S, q0 + AK_BLOCK_Q) : S;   // causal: no key past the block's last query
   const int kv_tiles = (kv_end + AK_BLOCK_KV - 1) / AK_BLOCK_KV;
   auto load_kv = [&](int t) {
     if (t < kv_tiles) {
       unsigned char* ks = KV + (t & 1) * 2 * kTileBytes;
-      load_rows<T, D, AK_BLOCK_KV>(ks, kh, t * AK_BLOCK_KV, S);
-      load_rows<T, D, AK_BLOCK_KV>(ks + kTileBytes, vh, t * AK_BLOCK_KV, S);
+      load_rows<T, D, AK_BLOCK_KV>(ks, kh, t * AK_BLOCK_KV, S, k_st.seq);
+      load_rows<T, D, AK_BLOCK_KV>(ks + kTileBytes, vh, t * AK_BLOCK_KV, S, v_st.seq);
     }
     commit_copies();
   };
@@ -192,7 +207,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
     const unsigned char* ks = KV + (t & 1) * 2 * kTileBytes;
     const unsigned char* vs = ks + kTileBytes;
     const int kv0 = t * AK_BLOCK_KV;
-    if (kv0 <= wq0 + 63) {   // a tile wholly past this warpgroup's rows has nothing for it
+    if (!causal || kv0 <= wq0 + 63) {   // a tile wholly past this warpgroup's rows has nothing for it
       float s[AK_BLOCK_KV / 2];
 #pragma unroll
       for (int e = 0; e < AK_BLOCK_KV / 2; ++e) s[e] = 0.f;
@@ -206,11 +221,11 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-      const bool edge = kv0 + AK_BLOCK_KV - 1 > wq0 || kv0 + AK_BLOCK_KV > S;   // some key masked
+      const bool edge = (causal && kv0 + AK_BLOCK_KV - 1 > wq0) || kv0 + AK_BLOCK_KV > S;   // some key masked
 #pragma unroll
       for (int e = 0; e < AK_BLOCK_KV / 2; ++e) {   // per 8 keys j = e / 4: rows row0 (e % 4 < 2) and row0 + 8
         const int key = kv0 + (e / 4) * 8 + (lane % 4) * 2 + (e & 1), row = row0 + ((e >> 1) & 1) * 8;
-        s[e] = edge && (key > row || key >= S) ? neg_inf : s[e] * scale_log2;
+        s[e] = edge && ((causal && key > row) || key >= S) ? neg_inf : s[e] * scale_log2;
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {   // the online softmax of row row0 + 8h; a quad of lanes shares it
@@ -263,7 +278,7 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
     const int row = row0 + h * 8;
     if (row >= S) continue;
     const float inv = 1.f / sum;
-    T* orow = o + (head * S + row) * D + (lane % 4) * 2;
+    T* orow = oh + (long long)row * o_st.seq + (lane % 4) * 2;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j)
       *reinterpret_cast<unsigned*>(orow + j * 8) = pack(acc[4 * j + 2 * h] * inv, acc[4 * j + 2 * h + 1] * inv, T());
@@ -273,10 +288,16 @@ __device__ __forceinline__ void attend(const T* q, const T* k, const T* v, T* o,
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 flash_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
-                       int B, int H, int S, int D) {
+                       int B, int Hq, int Hkv, int S, int D, int causal,
+                       int q_stride_batch, int q_stride_head, int q_stride_seq,
+                       int k_stride_batch, int k_stride_head, int k_stride_seq,
+                       int v_stride_batch, int v_stride_head, int v_stride_seq,
+                       int o_stride_batch, int o_stride_head, int o_stride_seq) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);   // swizzle atoms are 1024-aligned
-  if (D == 128) attend<T, 128>(q, k, v, o, S, smem);
-  else if (D == 64) attend<T, 64>(q, k, v, o, S, smem);
+  const AkStrides qs{q_stride_batch, q_stride_head, q_stride_seq}, ks{k_stride_batch, k_stride_head, k_stride_seq},
+                  vs{v_stride_batch, v_stride_head, v_stride_seq}, os{o_stride_batch, o_stride_head, o_stride_seq};
+  if (D == 128) attend<T, 128>(q, k, v, o, Hq, Hkv, S, causal != 0, qs, ks, vs, os, smem);
+  else if (D == 64) attend<T, 64>(q, k, v, o, Hq, Hkv, S, causal != 0, qs, ks, vs, os, smem);
   else __trap();   // outside what this file handles: fail loudly
 }

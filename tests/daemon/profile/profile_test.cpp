@@ -14,6 +14,7 @@
 #include "common/text_escape.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "daemon/profile/kernel_classifier.hpp"
 #include "daemon/profile/profile_data.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -138,6 +139,22 @@ TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile]
   CHECK_THAT(plan_table(plan), Catch::Contains("softmax") && Catch::Contains("98304x128"));
 }
 
+TEST_CASE("an SDPA range plans flash_attention in its newest contract's terms, k's heads as the kv heads", "[profile][plan]") {
+  Profile p = recorded();
+  for (ProfiledKernel& k : p.kernels)
+    if (k.type == "flash_attention")
+      k.nvtx = "aten::scaled_dot_product_attention, seq = 4, sizes = [[2, 16, 2048, 128], [2, 4, 2048, 128], [2, 4, 2048, 128], [], []]";
+  Plan plan = make_plan(p, 10, 2.0);
+  bool found = false;
+  for (const PlanRow& r : plan.rows)
+    if (r.kernel.type == "flash_attention") {
+      found = true;
+      CHECK(r.shape == std::vector<long long>{2, 16, 4, 2048, 128, 1, 2});
+      CHECK(r.shape.size() == find_spec("flash_attention")->shape_names.size());
+    }
+  CHECK(found);
+}
+
 TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes are left to fill in", "[profile][plan]") {
   Profile p = recorded();
   // Make the layer norm a kernel of this build without a shape: rmsnorm, no NVTX.
@@ -162,7 +179,7 @@ TEST_CASE("the plan's [[kernel]] entries make a valid config, and unknown shapes
   CHECK(*cfg->kernels[1].baseline_us == Approx(120));
   CHECK(cfg->kernels[2].type == "layernorm");
   CHECK(cfg->kernels[2].shape == Shape{8192, 768});
-  CHECK_THAT(toml, Catch::Contains("# shape = [B, H, S, D]"));
+  CHECK_THAT(toml, Catch::Contains("# shape = [B, HQ, HKV, S, D, MASK, LAYOUT]"));
 }
 
 TEST_CASE("a kernel under half a percent of the GPU time is named but not planned for a run", "[profile][plan]") {
