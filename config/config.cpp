@@ -219,6 +219,7 @@ void read_harness(const toml::table& t, const std::string& file, std::vector<std
   r.flag("torch_compile", h.torch_compile);
   r.names("worker_env", h.worker_env);
   r.integer("scratch_cap_mib", h.scratch_cap_mib, 1, int64_t(1) << 24);
+  r.flag("counters", h.counters);
   r.finish();
 }
 

@@ -46,6 +46,9 @@ struct HarnessConfig {
   std::vector<std::string> worker_env;
   /// A user type's launch plan: the most its scratch buffers may take together, in MiB.
   int64_t scratch_cap_mib = 16384;
+  /// After each candidate's judged timing, one more launch reads the hardware counters
+  /// (harness/counters_pass.hpp) for the verdict, the results, the report and the proposers.
+  bool counters = true;
 };
 
 struct LlmConfig {

@@ -6,6 +6,7 @@
 #include "harness/benchmark.hpp"
 #include "harness/cublas_gemm.hpp"
 #include "harness/candidate_compile.hpp"
+#include "harness/counters_pass.hpp"
 #include "harness/evaluation_seeds.hpp"
 #include "harness/judged_timing.hpp"
 #include "harness/kernel_contract.hpp"
@@ -58,7 +59,7 @@ std::string contract_mismatch(const KernelSpec& spec, const std::string& best_so
 void to_json(nlohmann::json& j, const EvalRequest& r) {
   j = {{"kernel_type", r.kernel_type}, {"source", r.source}, {"dtype", r.dtype}, {"shape", r.shape},
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
-       {"repetitions", r.repetitions}, {"best_source", r.best_source}};
+       {"repetitions", r.repetitions}, {"best_source", r.best_source}, {"counters", r.counters}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
   if (!r.user_type.is_null())
     j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile, j["scratch_cap_mib"] = r.scratch_cap_mib;
@@ -78,6 +79,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   if (j.contains("baseline_us")) r.baseline_us = j["baseline_us"].get<double>();
   r.user_type = j.value("user_type", nlohmann::json());
   r.torch_compile = j.value("torch_compile", true);
+  r.counters = j.value("counters", true);
   r.scratch_cap_mib = std::min<uint64_t>(j.value("scratch_cap_mib", kDefaultScratchCapMib), uint64_t(1) << 24);
 }
 
@@ -256,8 +258,14 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   v.rows_per_block = cand->rows_per_block();
   v.stages.push_back({"compile", true, since(tc), std::to_string(v.registers) + " registers, " +
                                                       std::to_string(v.spill_bytes) + " bytes spilled"});
-  if (const UserTypeSpec* user = find_user_type(spec->type))
-    return finish(evaluate_user(req, *spec, *user, *cand, compiled->output, *dtype, shape, seeds->timing_choices, v, on_stage), t0);
+  if (const UserTypeSpec* user = find_user_type(spec->type)) {
+    Verdict u = evaluate_user(req, *spec, *user, *cand, compiled->output, *dtype, shape, seeds->timing_choices, v, on_stage);
+    if (u.passed())
+      u.counters = HardwareCounters::unavailable_because(
+          "not read for user types: their launches are judged by the PyTorch reference process, which the counters "
+          "pass does not drive");
+    return finish(u, t0);
+  }
   auto ref = reference(*spec);
   if (!ref) {
     v.message = ref.error().message;
@@ -342,6 +350,19 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
                           (v.paired.pairs ? ", paired with the current best" : "")});
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";
+  if (!req.counters) {
+    v.counters = HardwareCounters::unavailable_because("turned off in the config ([harness] counters = false)");
+  } else if (v.context_lost) {
+    v.counters = HardwareCounters::unavailable_because("not read: the worker's CUDA context was lost timing the baseline");
+  } else {
+    if (on_stage) on_stage("counters");
+    const auto tk = std::chrono::steady_clock::now();
+    bool lost = false;
+    v.counters = counters_pass(*gpu_, *inputs_, *checks_,
+                               {*spec, shape, *dtype, *cand, (*ref)->validate, mix_seed(seeds->timing_inputs ^ 0xc0c0)}, lost);
+    v.counters->seconds = since(tk);
+    v.context_lost = v.context_lost || lost;
+  }
   return finish(v, t0);
 }
 

@@ -43,6 +43,8 @@ struct EvalRequest {
   bool torch_compile = true;
   /// A launch plan's scratch buffers together may take at most this ([harness] scratch_cap_mib).
   uint64_t scratch_cap_mib = kDefaultScratchCapMib;
+  /// After the judged timing, one more launch reads the hardware counters ([harness] counters).
+  bool counters = true;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);

@@ -80,6 +80,9 @@ class GpuContext {
 
   const GpuInfo& info() const { return info_; }
   const CudaDriver& driver() const { return *d_; }
+  /// The context and device, for APIs that take them (CUPTI's profiler, the occupancy calculator).
+  CUcontext context() const { return ctx_; }
+  CUdevice device() const { return dev_; }
 
   /// `bytes` of device memory in whole pages of the allocation granularity, its slack listed in
   /// slack(). An allocation failure is the harness's (Error::harness), never a candidate's.

@@ -130,6 +130,16 @@ Result<LaunchableKernel> LaunchableKernel::reference(GpuContext& gpu, const Kern
   return k;
 }
 
+Result<int> LaunchableKernel::max_blocks_per_sm(DType d) const {
+  int blocks = 0;
+  if (auto s = cu_check(d_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, functions_.at(d), geometry_.block_threads,
+                                                                         size_t(dynamic_smem_bytes())),
+                        "asking the driver how many blocks fit on one SM");
+      !s)
+    return s.error();
+  return blocks;
+}
+
 FunctionInfo LaunchableKernel::attributes(DType d) const {
   FunctionInfo info;
   info.lowered_name = names_.at(d);

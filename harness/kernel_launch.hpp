@@ -32,6 +32,11 @@ class LaunchableKernel {
   /// What the driver says of the entry point for dtype d: registers, local (spill) and static
   /// shared memory bytes. The cubin's own account, where NVRTC's log has none.
   FunctionInfo attributes(DType d) const;
+  /// How many blocks of the entry point for dtype d the driver fits on one SM at the launch's
+  /// block size and dynamic shared memory (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+  Result<int> max_blocks_per_sm(DType d) const;
+  /// The dynamic shared memory each block of a launch asks for (ak_smem_bytes).
+  int dynamic_smem_bytes() const { return is_reference_ ? 0 : smem_bytes_; }
 
   /// Enqueues one launch (every step of a plan, in order), after writing the module's writable memory back to its image (a
   /// candidate's launch starts from what the file says, never from what a launch left there) and

@@ -80,6 +80,7 @@ void to_json(nlohmann::json& j, const Verdict& v) {
     j["paired"] = {{"pairs", v.paired.pairs}, {"best_us", v.paired.best_us}, {"ratio", v.paired.ratio},
                    {"noise", v.paired.noise}, {"best_spread", v.paired.best_spread},
                    {"best_failure", v.paired.best_failure}};
+  if (v.counters) j["counters"] = *v.counters;
   auto& stages = j["stages"] = nlohmann::json::array();
   for (auto& s : v.stages)
     stages.push_back({{"name", s.name}, {"passed", s.passed}, {"seconds", s.seconds}, {"detail", s.detail}});
@@ -112,6 +113,7 @@ void from_json(const nlohmann::json& j, Verdict& v) {
     v.paired = PairedTiming{p.value("pairs", 0),         p.value("best_us", 0.0),     p.value("ratio", 0.0),
                             p.value("noise", 0.0),       p.value("best_spread", 0.0), p.value("best_failure", "")};
   }
+  if (j.contains("counters") && j["counters"].is_object()) v.counters = j["counters"].get<HardwareCounters>();
   if (j.contains("notes")) v.notes = j["notes"].get<std::vector<std::string>>();
   if (j.contains("stages"))
     for (auto& s : j["stages"])

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/hardware_counters.hpp"
+
 namespace ak {
 
 enum class Correctness { Pass, Fail, CompileError, Timeout, Crash, Suspect };
@@ -87,6 +89,9 @@ struct Verdict {
   std::optional<bool> kernelbench_pass;
   double peak_vram_mb = 0;
   PairedTiming paired;          ///< against the current best, when the request gave one
+  /// What the hardware did in one more launch at the timed shape (harness/counters_pass.hpp):
+  /// readings, or why there are none; unset where no pass was asked for or the stages failed.
+  std::optional<HardwareCounters> counters;
 
   std::vector<std::string> notes;   ///< what went wrong around the candidate (baseline timing)
   bool context_lost = false;    ///< the worker's CUDA context is unusable: it must be replaced

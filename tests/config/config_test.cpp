@@ -84,6 +84,17 @@ TEST_CASE("torch_compile is on by default, can be turned off, and takes only a b
              Catch::Contains("harness.torch_compile") && Catch::Contains("true or false"));
 }
 
+TEST_CASE("hardware counters are read by default, can be turned off, and take only a boolean", "[config]") {
+  auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(on.ok());
+  CHECK(on->harness.counters);
+  auto off = parse_config("[harness]\ncounters = false\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->harness.counters);
+  CHECK_THAT(error_of("[harness]\ncounters = 1\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("harness.counters") && Catch::Contains("true or false"));
+}
+
 TEST_CASE("scratch_cap_mib bounds a launch plan's scratch, 16 GiB by default", "[config]") {
   auto dflt = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
   REQUIRE(dflt.ok());
