@@ -170,6 +170,7 @@ HardwareCounters counters_pass(GpuContext& gpu, const DeviceInputs& inputs, cons
   const int passes_run = metrics->passes;
   c = counters_from_ranges(metrics->ranges);
   c.passes = passes_run;
+  c.dropped_metrics = metrics->dropped;
   c.occupancy = kernel_occupancy(gpu, in.kernel, in.dtype);
   return c;
 }

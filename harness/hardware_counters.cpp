@@ -141,7 +141,8 @@ void to_json(nlohmann::json& j, const HardwareCounters& c) {
        {"tensor_pct", optional_number(c.tensor_pct)},
        {"bank_conflicts", optional_number(c.bank_conflicts)},
        {"bank_conflict_ratio", optional_number(c.bank_conflict_ratio)},
-       {"missing", c.missing}};
+       {"missing", c.missing},
+       {"dropped_metrics", c.dropped_metrics}};
   auto& stalls = j["stalls"] = nlohmann::json::array();
   for (auto& s : c.stalls) stalls.push_back({{"reason", s.reason}, {"share", s.share}});
   if (c.occupancy) {
@@ -177,6 +178,11 @@ void from_json(const nlohmann::json& j, HardwareCounters& c) {
         c.missing.push_back(m.get<std::string>());
   // Only the names this file writes are read back: a verdict file edited by hand cannot put
   // words into a prompt through them.
+  if (j.contains("dropped_metrics") && j["dropped_metrics"].is_array())
+    for (auto& m : j["dropped_metrics"])
+      if (m.is_string() && std::find(counter_metric_names().begin(), counter_metric_names().end(), m.get<std::string>()) !=
+                               counter_metric_names().end())
+        c.dropped_metrics.push_back(m.get<std::string>());
   if (j.contains("stalls") && j["stalls"].is_array())
     for (auto& s : j["stalls"])
       if (s.is_object() && s.contains("reason") && s["reason"].is_string() &&

@@ -59,6 +59,7 @@ struct HardwareCounters {
   std::vector<StallShare> stalls;                ///< largest first
   std::optional<OccupancyLimit> occupancy;
   std::vector<std::string> missing;              ///< readings this GPU would not give
+  std::vector<std::string> dropped_metrics;      ///< CUPTI metric names behind them
   bool available() const { return unavailable.empty(); }
   /// No readings, and why.
   static HardwareCounters unavailable_because(std::string why) {

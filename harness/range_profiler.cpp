@@ -30,8 +30,8 @@ Error cupti_error(CUptiResult r, const std::string& what) {
            "NVreg_RestrictProfilingToAdminUsers=0, see docs/operations.md, or turn counters off with "
            "[harness] counters = false)";
   else if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_NOT_COMPATIBLE)
-    why += " (CUPTI could not load its metric library libnvperf_host.so: put the CUDA toolkit's lib64 on "
-           "LD_LIBRARY_PATH)";
+    why += " (one cause: CUPTI could not load its metric library libnvperf_host.so; the CUDA toolkit's lib64 "
+           "must be on the worker's LD_LIBRARY_PATH)";
   return error(why);
 }
 
@@ -68,6 +68,7 @@ std::string device_refusal(int device_index) {
 struct HostSide {
   CUpti_Profiler_Host_Object* host = nullptr;
   std::vector<std::string> metrics;       ///< those of the request the chip has
+  std::vector<std::string> dropped;       ///< those it has not, or the configuration refused
   std::vector<const char*> metric_ptrs;
   std::vector<uint8_t> config;
   size_t passes = 0;
@@ -85,6 +86,31 @@ std::set<std::string> base_metrics(CUpti_Profiler_Host_Object* host) {
   return out;
 }
 
+Result<CUpti_Profiler_Host_Object*> open_host(const char* chip, std::vector<uint8_t>& availability) {
+  auto init = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  init.pChipName = chip;
+  init.pCounterAvailabilityImage = availability.data();
+  AK_CUPTI(cuptiProfilerHostInitialize(&init), std::string("opening the metric catalogue of chip ") + chip);
+  return init.pHostObject;
+}
+
+void close_host(CUpti_Profiler_Host_Object* host) {
+  auto p = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+  p.pHostObject = host;
+  cuptiProfilerHostDeinitialize(&p);
+}
+
+CUptiResult add_metrics(CUpti_Profiler_Host_Object* host, const std::vector<std::string>& metrics) {
+  std::vector<const char*> names;
+  for (auto& m : metrics) names.push_back(m.c_str());
+  auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+  add.pHostObject = host;
+  add.ppMetricNames = names.data();
+  add.numMetrics = names.size();
+  return cuptiProfilerHostConfigAddMetrics(&add);
+}
+
 Result<HostSide> make_host_side(CUcontext ctx, int device_index, const std::vector<std::string>& wanted) {
   auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   chip.deviceIndex = size_t(device_index);
@@ -97,24 +123,30 @@ Result<HostSide> make_host_side(CUcontext ctx, int device_index, const std::vect
   AK_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "reading which counters the GPU offers");
 
   HostSide h;
-  auto init = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  init.pChipName = chip.pChipName;
-  init.pCounterAvailabilityImage = image.data();
-  AK_CUPTI(cuptiProfilerHostInitialize(&init), std::string("opening the metric catalogue of chip ") + chip.pChipName);
-  h.host = init.pHostObject;
+  auto host = open_host(chip.pChipName, image);
+  if (!host) return host.error();
+  h.host = *host;
   const std::set<std::string> bases = base_metrics(h.host);
+  // Without a catalogue (an older CUPTI) every metric is tried, and the profiler says which take.
   for (auto& m : wanted)
-    if (bases.count(m.substr(0, m.find('.')))) h.metrics.push_back(m);
+    if (bases.empty() || bases.count(m.substr(0, m.find('.')))) h.metrics.push_back(m);
+    else h.dropped.push_back(m);
   if (h.metrics.empty())
     return error(std::string(kCountersUnavailable) + "chip " + chip.pChipName + " offers none of the metrics asked for");
+  if (CUptiResult all = add_metrics(h.host, h.metrics); all != CUPTI_SUCCESS) {
+    // One name the configuration refuses would cost every reading: start again, one at a time.
+    close_host(h.host);
+    host = open_host(chip.pChipName, image);
+    if (!host) return host.error();
+    h.host = *host;
+    std::vector<std::string> taken;
+    for (auto& m : h.metrics)
+      if (add_metrics(h.host, {m}) == CUPTI_SUCCESS) taken.push_back(m);
+      else h.dropped.push_back(m);
+    if (taken.empty()) return cupti_error(all, "adding the metrics to the profiler's configuration");
+    h.metrics = std::move(taken);
+  }
   for (auto& m : h.metrics) h.metric_ptrs.push_back(m.c_str());
-
-  auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-  add.pHostObject = h.host;
-  add.ppMetricNames = h.metric_ptrs.data();
-  add.numMetrics = h.metric_ptrs.size();
-  AK_CUPTI(cuptiProfilerHostConfigAddMetrics(&add), "adding the metrics to the profiler's configuration");
   auto size = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
   size.pHostObject = h.host;
   AK_CUPTI(cuptiProfilerHostGetConfigImageSize(&size), "sizing the profiler's configuration");
@@ -143,11 +175,14 @@ Result<const HostSide*> host_side(CUcontext ctx, int device_index, const std::ve
     if (!*made) return made->error();
     return &made->value();
   }
-  if (std::string why = device_refusal(device_index); !why.empty()) return error(why);
-  auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-  AK_CUPTI(cuptiProfilerInitialize(&init), "starting CUPTI's profiler (cuptiProfilerInitialize)");
-  made = make_host_side(ctx, device_index, wanted);
   made_for = wanted;
+  auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS)
+    made = Result<HostSide>(cupti_error(r, "starting CUPTI's profiler (cuptiProfilerInitialize)"));
+  else if (std::string why = device_refusal(device_index); !why.empty())
+    made = Result<HostSide>(error(why));
+  else
+    made = make_host_side(ctx, device_index, wanted);
   if (!*made) return made->error();
   return &made->value();
 }
@@ -233,6 +268,7 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
   AK_CUPTI(cuptiRangeProfilerSetConfig(&config), "configuring the range profiler");
 
   RangeMetrics out;
+  out.dropped = host.dropped;
   // CUPTI says how many passes it needs; the bound only guards against one that never says done.
   const int most = int(host.passes) + 4;
   for (bool done = false; !done;) {

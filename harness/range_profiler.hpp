@@ -21,6 +21,7 @@ struct RangeMetrics {
   /// GPU gives (the others are left out).
   std::vector<std::map<std::string, double>> ranges;
   int passes = 0;
+  std::vector<std::string> dropped;   ///< metrics asked for that this GPU or CUPTI would not give
 };
 
 /// One pass of the replay: `prepare` runs before the profiled range opens (anything it launches,
