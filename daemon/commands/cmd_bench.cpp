@@ -7,6 +7,7 @@
 #include "daemon/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
+#include "daemon/loop/bottleneck.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "harness/worker_evaluator.hpp"
@@ -14,7 +15,15 @@
 namespace ak {
 namespace {
 
-void print_verdict(const Verdict& v, const std::string& file) {
+/// The counters block of `bench --counters`: what limits the file, then the readings.
+void print_counters(const Verdict& v) {
+  if (!v.counters) return;
+  const HardwareCounters& c = *v.counters;
+  if (c.available()) std::printf("  limits      %s\n", diagnose(c, v.registers, v.spill_bytes).sentence().c_str());
+  for (auto& line : counter_lines(c)) std::printf("  counters    %s\n", line.c_str());
+}
+
+void print_verdict(const Verdict& v, const std::string& file, bool counters) {
   std::printf("%s (%s) on %s, %s, seed %llu\n", file.c_str(), v.kernel_type.c_str(), v.gpu.empty() ? "?" : v.gpu.c_str(),
               v.arch.c_str(), (unsigned long long)v.seed);
   for (auto& s : v.stages)
@@ -44,6 +53,7 @@ void print_verdict(const Verdict& v, const std::string& file) {
     if (v.starter_us > 0) std::printf("; starter %.2f us", v.starter_us);
     std::printf("\n  resources   %d registers, %d bytes spilled, %d threads x %d rows per block, peak VRAM %.0f MiB\n",
                 v.registers, v.spill_bytes, v.block_threads, v.rows_per_block, v.peak_vram_mb);
+    if (counters) print_counters(v);
   }
 }
 
@@ -52,8 +62,8 @@ void print_verdict(const Verdict& v, const std::string& file) {
 int bench_command(const Args& args) {
   std::vector<std::string> files;
   std::string type, shape, dtype, device = "0", seed = "0", baseline, reps = "100", timeout = "60", beside, user_spec;
-  bool json = false;
-  ArgParser p("autokernel bench FILE.cu... --kernel TYPE|--spec TYPE.toml [--shape 8192x8192] [--dtype fp16] [--json]",
+  bool json = false, counters = false, no_counters = false;
+  ArgParser p("autokernel bench FILE.cu... --kernel TYPE|--spec TYPE.toml [--shape 8192x8192] [--dtype fp16] [--json] [--counters]",
               "Evaluates kernel files as the loop does, in one worker process: compile, the five\n"
               "correctness stages, then timing at the benchmark shape with roofline and speedup.\n"
               "FILE 'starter' evaluates the type's starter, a variant's name that variant (autokernel\n"
@@ -70,7 +80,9 @@ int bench_command(const Args& args) {
       .option("seed", "N", "the seed of the random inputs (default: from the clock)", &seed)
       .option("repetitions", "N", "timed launches (default 100)", &reps)
       .option("stage-timeout", "S", "seconds a stage may take before TIMEOUT (default 60)", &timeout)
-      .flag("json", "print the verdict as JSON", &json);
+      .flag("json", "print the verdict as JSON (its counters included)", &json)
+      .flag("counters", "print the hardware counters of one more launch: what limits the file, and why", &counters)
+      .flag("no-counters", "skip the launch that reads the hardware counters", &no_counters);
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (auto s = use_user_spec(user_spec, type); !s) return std::fprintf(stderr, "autokernel bench: %s\n", s.error().message.c_str()), kExitUsage;
   if (type.empty()) return std::fprintf(stderr, "autokernel bench: --kernel TYPE or --spec TYPE.toml is required\n"), kExitUsage;
@@ -99,6 +111,9 @@ int bench_command(const Args& args) {
     req.best_source = *best;
   }
   req.dtype = dtype;
+  if (counters && no_counters)
+    return std::fprintf(stderr, "autokernel bench: --counters and --no-counters ask for opposite things: give one\n"), kExitUsage;
+  req.counters = !no_counters;
   try {
     req.seed = std::stoull(seed);
     req.repetitions = std::stoi(reps);
@@ -129,7 +144,7 @@ int bench_command(const Args& args) {
     nlohmann::json j = *v;
     j["file"] = files[i];
     if (json) std::printf("%s\n", j.dump().c_str());
-    else print_verdict(*v, files[i]);
+    else print_verdict(*v, files[i], counters);
     std::fflush(stdout);
     all_passed = all_passed && v->passed();
   }

@@ -42,7 +42,7 @@ int combined_report_command(const std::string& list, const std::string& out) {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   std::vector<std::pair<std::string, std::string>> files{{"report.md", combined_report(runs)}};
-  for (auto& r : runs) files.push_back({std::filesystem::path(r.dir).filename().string() + "-progress.svg", progress_svg(r.rows)});
+  for (auto& r : runs) files.push_back({std::filesystem::path(r.dir).filename().string() + "-progress.svg", progress_svg(r.rows, r.counters)});
   for (auto& [name, text] : files)
     if (auto s = write_file_atomic(out + "/" + name, text); !s)
       return std::fprintf(stderr, "autokernel report: %s\n", s.error().message.c_str()), kExitFailure;
@@ -84,7 +84,7 @@ int report_command(const Args& args) {
     return std::fprintf(stderr, "autokernel report: cannot create the folder %s: %s\n", out.c_str(), ec.message().c_str()),
            kExitFailure;
   for (auto& [name, text] : {std::pair<std::string, std::string>{"report.md", markdown_report(*snap, "progress.svg")},
-                             {"progress.svg", progress_svg(snap->rows)}})
+                             {"progress.svg", progress_svg(snap->rows, snap->counters)}})
     if (auto s = write_file_atomic(out + "/" + name, text); !s)
       return std::fprintf(stderr, "autokernel report: %s\n", s.error().message.c_str()), kExitFailure;
   std::printf("wrote %s/report.md and %s/progress.svg\n", out.c_str(), out.c_str());

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
+#include "daemon/loop/bottleneck.hpp"
 #include "daemon/loop/knob_constraints.hpp"
 #include "daemon/loop/knobs.hpp"
 #include "daemon/loop/variant_moves.hpp"
@@ -21,7 +24,33 @@ bool is_power_of_two_knob(const std::string& knob) {
   return false;
 }
 
+bool has_word(const std::string& knob, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (knob.find(w) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
+
+bool BuiltinTuner::addresses(const std::string& knob, Limit limit) {
+  switch (limit) {
+    case Limit::Memory:
+    case Limit::MemoryLatency: return has_word(knob, {"VEC", "LOAD", "CACHE", "BYTES", "CAPACITY"});
+    case Limit::Registers: return has_word(knob, {"TILE", "UNROLL", "CAPACITY", "VEC", "ITEMS"});
+    case Limit::Barrier: return has_word(knob, {"STAGES"});
+    case Limit::SharedConflicts: return has_word(knob, {"PAD", "SWIZZLE"});
+    case Limit::TensorPipe: return has_word(knob, {"STAGES", "TILE"});
+    case Limit::Compute: return has_word(knob, {"UNROLL", "VEC"});
+    case Limit::Unknown: break;
+  }
+  return false;
+}
+
+bool BuiltinTuner::prefers_larger(const std::string& knob, Limit limit) {
+  if (limit == Limit::Barrier || limit == Limit::TensorPipe) return has_word(knob, {"STAGES"});
+  if (limit == Limit::Memory || limit == Limit::MemoryLatency) return has_word(knob, {"VEC"});
+  return false;   // registers: fewer values a thread, so smaller tiles, vectors and unrolls first
+}
 
 int BuiltinTuner::tier(const std::string& knob) {
   for (const char* w : {"THREADS", "BLOCK", "ROWS", "WARPS", "TILE"})
@@ -62,6 +91,12 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
   return knob_move;
 }
 
+Bottleneck BuiltinTuner::best_bottleneck(const ProposalContext& ctx) {
+  const PastExperiment* best = current_best_experiment(ctx);
+  if (!best || !best->counters) return {};
+  return diagnose(*best->counters, best->registers, best->spill_bytes);
+}
+
 std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx, const Knobs& best) {
   std::set<std::string> measured;
   for (auto& e : ctx.history) measured.insert(configuration_key(e.source));
@@ -72,24 +107,46 @@ std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx,
   // Within block sizing, threads per block first: it is the knob with the widest effect.
   auto order = [](const std::string& n) { return tier(n) * 2 + (n.find("THREADS") == std::string::npos); };
   std::stable_sort(names.begin(), names.end(), [&](auto& a, auto& b) { return order(a) < order(b); });
+  const Bottleneck limit = best_bottleneck(ctx);
+  auto values_of = [&](const std::string& name) {
+    auto values = candidates(name, best.at(name));
+    const long long current = best.at(name);
+    if (prefers_larger(name, limit.limit))
+      std::stable_partition(values.begin(), values.end(), [&](long long v) { return v > current; });
+    else if (limit.limit == Limit::Registers && addresses(name, limit.limit))
+      std::stable_partition(values.begin(), values.end(), [&](long long v) { return v < current; });
+    return values;
+  };
+  auto try_move = [&](const std::string& name, size_t rank, bool chosen) -> std::optional<Proposal> {
+    auto values = values_of(name);
+    if (rank >= values.size()) return std::nullopt;
+    Knobs next = best;
+    next[name] = values[rank];
+    const std::string source = with_knob(ctx.best_source, name, values[rank]);
+    if (measured.count(configuration_key(source))) return std::nullopt;
+    if (broken_assert(ctx.best_source, next)) return std::nullopt;   // would not compile: no experiment spent on it
+    Proposal p;
+    p.source = source;
+    p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) + " -> " +
+                    std::to_string(values[rank]);
+    if (chosen) {
+      p.description += " (first because the best is " + limit.sentence() + ")";
+      spdlog::info("{}: builtin tuner: {} chosen first: the best is {}", ctx.tag, name, limit.sentence());
+    }
+    return p;
+  };
+  // The knobs that address what the counters say limits the best go first, every value of
+  // theirs before any other knob's (a memory-bound kernel: vector width before block shape).
+  for (size_t rank = 0; rank < 8; ++rank)
+    for (auto& name : names)
+      if (addresses(name, limit.limit))
+        if (auto p = try_move(name, rank, true)) return p;
   // Rank-major: every knob's nearest value first, in tier order, then every knob's next nearest,
   // skipping what was measured: one bad knob cannot use up the reverts before the others had a
   // chance.
   for (size_t rank = 0; rank < 8; ++rank)
-    for (auto& name : names) {
-      auto values = candidates(name, best.at(name));
-      if (rank >= values.size()) continue;
-      Knobs next = best;
-      next[name] = values[rank];
-      const std::string source = with_knob(ctx.best_source, name, values[rank]);
-      if (measured.count(configuration_key(source))) continue;
-      if (broken_assert(ctx.best_source, next)) continue;   // would not compile: no experiment spent on it
-      Proposal p;
-      p.source = source;
-      p.description = "tier " + std::to_string(tier(name)) + ": " + name + " " + std::to_string(best.at(name)) +
-                      " -> " + std::to_string(values[rank]);
-      return p;
-    }
+    for (auto& name : names)
+      if (auto p = try_move(name, rank, false)) return p;
   return std::nullopt;
 }
 

@@ -3,10 +3,13 @@
 /// per experiment, walking the playbook's tiers (block sizing, then vector width and memory
 /// access, then the rest the file exposes), and switches to another of the type's variants
 /// when the knobs of the current structure are used up or cannot be what limits it
-/// (daemon/loop/variant_moves.hpp). It never proposes a configuration already measured, being
+/// (daemon/loop/variant_moves.hpp). With the best's hardware counters it first tries the knobs
+/// that address what limits it (daemon/loop/bottleneck.hpp), and the description of such a move
+/// names the reading that chose it. It never proposes a configuration already measured, being
 /// measured on another GPU, or breaking one of the file's static_asserts.
 #include <set>
 
+#include "daemon/loop/bottleneck.hpp"
 #include "daemon/loop/knobs.hpp"
 #include "daemon/loop/proposer.hpp"
 
@@ -20,6 +23,15 @@ class BuiltinTuner : public Proposer {
   static std::vector<long long> candidates(const std::string& knob, long long current);
   /// The playbook tier of a knob: 1 block sizing, 2 memory access, 3 the rest.
   static int tier(const std::string& knob);
+  /// Whether a knob works on what `limit` says binds (a memory-bound kernel: vector width and the
+  /// bytes moved; register-limited: per-thread tiles and vectors; stalled on barriers: stages).
+  static bool addresses(const std::string& knob, Limit limit);
+  /// Whether a knob's larger values come first under `limit` (more stages against barrier
+  /// stalls, wider vectors against memory); otherwise nearest first, smaller first when
+  /// register-limited.
+  static bool prefers_larger(const std::string& knob, Limit limit);
+  /// What the counters of the current best's verdict say limits it (Unknown without them).
+  static Bottleneck best_bottleneck(const ProposalContext& ctx);
 
  private:
   /// One knob line of the best file changed, nearest values first; nullopt when none is left.

@@ -168,7 +168,8 @@ Result<ChatRequest> build_chat_request(const ProposalContext& ctx, int max_outpu
                       {"structure", variant_name(ctx.best_source)},
                       {"structures", structures_text(spec.type)},
                       {"budget", budget_text(ctx)},
-                      {"phase", phase_text(ctx)}};
+                      {"phase", phase_text(ctx)},
+                      {"limits", limits_text(ctx)}};
   std::vector<PromptPart> parts = message_parts(ctx, notes, user_type);
   // The message with the parts as they stand; the user type's message takes its own template.
   auto message = [&](const std::map<std::string, std::string>& part_text) -> Result<std::string> {

@@ -1,6 +1,7 @@
 #include "daemon/loop/prompt_guidance.hpp"
 
 #include "common/format.hpp"
+#include "daemon/loop/bottleneck.hpp"
 
 namespace ak {
 
@@ -38,6 +39,46 @@ std::string phase_text(const ProposalContext& ctx) {
     return "Late: combine wins. Ideas that passed close to the best (a ratio within its noise of 1) may add up when applied "
            "together to the best file; prefer small, safe changes over new structures.";
   return "Explore: follow the playbook's tiers in order, one idea per experiment, each with its predicted effect.";
+}
+
+namespace {
+
+/// One experiment's line: who it is, the bottleneck, and the readings that back it.
+std::string limits_line(const std::string& who, const PastExperiment& e) {
+  std::string line = who + " (experiment " + std::to_string(e.experiment) +
+                     (e.latency_us > 0 ? format_numbers(", %.2f us", e.latency_us) : std::string()) + "): ";
+  if (!e.counters) return line + "no counters recorded (" + (e.correctness == "PASS" ? "counters were off or the verdict is older" : "it did not pass") + ").";
+  const HardwareCounters& c = *e.counters;
+  if (!c.available()) return line + "no counters: " + c.unavailable + ".";
+  line += diagnose(c, e.registers, e.spill_bytes).sentence() + ".";
+  line += " " + std::to_string(e.registers) + " registers, " + std::to_string(e.spill_bytes) + " bytes spilled";
+  if (c.occupancy)
+    line += format_numbers("; occupancy %.0f%% of %.0f%% possible", c.achieved_occupancy_pct.value_or(0), c.occupancy->theoretical_pct) +
+            " (limited by " + c.occupancy->limiter + ")";
+  line += format_numbers("; DRAM %.0f%%, SM %.0f%%", c.dram_pct.value_or(0), c.sm_pct.value_or(0));
+  if (c.tensor_pct && *c.tensor_pct >= 1) line += format_numbers(", tensor pipe %.0f%%", *c.tensor_pct);
+  if (c.l2_hit_pct) line += format_numbers(", L2 hits %.0f%%", *c.l2_hit_pct);
+  if (c.bank_conflict_ratio && *c.bank_conflict_ratio >= 0.05)
+    line += format_numbers(", %.0f%% of shared-memory traffic is bank-conflict replays", *c.bank_conflict_ratio * 100);
+  std::string waits;
+  for (size_t i = 0, shown = 0; i < c.stalls.size() && shown < 2; ++i) {
+    if (c.stalls[i].reason == "selected") continue;
+    waits += (shown++ ? ", " : "") + format_numbers("%.0f%% ", c.stalls[i].share * 100) + stall_words(c.stalls[i].reason);
+  }
+  if (!waits.empty()) line += "; warps: " + waits;
+  return line + ".";
+}
+
+}  // namespace
+
+std::string limits_text(const ProposalContext& ctx) {
+  const PastExperiment* best = current_best_experiment(ctx);
+  const PastExperiment* last = last_candidate(ctx);
+  if (!best && !last) return "No hardware counters yet: they come with the first verdict.";
+  std::string t;
+  if (best) t += limits_line("Current best", *best);
+  if (last) t += std::string(t.empty() ? "" : "\n") + limits_line("Last candidate", *last);
+  return t;
 }
 
 }  // namespace ak

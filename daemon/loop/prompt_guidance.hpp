@@ -19,4 +19,9 @@ std::string budget_text(const ProposalContext& ctx);
 /// Which phase the kernel is in, and what that asks of the next proposal.
 std::string phase_text(const ProposalContext& ctx);
 
+/// "What limits this kernel now": the current best's and the last candidate's hardware counters
+/// in an engineer's words, with ptxas's registers and spills beside them; a few lines (well
+/// under 300 tokens), or one saying why there are none.
+std::string limits_text(const ProposalContext& ctx);
+
 }  // namespace ak

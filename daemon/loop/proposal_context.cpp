@@ -39,6 +39,17 @@ void read_verdict_details(const std::string& candidate_path, PastExperiment& e) 
   e.registers = integer("registers", -1);
   e.spill_bytes = integer("spill_bytes", 0);
   e.smem_bytes = integer("static_smem_bytes", 0);
+  if (j.contains("counters") && j["counters"].is_object()) {
+    HardwareCounters c;
+    try {
+      c = j["counters"].get<HardwareCounters>();
+    } catch (const nlohmann::json::exception&) {
+      return;   // a hand-edited or damaged file: no readings rather than wrong ones
+    }
+    // The reason may quote the harness's checks of the candidate's output: data, not prose.
+    if (!c.available()) c.unavailable = untrusted_line(c.unavailable, kMessageBytes);
+    e.counters = std::move(c);
+  }
 }
 
 }  // namespace

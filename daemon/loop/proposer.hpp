@@ -6,6 +6,7 @@
 
 #include "common/result.hpp"
 #include "daemon/loop/results_table.hpp"
+#include "harness/hardware_counters.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
@@ -26,6 +27,9 @@ struct PastExperiment {
   // the pairing with the best).
   double paired_ratio = 0, paired_noise = 0;
   int registers = -1, spill_bytes = 0, smem_bytes = 0;
+  /// What the counters pass read of a judged candidate (or why it could not); unset when its
+  /// verdict has none (a failed candidate, an older run).
+  std::optional<HardwareCounters> counters;
   bool standing = false;       ///< a kept row that is still part of the best's lineage
 };
 
@@ -71,6 +75,21 @@ struct ProposalContext {
   /// The prompt's size limit in bytes ([llm] max_prompt_bytes); 0: the default.
   size_t max_prompt_bytes = 0;
 };
+
+/// The experiment that made the current best (the last of the standing lineage), or null.
+inline const PastExperiment* current_best_experiment(const ProposalContext& ctx) {
+  for (auto it = ctx.history.rbegin(); it != ctx.history.rend(); ++it)
+    if (it->standing) return &*it;
+  return nullptr;
+}
+
+/// The latest experiment other than the current best's, or null.
+inline const PastExperiment* last_candidate(const ProposalContext& ctx) {
+  const PastExperiment* best = current_best_experiment(ctx);
+  for (auto it = ctx.history.rbegin(); it != ctx.history.rend(); ++it)
+    if (&*it != best) return &*it;
+  return nullptr;
+}
 
 /// How the description of a proposal that switches a kernel to another structure
 /// (kernels_cuda/variants.hpp) begins, for people. What counts is its MoveKind::Structure: a revert

@@ -1,6 +1,7 @@
 // The experiments of the loop (daemon/loop/run_loop.hpp): handing work to free GPUs, and the
 // keep/revert decision on each one that finishes, on the loop's thread, in order of completion.
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/loop/counters_table.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -289,6 +290,9 @@ Status RunLoop::finish(FinishedJob f) {
   // proposer's next prompt and for a person reading the run (a best judged again has one too:
   // its row may carry the verdict's correctness, and the report reads every judged row's).
   (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
+  if (v.counters)   // a table to plot from; the verdict file keeps them whole
+    if (auto s = append_counters(counters_table_path(dir_.root()), {n, k.tag, v.registers, v.spill_bytes, *v.counters}); !s)
+      spdlog::warn("experiment {} {}: its counters are in its verdict file only: {}", n, k.tag, s.error().message);
   if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;
   const Proposal& proposal = job.proposal;

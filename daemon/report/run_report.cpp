@@ -3,6 +3,7 @@
 #include "common/format.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
 #include "common/text_escape.hpp"
+#include "daemon/loop/bottleneck.hpp"
 #include "daemon/loop/state_file.hpp"
 
 #include <algorithm>
@@ -120,6 +121,7 @@ Result<RunSnapshot> read_run(const std::string& dir) {
     if (!baselines) return baselines.error();
     s.problem_baselines = std::move(*baselines);
   }
+  s.counters = read_counters_table(counters_table_path(dir));
   return s;
 }
 
@@ -132,6 +134,49 @@ std::string damaged_lines(const RunSnapshot& s) {
     out += "results.tsv line " + std::to_string(d.line) + " is not a row (" + terminal_safe(d.why) +
            "): left out; the daemon's next start moves it to " + terminal_safe(damaged_rows_path(s.dir + "/results.tsv")) + "\n";
   return out;
+}
+
+/// The counters row of experiment `n` of `tag`, or null.
+const CountersRow* counters_of(const std::vector<CountersRow>& counters, long long n, const std::string& tag) {
+  for (auto& c : counters)
+    if (c.experiment == n && c.tag == tag) return &c;
+  return nullptr;
+}
+
+std::string pct_cell(const std::optional<double>& x) { return x ? format_numbers("%.0f%%", *x) : "—"; }
+
+/// The kept versions' counters side by side: what limited each step of the lineage.
+std::string counters_section(const RunSnapshot& s) {
+  std::string table;
+  for (auto& r : s.rows) {
+    if (!r.kept) continue;
+    const CountersRow* c = counters_of(s.counters, r.experiment, r.tag);
+    if (!c) continue;
+    const HardwareCounters& h = c->counters;
+    if (!h.available()) {
+      table += "| " + std::to_string(r.experiment) + " | " + markdown_cell(r.tag) + " | " + format_numbers("%.2f", r.latency_us) +
+               " | no counters: " + markdown_cell(h.unavailable) + " | | | | | | | | |\n";
+      continue;
+    }
+    const std::string occupancy = pct_cell(h.achieved_occupancy_pct) +
+                                  (h.occupancy ? " of " + format_numbers("%.0f%%", h.occupancy->theoretical_pct) + " (" +
+                                                     markdown_cell(h.occupancy->limiter) + ")"
+                                               : "");
+    const std::string stall = h.stalls.empty() ? "—"
+                                               : format_numbers("%.0f%% ", h.stalls[0].share * 100) +
+                                                     markdown_cell(stall_words(h.stalls[0].reason));
+    table += "| " + std::to_string(r.experiment) + " | " + markdown_cell(r.tag) + " | " + format_numbers("%.2f", r.latency_us) +
+             " | " + markdown_cell(diagnose(h, c->registers, c->spill_bytes).sentence()) + " | " + pct_cell(h.dram_pct) + " | " +
+             pct_cell(h.sm_pct) + " | " + pct_cell(h.tensor_pct) + " | " + occupancy + " | " + pct_cell(h.l2_hit_pct) + " | " +
+             (h.bank_conflict_ratio ? format_numbers("%.0f%%", *h.bank_conflict_ratio * 100) : "—") + " | " + stall + " | " +
+             std::to_string(c->registers) + " / " + std::to_string(c->spill_bytes) + " |\n";
+  }
+  if (table.empty()) return "";
+  return "\n## What limited each kept version\n\nThe GPU's counters in one more launch of each kept file at its timed shape "
+         "(counters.tsv has every judged experiment's).\n\n"
+         "| experiment | kernel | µs | what limits it | DRAM | SM | tensor pipe | occupancy (limiter) | L2 hits | "
+         "bank-conflict replays | top warp state | registers / spilled |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
+         table;
 }
 
 }  // namespace
@@ -193,6 +238,7 @@ std::string markdown_report(const RunSnapshot& s, const std::string& svg_name) {
       md += "| " + std::to_string(r.experiment) + " | " + markdown_cell(r.tag) + " | " + format_numbers("%.2f", r.latency_us) + " | " +
             format_numbers("%.1f", r.throughput) + " | " + format_numbers("%.3fx", r.speedup) + " | " + markdown_cell(r.commit) + " | " +
             markdown_cell(r.description) + " |\n";
+  md += counters_section(s);
   std::map<std::string, int> verdicts;
   for (auto& r : s.rows) verdicts[r.correctness]++;
   md += "\n## Verdicts\n\n";
@@ -251,7 +297,27 @@ std::string svg_text(double x, double y, const std::string& text, const std::str
 
 }  // namespace
 
-std::string progress_svg(const std::vector<ResultRow>& rows) {
+namespace {
+
+/// A kept point's label on the chart: the bottleneck in a word and the reading behind it.
+std::string chart_label(const HardwareCounters& h, int registers, int spills) {
+  const Bottleneck b = diagnose(h, registers, spills);
+  switch (b.limit) {
+    case Limit::Memory: return "memory " + pct_cell(h.dram_pct);
+    case Limit::MemoryLatency: return "latency " + pct_cell(h.dram_pct);
+    case Limit::Compute: return "SM " + pct_cell(h.sm_pct);
+    case Limit::TensorPipe: return "tensor " + pct_cell(h.tensor_pct);
+    case Limit::Barrier: return "barriers";
+    case Limit::SharedConflicts: return "bank conflicts";
+    case Limit::Registers: return "registers";
+    case Limit::Unknown: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string progress_svg(const std::vector<ResultRow>& rows, const std::vector<CountersRow>& counters) {
   // One scale for every kernel: % of the peak measured on the GPU (bandwidth for the memory-bound
   // types, tensor throughput for the GEMMs), so GB/s and TFLOPS lines share an axis.
   const double W = 900, H = 460, L = 60, R = 190, T = 30, B = 50;
@@ -300,13 +366,22 @@ std::string progress_svg(const std::vector<ResultRow>& rows) {
     if (level >= 0) best += num1(X(last_x)) + "," + num1(Y(level));
     svg += "<polyline" + attrs({{"fill", "none"}, {"stroke", color}, {"stroke-opacity", "0.35"}, {"points", pts}}) + "/>\n";
     svg += "<polyline" + attrs({{"fill", "none"}, {"stroke", color}, {"stroke-width", "2"}, {"points", best}}) + "/>\n";
-    for (auto& r : rows)
-      if (r.tag == tag && r.correctness == "PASS")
-        svg += "<circle" + attrs({{"cx", num1(X(r.experiment))}, {"cy", num1(Y(r.pct_peak * 100))}, {"r", r.kept ? "5" : "2.5"},
-                                  {"fill", r.kept ? color : "white"}, {"stroke", color}}) +
-               "><title>" + xml_escape(std::to_string(r.experiment) + " " + r.tag + format_numbers(": %.1f%% of peak, %.2f us, ", r.pct_peak * 100, r.latency_us) +
-                                       (r.kept ? "kept: " : "reverted: ") + r.description) +
-               "</title></circle>\n";
+    for (auto& r : rows) {
+      if (r.tag != tag || r.correctness != "PASS") continue;
+      const CountersRow* c = r.kept ? counters_of(counters, r.experiment, r.tag) : nullptr;
+      const bool read = c && c->counters.available();
+      std::string readings;
+      if (read)
+        for (auto& line : counter_lines(c->counters)) readings += "\n" + line;
+      svg += "<circle" + attrs({{"cx", num1(X(r.experiment))}, {"cy", num1(Y(r.pct_peak * 100))}, {"r", r.kept ? "5" : "2.5"},
+                                {"fill", r.kept ? color : "white"}, {"stroke", color}}) +
+             "><title>" + xml_escape(std::to_string(r.experiment) + " " + r.tag + format_numbers(": %.1f%% of peak, %.2f us, ", r.pct_peak * 100, r.latency_us) +
+                                     (r.kept ? "kept: " : "reverted: ") + r.description + readings) +
+             "</title></circle>\n";
+      if (read)
+        if (std::string label = chart_label(c->counters, c->registers, c->spill_bytes); !label.empty())
+          svg += svg_text(X(r.experiment) + 7, Y(r.pct_peak * 100) - 7, label, " font-size=\"9\" fill=\"" + color + "\"");
+    }
     const double ly = T + 16 + 18 * legend++;
     svg += "<line" + attrs({{"x1", num1(W - R + 12)}, {"y1", num1(ly - 4)}, {"x2", num1(W - R + 30)}, {"y2", num1(ly - 4)},
                             {"stroke", color}, {"stroke-width", "2"}}) + "/>\n";

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
+#include "daemon/loop/counters_table.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
 
@@ -27,6 +28,8 @@ struct RunSnapshot {
   /// (and `kernelbench --baselines`) left them (default_builtin_problems_path).
   std::vector<BuiltinProblem> builtin_problems;
   std::vector<ProblemBaseline> problem_baselines;
+  /// counters.tsv: the hardware counters of each judged experiment (none in an older run).
+  std::vector<CountersRow> counters;
 };
 
 /// Reads a run folder without changing it (the daemon may be writing it). An Error names what
@@ -36,7 +39,9 @@ Result<RunSnapshot> read_run(const std::string& dir);
 
 std::string status_text(const RunSnapshot& s);
 std::string markdown_report(const RunSnapshot& s, const std::string& svg_name);
-std::string progress_svg(const std::vector<ResultRow>& rows);
+/// With `counters`, each kept point is labelled with what limited it ("memory 91%": the reading
+/// that decided, daemon/loop/bottleneck.hpp) and its tooltip gives the main readings.
+std::string progress_svg(const std::vector<ResultRow>& rows, const std::vector<CountersRow>& counters = {});
 
 /// Several run folders that split one program's kernels between them (one daemon per box, see
 /// docs/scale.md): every kernel of every run in one table, and the whole program's Amdahl

@@ -127,3 +127,95 @@ TEST_CASE("the tuner does not propose a configuration that is being judged on an
   CHECK((*second)->description != (*first)->description);
   CHECK(knob_key(read_knobs((*second)->source)) != knob_key(read_knobs((*first)->source)));
 }
+
+namespace {
+
+/// The context of a kernel whose best is `source`, judged once (its standing baseline) with
+/// these counters and registers.
+ProposalContext best_read_as(const KernelSpec& spec, const std::string& source, const HardwareCounters& c, int registers,
+                             int spill_bytes = 0) {
+  ProposalContext ctx;
+  ctx.spec = &spec;
+  ctx.best_source = source;
+  PastExperiment base{"baseline", source, "PASS", 100, true, "", MoveKind::Baseline, 1};
+  base.standing = true;
+  base.registers = registers;
+  base.spill_bytes = spill_bytes;
+  base.counters = c;
+  ctx.history.push_back(base);
+  return ctx;
+}
+
+HardwareCounters read_as(double dram, double sm, std::vector<StallShare> stalls = {}) {
+  HardwareCounters c;
+  c.passes = 5;
+  c.dram_pct = dram, c.sm_pct = sm, c.tensor_pct = 0, c.bank_conflict_ratio = 0;
+  c.stalls = std::move(stalls);
+  return c;
+}
+
+const std::string& variant_file(const std::string& type, const std::string& name) {
+  for (const auto& v : kernel_variants(type))
+    if (v.name == name) return *v.source;
+  FAIL("no variant " << name << " of " << type);
+  static const std::string none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("a memory-bound best tries vector width before block shape, and says which reading chose it", "[tuner][counters]") {
+  BuiltinTuner t;
+  ProposalContext ctx = best_read_as(rmsnorm_spec(), rmsnorm_spec().starter_source(), read_as(91, 30), 24);
+  auto p = t.propose(ctx);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->description ==
+        "tier 2: AK_VEC 1 -> 2 (first because the best is memory-bound (at 91% of DRAM peak): fewer bytes, not more threads)");
+  // Every vector width before any block shape.
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    auto next = t.propose(ctx);
+    REQUIRE(next.ok());
+    REQUIRE(next->has_value());
+    order.push_back((*next)->description.substr(0, (*next)->description.find(" (")));
+    // Kept, so that no structure switch is due; the best (and its counters) stay the baseline's.
+    ctx.history.push_back({(*next)->description, (*next)->source, "PASS", 120, true, "", (*next)->move, 2 + i});
+  }
+  CHECK(order == std::vector<std::string>{"tier 2: AK_VEC 1 -> 2", "tier 2: AK_VEC 1 -> 4", "tier 2: AK_VEC 1 -> 8",
+                                          "tier 1: AK_THREADS 256 -> 128"});
+}
+
+TEST_CASE("a register-limited best tries fewer values a thread first", "[tuner][counters]") {
+  BuiltinTuner t;
+  HardwareCounters c = read_as(30, 25);
+  c.occupancy = OccupancyLimit{1, 25, "registers", 1, -1, 8, 32};
+  const std::string& file = variant_file("rmsnorm", "row_in_registers");
+  ProposalContext ctx = best_read_as(rmsnorm_spec(), file, c, 128);
+  auto p = t.propose(ctx);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK_THAT((*p)->description, Catch::StartsWith("tier 2: AK_VEC 8 -> 4 (first because the best is register-limited (128 registers"));
+}
+
+TEST_CASE("a tensor-core kernel stalled on barriers tries more stages first", "[tuner][counters]") {
+  BuiltinTuner t;
+  const std::string& file = variant_file("matmul", "mma_pipeline");
+  ProposalContext ctx = best_read_as(matmul_spec(), file, read_as(20, 35, {{"barrier", 0.4}, {"long_scoreboard", 0.2}}), 168);
+  auto p = t.propose(ctx);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK_THAT((*p)->description, Catch::StartsWith("tier 2: AK_STAGES 3 -> ") &&
+                                    Catch::Contains("(first because the best is stalled on barriers (40% of warp cycles at barriers)"));
+  CHECK(read_knobs((*p)->source).at("AK_STAGES") > 3);
+}
+
+TEST_CASE("without counters the tuner keeps its playbook order", "[tuner][counters]") {
+  BuiltinTuner t;
+  ProposalContext ctx = best_read_as(rmsnorm_spec(), rmsnorm_spec().starter_source(),
+                                     HardwareCounters::unavailable_because("turned off"), 24);
+  auto p = t.propose(ctx);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->description == "tier 1: AK_THREADS 256 -> 128");
+}

@@ -52,6 +52,8 @@ class ScriptedEvaluator : public Evaluator {
   ManualClock* clock = nullptr;            ///< advanced by `eval_seconds` per evaluation
   double eval_seconds = 0;
   int harness_failures = 0;   ///< the next this many evaluations say the harness failed
+  /// What a passing verdict's counters pass read (none: the verdict carries no counters).
+  std::optional<HardwareCounters> counters;
   static double latency_of(const std::string& source, double otherwise) {
     return source.rfind("// us=", 0) == 0 ? std::stod(source.substr(6)) : otherwise;
   }
@@ -104,6 +106,8 @@ class ScriptedEvaluator : public Evaluator {
     v.baseline_source = req.baseline_us ? "config" : baseline_source;
     v.speedup = v.baseline_us / us;
     v.peak_vram_mb = 256;
+    v.registers = 32;
+    v.counters = counters;
     return v;
   }
 };

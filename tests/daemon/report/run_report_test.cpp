@@ -109,3 +109,49 @@ TEST_CASE("progress.svg has one scale, % of the measured peak, for GB/s and TFLO
   CHECK_THAT(svg, Catch::Contains(">rmsnorm</text>"));
   CHECK(svg.find("GB/s or TFLOPS") == std::string::npos);
 }
+
+TEST_CASE("the run keeps every judged experiment's counters beside results.tsv, and the report shows the kept ones", "[report][counters]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  HardwareCounters c;
+  c.passes = 5;
+  c.dram_pct = 91, c.sm_pct = 30, c.achieved_occupancy_pct = 85, c.l2_hit_pct = 40, c.tensor_pct = 0, c.bank_conflict_ratio = 0;
+  c.stalls = {{"long_scoreboard", 0.62}, {"selected", 0.2}};
+  ev.counters = c;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(90, "faster");
+  pr.add(95, "slower");
+  auto cfg = loop_config(dir);
+  RunLoop loop(cfg, ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = read_counters_table(counters_table_path(cfg.run_dir()));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].experiment == 1);
+  CHECK(rows[2].counters.dram_pct == Approx(91));
+  // The proposer saw the best's counters in its context: what the prompt and the tuner read.
+  REQUIRE(pr.seen.size() >= 2);
+  const PastExperiment* best = current_best_experiment(pr.seen[1]);
+  REQUIRE(best);
+  REQUIRE(best->counters.has_value());
+  CHECK(best->counters->dram_pct == Approx(91));
+
+  auto snap = read_run(cfg.run_dir());
+  REQUIRE(snap.ok());
+  const std::string md = markdown_report(*snap, "progress.svg");
+  CHECK_THAT(md, Catch::Contains("## What limited each kept version"));
+  CHECK_THAT(md, Catch::Contains("| 2 | rmsnorm | 90.00 | memory-bound \\(at 91% of DRAM peak\\): fewer bytes, not more threads | 91% | 30% |"));
+  CHECK(md.find("| 3 | rmsnorm | 95.00 | memory-bound") == std::string::npos);   // reverted: not a kept version
+  const std::string svg = progress_svg(snap->rows, snap->counters);
+  CHECK_THAT(svg, Catch::Contains(">memory 91%</text>"));
+  CHECK_THAT(svg, Catch::Contains("DRAM 91.0% of peak, SM 30.0% of peak"));
+}
+
+TEST_CASE("a report of a run without counters has no counters section", "[report][counters]") {
+  TempDir dir;
+  std::string run = finished_run(dir);
+  auto snap = read_run(run);
+  REQUIRE(snap.ok());
+  CHECK(snap->counters.empty());
+  CHECK(markdown_report(*snap, "progress.svg").find("What limited") == std::string::npos);
+}
