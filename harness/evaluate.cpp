@@ -185,7 +185,7 @@ Result<double> Harness::cached_time(const std::string& what, const KernelSpec& s
   return time_cache_[key] = t->median_us;
 }
 
-Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage) {
+Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage, const VerdictListener& on_settled) {
   const auto t0 = std::chrono::steady_clock::now();
   Verdict v;
   v.kernel_type = req.kernel_type;
@@ -355,6 +355,11 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage)
   } else if (v.context_lost) {
     v.counters = HardwareCounters::unavailable_because("not read: the worker's CUDA context was lost timing the baseline");
   } else {
+    if (on_settled) {
+      Verdict settled = v;
+      settled.total_seconds = since(t0);
+      on_settled(settled);
+    }
     if (on_stage) on_stage("counters");
     const auto tk = std::chrono::steady_clock::now();
     bool lost = false;

@@ -57,7 +57,7 @@ Status register_request_type(const EvalRequest& r);
 class Harness {
  public:
   static Result<std::unique_ptr<Harness>> open(int device);
-  Verdict evaluate(const EvalRequest& req, const StageListener& on_stage = {});
+  Verdict evaluate(const EvalRequest& req, const StageListener& on_stage = {}, const VerdictListener& on_settled = {});
   GpuContext& gpu() { return *gpu_; }
 
  private:

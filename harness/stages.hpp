@@ -65,6 +65,9 @@ std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed);
 
 /// Called as each stage begins, so a watchdog can give every stage its own time limit.
 using StageListener = std::function<void(const std::string& stage)>;
+/// Told a candidate's verdict once it is settled, before the work that cannot change it (the
+/// counters pass): a worker that dies in that work still has a verdict to give.
+using VerdictListener = std::function<void(const Verdict& settled)>;
 
 /// Runs the stages in order into v.stages, stopping at the first failure, which fills the
 /// verdict's correctness, message and failed_* fields. Returns true when all five passed.

@@ -31,6 +31,15 @@ Verdict lost(Correctness c, const EvalRequest& req, const std::string& stage, co
   return v;
 }
 
+/// The verdict settled before the counters pass, when the worker stopped in that pass: the
+/// candidate had been judged, and what stopped the pass is no verdict on it.
+Verdict without_counters(Verdict settled, const std::string& what) {
+  settled.counters = HardwareCounters::unavailable_because("the worker " + what +
+                                                           " during the counters pass: no readings (the worker was replaced)");
+  settled.notes.push_back("the worker " + what + " during the counters pass, after the candidate was judged");
+  return settled;
+}
+
 }  // namespace
 
 WorkerEvaluator::WorkerEvaluator(Options o) : opt_(std::move(o)) {
@@ -82,6 +91,7 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
     return lost(Correctness::Crash, req, "start", "the worker was gone before the candidate arrived (" + why + ")");
   }
   std::string stage = "compile";
+  std::optional<Verdict> settled;
   for (;;) {
     bool timed_out = false, eof = false;
     const double limit = stage == "baseline" ? std::max(opt_.stage_timeout_s, opt_.baseline_timeout_s) : opt_.stage_timeout_s;
@@ -91,6 +101,8 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
         bool cancelled = opt_.cancel && opt_.cancel->load();
         stop(true);
         if (cancelled) return error("evaluation abandoned: the daemon is stopping");
+        if (settled && stage == "counters")
+          return without_counters(*settled, "ran past " + std::to_string(int(limit)) + " s and was killed");
         return lost(Correctness::Timeout, req, stage,
                     "ran past its limit of " + std::to_string(int(limit)) +
                         " s (a hang or an endless loop); the worker was killed");
@@ -98,12 +110,21 @@ Result<Verdict> WorkerEvaluator::evaluate(const EvalRequest& req) {
       std::string why = child_.reap();
       stop(true);
       if (opt_.cancel && opt_.cancel->load()) return error("evaluation abandoned: the daemon is stopping");
+      if (settled && stage == "counters") return without_counters(*settled, "died (" + why + ")");
       return lost(Correctness::Crash, req, stage, "the worker died (" + why + ")");
     }
     nlohmann::json msg = nlohmann::json::parse(*line, nullptr, false);
     const std::string event = msg.is_object() ? msg.value("event", "") : "";
     if (event == "stage") {
       stage = msg.value("name", stage);
+      continue;
+    }
+    if (event == "settled") {
+      try {
+        settled = msg.at("verdict").get<Verdict>();
+      } catch (const std::exception&) {
+        settled.reset();   // the final verdict, or the worker's end, will say what happened
+      }
       continue;
     }
     if (event != "verdict") {

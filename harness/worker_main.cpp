@@ -72,7 +72,9 @@ int run_worker(int device) {
       spdlog::error("worker: malformed request: {}", e.what());
       continue;
     }
-    Verdict v = (*harness)->evaluate(req, [&](const std::string& stage) { send(out, protocol::stage_line(stage)); });
+    Verdict v = (*harness)->evaluate(
+        req, [&](const std::string& stage) { send(out, protocol::stage_line(stage)); },
+        [&](const Verdict& settled) { send(out, protocol::settled_line(settled)); });
     send(out, protocol::verdict_line(v));
     if (v.context_lost) {
       spdlog::warn("worker: the CUDA context is lost ({}); exiting so a fresh worker takes over", v.message);

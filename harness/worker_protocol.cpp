@@ -19,5 +19,6 @@ std::string unavailable_line(const std::string& message) {
 }
 std::string stage_line(const std::string& stage) { return line(nlohmann::json{{"event", "stage"}, {"name", stage}}); }
 std::string verdict_line(const Verdict& v) { return line(nlohmann::json{{"event", "verdict"}, {"verdict", v}}); }
+std::string settled_line(const Verdict& v) { return line(nlohmann::json{{"event", "settled"}, {"verdict", v}}); }
 
 }  // namespace ak::protocol

@@ -17,5 +17,7 @@ std::string ready_line(const std::string& gpu);
 std::string unavailable_line(const std::string& message);
 std::string stage_line(const std::string& stage);
 std::string verdict_line(const Verdict& v);
+/// The verdict before the counters pass, which the pass cannot change (Harness::evaluate's on_settled).
+std::string settled_line(const Verdict& v);
 
 }  // namespace ak::protocol

@@ -254,3 +254,37 @@ TEST_CASE("a worker killed at its stage limit takes what it started (its compile
   }
   CHECK(gone);
 }
+
+TEST_CASE("a worker that dies or hangs in the counters pass leaves the settled verdict, saying the counters are lost", "[worker][counters]") {
+  const std::string settled =
+      R"({"event":"settled","verdict":{"correctness":"PASS","message":"passed all five stages","timing":{"samples":100,"median_us":91.5}}})";
+  SECTION("it dies") {
+    ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                                 "read line; echo '") + settled + "'; echo '{\"event\":\"stage\",\"name\":\"counters\"}'; exit 7\n");
+    WorkerEvaluator e(w.options());
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Pass);
+    REQUIRE(v->timing.has_value());
+    CHECK(v->timing->median_us == 91.5);
+    REQUIRE(v->counters.has_value());
+    CHECK_THAT(v->counters->unavailable, Catch::Contains("the worker died") && Catch::Contains("during the counters pass"));
+  }
+  SECTION("it hangs") {
+    ScriptedWorker w(std::string("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\n"
+                                 "read line; echo '") + settled + "'; echo '{\"event\":\"stage\",\"name\":\"counters\"}'; exec sleep 30\n");
+    WorkerEvaluator e(w.options(0.5));
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Pass);
+    REQUIRE(v->counters.has_value());
+    CHECK_THAT(v->counters->unavailable, Catch::Contains("was killed during the counters pass"));
+  }
+  SECTION("dying before the settled verdict is still the candidate's crash") {
+    ScriptedWorker w("echo '{\"event\":\"ready\",\"gpu\":\"scripted\"}'\nread line; echo '{\"event\":\"stage\",\"name\":\"benchmark\"}'; exit 7\n");
+    WorkerEvaluator e(w.options());
+    auto v = e.evaluate(request());
+    REQUIRE(v.ok());
+    CHECK(v->correctness == Correctness::Crash);
+  }
+}
