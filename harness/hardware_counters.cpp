@@ -18,7 +18,8 @@ constexpr const char* kSharedWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_s
 /// Hopper's warpgroup MMA runs on the gmma pipe, mma.sync on hmma: a kernel is as busy as the
 /// busier of the two it has.
 const std::vector<std::string> kTensor = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-                                          "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"};
+                                          "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                                          "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"};
 /// The reasons a warp did not issue that say what to change; the rarer ones (drain, misc,
 /// branch resolving, ...) would cost passes and seldom choose an edit.
 const std::vector<std::string> kStallReasons = {"long_scoreboard", "short_scoreboard", "barrier",  "membar",
@@ -58,6 +59,10 @@ nlohmann::json optional_number(const std::optional<double>& x) { return x ? nloh
 std::optional<double> optional_from(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
   return j[key].get<double>();
+}
+/// A number of a verdict file, whatever type a damaged or hand-edited file gives it.
+double number_or(const nlohmann::json& j, const char* key, double otherwise) {
+  return optional_from(j, key).value_or(otherwise);
 }
 
 }  // namespace
@@ -156,14 +161,14 @@ void to_json(nlohmann::json& j, const HardwareCounters& c) {
 
 void from_json(const nlohmann::json& j, HardwareCounters& c) {
   c = HardwareCounters{};
-  c.seconds = j.value("seconds", 0.0);
+  c.seconds = number_or(j, "seconds", 0);
   if (j.contains("unavailable")) {
     c.unavailable = j["unavailable"].is_string() ? j["unavailable"].get<std::string>() : "unreadable";
     if (c.unavailable.empty()) c.unavailable = "no reason given";
     return;
   }
-  c.passes = j.value("passes", 0);
-  c.kernels = j.value("kernels", 0);
+  c.passes = int(number_or(j, "passes", 0));
+  c.kernels = int(number_or(j, "kernels", 0));
   c.dram_pct = optional_from(j, "dram_pct");
   c.sm_pct = optional_from(j, "sm_pct");
   c.achieved_occupancy_pct = optional_from(j, "achieved_occupancy_pct");
@@ -187,15 +192,14 @@ void from_json(const nlohmann::json& j, HardwareCounters& c) {
     for (auto& s : j["stalls"])
       if (s.is_object() && s.contains("reason") && s["reason"].is_string() &&
           std::find(kStallReasons.begin(), kStallReasons.end(), s["reason"].get<std::string>()) != kStallReasons.end())
-        c.stalls.push_back({s["reason"].get<std::string>(), s.value("share", 0.0)});
+        c.stalls.push_back({s["reason"].get<std::string>(), number_or(s, "share", 0)});
   if (j.contains("occupancy") && j["occupancy"].is_object()) {
     const auto& o = j["occupancy"];
     std::string limiter = o.contains("limiter") && o["limiter"].is_string() ? o["limiter"].get<std::string>() : "";
     if (limiter != "registers" && limiter != "shared memory" && limiter != "warps" && limiter != "blocks") limiter = "";
-    c.occupancy = OccupancyLimit{o.value("blocks_per_sm", 0),     o.value("theoretical_pct", 0.0),
-                                 limiter,                         o.value("by_registers", -1),
-                                 o.value("by_shared_memory", -1), o.value("by_warps", -1),
-                                 o.value("by_blocks", -1)};
+    c.occupancy = OccupancyLimit{int(number_or(o, "blocks_per_sm", 0)), number_or(o, "theoretical_pct", 0), limiter,
+                                 int(number_or(o, "by_registers", -1)),  int(number_or(o, "by_shared_memory", -1)),
+                                 int(number_or(o, "by_warps", -1)),      int(number_or(o, "by_blocks", -1))};
   }
 }
 

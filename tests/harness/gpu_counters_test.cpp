@@ -153,7 +153,7 @@ TEST_CASE("the counters pass adds little to an evaluation's wall time", "[gpu][c
   for (const char* type : {"rmsnorm", "softmax", "matmul"}) {
     const KernelSpec& spec = *find_spec(type);
     std::vector<double> with, without, pass;
-    for (int i = 0; i < 7; ++i)
+    for (int i = 0; i < 5; ++i)
       for (bool counters : {true, false}) {
         EvalRequest r;
         r.kernel_type = type;
