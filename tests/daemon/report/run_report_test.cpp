@@ -140,7 +140,7 @@ TEST_CASE("the run keeps every judged experiment's counters beside results.tsv, 
   REQUIRE(snap.ok());
   const std::string md = markdown_report(*snap, "progress.svg");
   CHECK_THAT(md, Catch::Contains("## What limited each kept version"));
-  CHECK_THAT(md, Catch::Contains("| 2 | rmsnorm | 90.00 | memory-bound \\(at 91% of DRAM peak\\): fewer bytes, not more threads | 91% | 30% |"));
+  CHECK_THAT(md, Catch::Contains("| 2 | rmsnorm | 90.00 | memory-bound (at 91% of DRAM peak): fewer bytes, not more threads | 91% | 30% |"));
   CHECK(md.find("| 3 | rmsnorm | 95.00 | memory-bound") == std::string::npos);   // reverted: not a kept version
   const std::string svg = progress_svg(snap->rows, snap->counters);
   CHECK_THAT(svg, Catch::Contains(">memory 91%</text>"));
