@@ -106,8 +106,7 @@ class ScriptedEvaluator : public Evaluator {
     v.baseline_source = req.baseline_us ? "config" : baseline_source;
     v.speedup = v.baseline_us / us;
     v.peak_vram_mb = 256;
-    v.registers = 32;
-    v.counters = counters;
+    if (counters) v.registers = 32, v.counters = counters;
     return v;
   }
 };
