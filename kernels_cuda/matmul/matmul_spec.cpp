@@ -192,6 +192,10 @@ KernelSpec make_v2() {
   k.tolerance = design_tolerance;
   k.shape_error = linear_shape_error;
   k.zero_dims = {kHasBias};
+  // The shape ends in has_bias, not in a row length: rows and columns are said here, as version 1's
+  // shape [M, N, K] implied them (an input's rows of K; has_bias 0 as a column count divides by zero).
+  k.row_count = [](const Shape& s) { return s[0] * s[1]; };
+  k.col_count = [](const Shape& s) { return s[2]; };
   k.bytes = [](const Shape& s, DType d) {
     return double(s[0] * s[2] + s[1] * s[2] + s[0] * s[1] + s[kHasBias] * s[1]) * dtype_size(d);
   };

@@ -87,6 +87,23 @@ TEST_CASE("bytes and flops formulas on known shapes", "[spec]") {
   CHECK(softmax_spec().flops({2, 3}) == 30);
 }
 
+TEST_CASE("every declared shape of every spec, older versions too, has positive rows and columns", "[spec]") {
+  // The inputs are drawn row by row (harness/inputs.cpp): a column count of 0 divides by zero in
+  // the worker, as a shape ending in a flag rather than a row length once did.
+  std::vector<const KernelSpec*> specs = all_specs();
+  specs.insert(specs.end(), older_specs().begin(), older_specs().end());
+  for (auto* s : specs) {
+    std::vector<Shape> shapes = s->sweep_shapes;
+    shapes.insert(shapes.end(), s->edge_shapes.begin(), s->edge_shapes.end());
+    for (const Shape& e : {s->bench_shape, s->smoke_shape, s->stability_shape, s->determinism_shape}) shapes.push_back(e);
+    for (const Shape& e : shapes) {
+      INFO(s->type << " version " << s->contract_version << " at " << shape_str(e));
+      CHECK(s->cols(e) > 0);
+      CHECK(s->rows(e) > 0);
+    }
+  }
+}
+
 TEST_CASE("each spec has 8 to 10 sweep shapes, edge shapes off the vector width, and tolerances no looser than docs/design.md", "[spec]") {
   for (auto* s : all_specs()) {
     INFO(s->type);
