@@ -10,13 +10,14 @@
 
 #include "common/result.hpp"
 #include "harness/gpu_context.hpp"
+#include "kernels_cuda/grid_launch_rules.h"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {
 
 inline constexpr const char* kClusterBlocksSymbol = "ak_cluster_blocks";
 inline constexpr const char* kPersistentSymbol = "ak_persistent";
-inline constexpr int kMaxClusterBlocks = 8;   ///< the portable cluster size
+inline constexpr int kMaxClusterBlocks = ak_max_cluster_blocks;   ///< the portable cluster size
 
 struct GridLaunch {
   int cluster_blocks = 1;

@@ -17,13 +17,7 @@ size_t mapped_elem_bytes(const ArgSpec& a, DType d) { return mapped_as_t(a) ? dt
 
 /// Why the box of `m` cannot be built in dtype d, whatever the shape; "" when it can.
 std::string box_problem(const TensorMapDecl& m, const ArgSpec& a, DType d) {
-  const size_t row_bytes = size_t(m.box_cols) * mapped_elem_bytes(a, d);
-  if (row_bytes % 16)
-    return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ": it must be a multiple of 16";
-  if (m.swizzle && row_bytes > size_t(m.swizzle))
-    return "a box row is " + std::to_string(row_bytes) + " bytes in " + dtype_name(d) + ", wider than the " +
-           std::to_string(m.swizzle) + "-byte swizzle span";
-  return "";
+  return ak_tensor_map_box_problem(m, mapped_elem_bytes(a, d), dtype_name(d));
 }
 
 /// The rules that hold whatever the shape; "" when the declaration keeps them.
@@ -35,12 +29,7 @@ std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
   if (!a.is_buffer()) return "'" + a.name + "' is not a buffer: only buffer arguments can be mapped";
   if (!a.row_length) return "'" + a.name + "' has no row length in the " + spec.type + " spec, so it cannot be mapped";
   if (a.elem == Elem::I64 && a.kind != ArgSpec::Scratch) return "'" + a.name + "' holds int64 values, which TMA does not map here";
-  if (m.box_cols < 1 || m.box_cols > 256 || m.box_rows < 1 || m.box_rows > 256)
-    return "the box is " + std::to_string(m.box_cols) + " x " + std::to_string(m.box_rows) + ": each side must be 1 to 256";
-  if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
-    return "swizzle " + std::to_string(m.swizzle) + ": expected 0, 32, 64 or 128 bytes";
-  if (m.l2_promotion != 0 && m.l2_promotion != 64 && m.l2_promotion != 128 && m.l2_promotion != 256)
-    return "L2 promotion " + std::to_string(m.l2_promotion) + ": expected 0, 64, 128 or 256 bytes";
+  if (std::string why = ak_tensor_map_decl_problem(m); !why.empty()) return why;
   // A box that fits some of the type's dtypes is built in those only (matmul's 64 columns of K
   // are one 128-byte swizzle row in fp16, two in fp32); one that fits none is a mistake.
   std::string why;
@@ -53,27 +42,8 @@ std::string static_problem(const TensorMapDecl& m, const KernelSpec& spec) {
 
 /// Int64 operands are refused at load unless mapped as T (static_problem), so every case is here.
 CUtensorMapDataType tma_type(const ArgSpec& a, DType d) {
-  if (mapped_as_t(a)) return d == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                             : d == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if (mapped_as_t(a)) return ak_tensor_map_type_of_dtype(d == DType::F16 ? 0 : d == DType::BF16 ? 1 : 2);
   return a.elem == Elem::U32 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-}
-
-CUtensorMapSwizzle tma_swizzle(int bytes) {
-  switch (bytes) {
-    case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
-    case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
-    case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
-    default: return CU_TENSOR_MAP_SWIZZLE_NONE;
-  }
-}
-
-CUtensorMapL2promotion tma_l2(int bytes) {
-  switch (bytes) {
-    case 64: return CU_TENSOR_MAP_L2_PROMOTION_L2_64B;
-    case 128: return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-    case 256: return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    default: return CU_TENSOR_MAP_L2_PROMOTION_NONE;
-  }
 }
 
 }  // namespace
@@ -100,51 +70,31 @@ Result<std::vector<TensorMapDecl>> parse_tensor_maps(const std::vector<int>& int
 
 TensorMapView tensor_map_view(const KernelSpec& spec, const TensorMapDecl& decl, const Shape& shape, DType d) {
   const ArgSpec& a = spec.args.at(size_t(decl.operand));
-  TensorMapView v;
-  v.elem_bytes = mapped_elem_bytes(a, d);
-  v.type = tma_type(a, d);
-  v.cols = uint64_t(a.row_length(shape));
-  const uint64_t bytes = uint64_t(a.numel(shape)) * elem_size(a.elem, d);
-  v.rows = v.cols ? bytes / (v.cols * v.elem_bytes) : 0;
-  return v;
+  return ak_tensor_map_view_of(uint64_t(a.row_length(shape)), uint64_t(a.numel(shape)), elem_size(a.elem, d),
+                               mapped_elem_bytes(a, d), tma_type(a, d));
 }
 
-std::string unmappable_reason(const TensorMapView& v, CUdeviceptr base) {
-  if (v.cols == 0 || v.rows == 0) return "the operand is empty";
-  if (base % 16) return "its base address is not 16-byte aligned";
-  if ((v.cols * v.elem_bytes) % 16)
-    return "its row stride (" + std::to_string(v.cols * v.elem_bytes) + " bytes) is not a multiple of 16 bytes";
-  if (v.cols >= (uint64_t(1) << 32) || v.rows >= (uint64_t(1) << 32)) return "a dimension reaches 2^32";
-  if (v.cols * v.elem_bytes >= (uint64_t(1) << 40)) return "its row stride reaches 2^40 bytes";
-  return "";
-}
+std::string unmappable_reason(const TensorMapView& v, CUdeviceptr base) { return ak_tensor_map_unmappable(v, base); }
 
 Result<TensorMapsParam> encode_tensor_maps(const CudaDriver& driver, const std::vector<TensorMapDecl>& decls,
                                            const KernelSpec& spec, const Shape& shape, DType d,
                                            const std::vector<CUdeviceptr>& operands) {
+  std::vector<TensorMapView> views;
+  std::vector<CUdeviceptr> bases;
+  for (const TensorMapDecl& m : decls) {
+    views.push_back(tensor_map_view(spec, m, shape, d));
+    bases.push_back(operands.at(size_t(m.operand)));
+  }
   TensorMapsParam p;
-  std::memset(&p, 0, sizeof p);
-  for (size_t i = 0; i < decls.size(); ++i) {
-    const TensorMapDecl& m = decls[i];
-    const TensorMapView v = tensor_map_view(spec, m, shape, d);
-    const CUdeviceptr base = operands.at(size_t(m.operand));
-    if (!box_problem(m, spec.args.at(size_t(m.operand)), d).empty()) continue;   // not in this dtype: bit i clear
-    if (!unmappable_reason(v, base).empty()) continue;
-    const cuuint64_t dims[2] = {v.cols, v.rows};
-    const cuuint64_t strides[1] = {v.cols * v.elem_bytes};
-    const cuuint32_t box[2] = {cuuint32_t(m.box_cols), cuuint32_t(m.box_rows)};
-    const cuuint32_t unit[2] = {1, 1};
-    CUtensorMap encoded;
-    CUresult r = driver.cuTensorMapEncodeTiled(&encoded, v.type, 2, reinterpret_cast<void*>(base), dims, strides, box,
-                                               unit, CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle(m.swizzle),
-                                               tma_l2(m.l2_promotion), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      return error("encoding " + map_name(int(i), m, spec) + " for " + shape_str(shape) + " " + dtype_name(d) + " (" +
-                   std::to_string(v.rows) + " x " + std::to_string(v.cols) + ", box " + std::to_string(m.box_rows) +
-                   " x " + std::to_string(m.box_cols) + "): " + cu_error_text(r));
-    static_assert(sizeof(encoded) == sizeof(p.map[i]));
-    std::memcpy(&p.map[i], &encoded, sizeof encoded);
-    p.built |= 1u << i;
+  int failed = 0;
+  const CUresult r = ak_encode_tensor_maps(driver.cuTensorMapEncodeTiled, decls.data(), int(decls.size()), views.data(),
+                                           bases.data(), p, &failed);
+  if (r != CUDA_SUCCESS) {
+    const TensorMapDecl& m = decls[size_t(failed)];
+    const TensorMapView& v = views[size_t(failed)];
+    return error("encoding " + map_name(failed, m, spec) + " for " + shape_str(shape) + " " + dtype_name(d) + " (" +
+                 std::to_string(v.rows) + " x " + std::to_string(v.cols) + ", box " + std::to_string(m.box_rows) +
+                 " x " + std::to_string(m.box_cols) + "): " + cu_error_text(r));
   }
   return p;
 }

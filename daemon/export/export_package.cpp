@@ -158,6 +158,9 @@ Result<PackageFiles> common_files(const std::vector<ExportedKernel>& kernels, co
   files[csrc + "loaded_module.h"] = packaged("launch/loaded_module.h");
   files[csrc + "file_pick.h"] = packaged("launch/file_pick.h");
   files[csrc + "grid_rules.h"] = embedded_python().at("kernels_cuda/grid_rules.h");
+  files[csrc + "tensor_map_rules.h"] = embedded_python().at("kernels_cuda/tensor_map_rules.h");
+  files[csrc + "grid_launch_rules.h"] = embedded_python().at("kernels_cuda/grid_launch_rules.h");
+  files[csrc + "tiled_launch.h"] = packaged("launch/tiled_launch.h");
   for (const char* f : {"_patch.py", "_replacements.py", "_fakes.py", "_modules.py", "_compile_decision.py", "_timing.py", "_graphs.py", "_served.py"}) files[py + f] = packaged(std::string(kPackage) + "/" + f);
   return files;
 }
@@ -167,6 +170,22 @@ std::string capability(const std::string& arch) {
   std::string digits;
   for (char c : arch) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
   return digits.size() < 2 ? arch : digits.substr(0, digits.size() - 1) + "." + digits.back();
+}
+
+/// Why a tensor-core file does not serve its shape: it was not measured faster than what it would
+/// replace there ("" when it was, and for the other types, whose rule is kept_kernels' own). Its op
+/// replaces a library call (cuBLAS, SDPA) that a model makes at every shape, so a file serves only
+/// the shape it beat that call at; a speedup over the starter says nothing of the library.
+std::string tensor_core_not_faster(const ExportedKernel& k) {
+  if (!tensor_core_type(k.type)) return "";
+  const bool library = k.baseline == "cuBLAS" || k.baseline == "PyTorch eager" || k.baseline == "baseline_us in the config";
+  if (!library)
+    return "its speedup is against " + (k.baseline.empty() ? std::string("no recorded baseline") : k.baseline) +
+           ", not the op it would replace (cuBLAS, PyTorch's, or plan's baseline_us)";
+  if (!(k.speedup > 1))
+    return format_numbers("%.3fx its baseline", k.speedup) + " (" + k.baseline + "), not faster at " +
+           (k.shape.empty() ? std::string("its shape") : k.shape);
+  return "";
 }
 
 }  // namespace
@@ -192,6 +211,11 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
     e.best_us = k.value("best_us", 0.0);
     e.baseline_us = k.value("baseline_us", 0.0);
     e.speedup = k.value("speedup", 0.0);
+    e.baseline = k.value("baseline", "");
+    if (std::string why = tensor_core_not_faster(e); !why.empty() && !include_slower) {
+      left_out.push_back(e.tag + ": " + why + ": left out (--include-slower exports it)");
+      continue;
+    }
     if (e.speedup > 0 && e.speedup < 1 && !include_slower) {
       left_out.push_back(e.tag + format_numbers(": %.3fx its baseline, slower: left out (--include-slower exports it)", e.speedup));
       continue;
@@ -218,8 +242,10 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
     if (!spec) return spec.error();
     auto first = std::find_if(kernels.begin(), kernels.end(), [&](const ExportedKernel& e) { return e.type == k.type; });
     if (!exportable(**spec))
-      left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type +
-                         " is not exported yet (its launch needs the tiled grid and operand layouts: the row-wise types are)");
+      left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type + " version " +
+                         std::to_string((**spec).contract_version) +
+                         " is not exported (the package has ops for the row-wise types, matmul version 2, fused_mlp "
+                         "version 1 and flash_attention version 1)");
     else if (first != kernels.end() && (**spec_of(*first)).contract_version != (**spec).contract_version)
       // One op per type: its arguments mean what one version of the contract says.
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": follows version " + std::to_string((**spec).contract_version) +
@@ -228,8 +254,9 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
     else
       kernels.push_back(k);
   }
-  if (kernels.empty()) return error("nothing to export: none of the kernels is of a row-wise type (rmsnorm, layernorm, softmax, "
-                                    "rotary_embedding, cross_entropy, reduce, swiglu)");
+  if (kernels.empty()) return error("nothing to export: none of the kernels is of a type the package has an op for (rmsnorm, "
+                                    "layernorm, softmax, rotary_embedding, cross_entropy, reduce, swiglu, matmul version 2, "
+                                    "fused_mlp, flash_attention version 1)");
   const bool hf = format == PackageFormat::HfKernels;
   const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
   const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";

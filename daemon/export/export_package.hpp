@@ -20,6 +20,7 @@ struct ExportedKernel {
   std::string source;     ///< the file's text: compiled for the package, never put in it
   std::string shape, dtype;
   double best_us = 0, baseline_us = 0, speedup = 0;  ///< 0 when not measured (a single file)
+  std::string baseline;   ///< what baseline_us measured ("cuBLAS", "baseline_us in the config", "the starter", ...)
 };
 
 enum class PackageFormat { Torch, HfKernels };
@@ -32,7 +33,9 @@ using PackageFiles = std::map<std::string, std::string>;
 /// the heaviest first (package_files gives a type's files one launcher, which picks a file per call
 /// by its shape: daemon/export/package/launch/file_pick.h). A kernel slower than its
 /// baseline (the op it would replace, when the config came from plan) is left out unless
-/// `include_slower`. `left_out` says what was not taken, and why.
+/// `include_slower`; a tensor-core file (matmul, fused_mlp, flash_attention), which serves only the
+/// shape it was tuned at, also unless it was measured faster than the op it replaces (cuBLAS,
+/// PyTorch's, or plan's baseline_us: not the starter). `left_out` says what was not taken, and why.
 Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, bool include_slower,
                                                  std::vector<std::string>& left_out);
 

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <regex>
 
 #include "harness/grid_launch.hpp"
 #include "harness/kernel_contract.hpp"
 #include "harness/tensor_maps.hpp"
+#include "kernels_cuda/grid_rules.h"
 #include "kernels_cuda/rotary_embedding/rotary_layouts.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
 
@@ -36,17 +38,117 @@ std::string byte_array(const std::vector<char>& bytes) {
   return out;
 }
 
+/// A tensor-core type's tile rule, as the generated launcher writes it and as C++ evaluates it
+/// (to check it against the spec's own grid before a launcher is written with it).
+struct TiledRule {
+  const char* type;
+  int version;
+  const char* text;
+  int64_t (*blocks)(const Shape& s, int tile_m, int tile_n);
+};
+
+const TiledRule kTiledRules[] = {
+    {"matmul", 2, "ak_tiled_blocks(s[0], s[1], m->tile_m, m->tile_n, 1)",
+     [](const Shape& s, int tm, int tn) -> int64_t { return ak_tiled_blocks(s[0], s[1], tm, tn, 1); }},
+    {"fused_mlp", 1, "ak_tiled_blocks(s[0], s[2], m->tile_m, m->tile_n, 1) + ak_tiled_blocks(s[0], s[1], m->tile_m, m->tile_n, 1)",
+     [](const Shape& s, int tm, int tn) -> int64_t {
+       return ak_tiled_blocks(s[0], s[2], tm, tn, 1) + ak_tiled_blocks(s[0], s[1], tm, tn, 1);
+     }},
+    {"flash_attention", 1, "ak_tiled_blocks(s[2], 1, m->tile_m, 1, s[0] * s[1])",
+     [](const Shape& s, int tm, int) -> int64_t { return ak_tiled_blocks(s[2], 1, tm, 1, s[0] * s[1]); }},
+};
+
+/// Every shape the harness judged the type at.
+std::vector<Shape> stage_shapes(const KernelSpec& spec) {
+  std::vector<Shape> out{spec.smoke_shape, spec.stability_shape, spec.determinism_shape};
+  for (auto& s : spec.sweep_shapes) out.push_back(s);
+  for (auto& s : spec.edge_shapes) out.push_back(s);
+  if (!spec.bench_shape.empty()) out.push_back(spec.bench_shape);
+  return out;
+}
+
+/// The rule of this spec's type and version, when it gives the spec's own grid at every stage
+/// shape and several tile sizes; nullptr otherwise (a new contract version with another grid).
+const TiledRule* tiled_rule(const KernelSpec& spec) {
+  for (const TiledRule& r : kTiledRules) {
+    if (spec.type != r.type || spec.contract_version != r.version) continue;
+    for (const Shape& s : stage_shapes(spec))
+      for (auto [tm, tn] : {std::pair{64, 64}, {128, 256}, {192, 128}, {16, 8}, {128, 1}}) {
+        LaunchGeometry g;
+        g.tile_m = tm;
+        g.tile_n = tn;
+        if (spec.grid(s, g) != r.blocks(s, tm, tn)) return nullptr;
+      }
+    return &r;
+  }
+  return nullptr;
+}
+
+/// A product of the shape's dimensions, `dims` listing each factor's index (repeated for a power).
+int64_t product(const std::vector<int>& dims, const Shape& s) {
+  int64_t p = 1;
+  for (int d : dims) p *= s[size_t(d)];
+  return p;
+}
+
+/// `value` as a product of the probe's dimensions (distinct primes, so the factors are unique), or
+/// nullopt when it is not one.
+std::optional<std::vector<int>> factors(int64_t value, const Shape& probe) {
+  std::vector<int> out;
+  for (size_t d = 0; d < probe.size() && value > 1; ++d)
+    while (value % probe[d] == 0) value /= probe[d], out.push_back(int(d));
+  if (value != 1) return std::nullopt;
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::optional<OperandExtent>> operand_extents(const KernelSpec& spec) {
+  static const int64_t primes[] = {101, 103, 107, 109, 113, 127, 131, 137};
+  Shape probe;
+  for (size_t d = 0; d < spec.shape_names.size() && d < 8; ++d) probe.push_back(primes[d]);
+  std::vector<std::optional<OperandExtent>> out;
+  for (const ArgSpec& a : spec.args) {
+    out.emplace_back();
+    if (!a.is_buffer() || !a.row_length || probe.size() != spec.shape_names.size()) continue;
+    auto cols = factors(a.row_length(probe), probe), numel = factors(a.numel(probe), probe);
+    if (!cols || !numel) continue;
+    OperandExtent e{*cols, *numel};
+    bool holds = true;
+    for (const Shape& s : stage_shapes(spec))
+      holds = holds && product(e.cols, s) == a.row_length(s) && product(e.numel, s) == a.numel(s);
+    if (holds) out.back() = e;
+  }
+  return out;
+}
+
+bool tensor_core_type(const std::string& type) {
+  for (const TiledRule& r : kTiledRules)
+    if (type == r.type) return true;
+  return false;
+}
+
+bool tensor_core_exportable(const KernelSpec& spec) {
+  if (!tiled_rule(spec)) return false;
+  auto extents = operand_extents(spec);
+  for (size_t i = 0; i < spec.args.size(); ++i)
+    if (spec.args[i].is_buffer() && spec.args[i].row_length && !extents[i]) return false;
+  return true;
+}
 
 std::string grid_rule_call(const KernelSpec& spec) {
   using Grid = int64_t (*)(const Shape&, const LaunchGeometry&);
   const Grid* g = spec.grid.target<Grid>();
   if (g && *g == &rowwise_grid) return "ak_rowwise_blocks(s, " + std::to_string(spec.shape_names.size()) + ", m->rows_per_block)";
   if (g && *g == &rotary::blocks) return "ak_rotary_blocks(s, m->rows_per_block)";
+  if (const TiledRule* r = tiled_rule(spec)) return r->text;
   return "";
 }
 
-bool exportable(const KernelSpec& spec) { return !grid_rule_call(spec).empty(); }
+bool exportable(const KernelSpec& spec) {
+  if (tiled_rule(spec)) return tensor_core_exportable(spec);
+  return !grid_rule_call(spec).empty();
+}
 
 std::vector<std::string> exported_constants(const std::string& kernel_source) {
   static const std::regex decl(R"(extern\s+"C"\s+__constant__\s+int\s+(ak_[A-Za-z0-9_]+))");
@@ -145,32 +247,71 @@ std::string tuned_table(const KernelSpec& spec, const std::vector<TunedFile>& fi
 
 }  // namespace
 
+namespace {
+
+std::string product_text(const std::vector<int>& dims) {
+  std::string out;
+  for (int d : dims) out += (out.empty() ? "s[" : " * s[") + std::to_string(d) + "]";
+  return out.empty() ? "1" : out;
+}
+
+/// The generated operand_view: each buffer a map may cover, as the harness views it
+/// (harness/tensor_maps.cpp: rows of its row length; the type's own operands and scratch mapped in
+/// the call's dtype, other buffers in their fixed element type).
+std::string operand_view_source(const KernelSpec& spec) {
+  const auto extents = operand_extents(spec);
+  std::string out =
+      "// How a tensor map sees each buffer of the entry point in a call: rows of its row length, as the\n"
+      "// harness views it (the " + spec.type + " spec's row lengths and sizes, as products of the shape's dimensions).\n"
+      "bool operand_view(int operand, const long long* s, int dtype, ak_tensor_map_view& v) {\n"
+      "  const size_t t = dtype == 2 ? 4 : 2;  // the call's element size\n"
+      "  const CUtensorMapDataType tt = ak_tensor_map_type_of_dtype(dtype);\n"
+      "  switch (operand) {\n";
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    const ArgSpec& a = spec.args[i];
+    if (!extents[i] || (a.elem == Elem::I64 && a.kind != ArgSpec::Scratch)) continue;  // the harness maps no int64 operand
+    const bool as_t = a.elem == Elem::T || a.kind == ArgSpec::Scratch;
+    const std::string stored = a.elem == Elem::T ? "t" : std::to_string(elem_size(a.elem, DType::F32));
+    const std::string mapped = as_t ? "t" : stored;
+    const std::string type = as_t ? "tt" : a.elem == Elem::U32 ? "CU_TENSOR_MAP_DATA_TYPE_UINT32" : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    out += "    case " + std::to_string(i) + ":  // " + a.name + "\n      v = ak_tensor_map_view_of(" + product_text(extents[i]->cols) +
+           ", " + product_text(extents[i]->numel) + ", " + stored + ", " + mapped + ", " + type + ");\n      return true;\n";
+  }
+  return out + "    default:\n      return false;\n  }\n}\n\n";
+}
+
+}  // namespace
+
 Result<std::string> launcher_source(const KernelSpec& spec, const std::string& kernel_source) {
   return launcher_source(spec, std::vector<TunedFile>{{kernel_source, "", ""}});
 }
 
 Result<std::string> launcher_source(const KernelSpec& spec, const std::vector<TunedFile>& files) {
   if (files.empty()) return error("no " + spec.type + " file to launch");
+  const bool tiled = tiled_rule(spec) != nullptr;
+  if (tiled && !tensor_core_exportable(spec))
+    return error("the " + spec.type + " launcher cannot view every buffer a tensor map may cover as rows of the shape's dimensions");
   for (size_t f = 0; f < files.size(); ++f) {
     const std::vector<std::string> constants = exported_constants(files[f].source);
     const std::string which = files.size() == 1 ? "the " + spec.type + " file" : "the " + spec.type + " file " + std::to_string(f + 1);
     if (std::find(constants.begin(), constants.end(), kBlockThreadsSymbol) == constants.end())
       return error(which + " exports no " + kBlockThreadsSymbol + " (extern \"C\" __constant__ int " + kBlockThreadsSymbol +
                    " = <threads>;): its launch geometry is unknown");
-    // The exported launcher knows the row-wise grid only: a file that asks for maps, clusters or a
-    // persistent grid would be launched otherwise than the harness judged it.
-    for (const char* s : {kTensorMapsSymbol, kClusterBlocksSymbol, kPersistentSymbol})
-      if (std::find(constants.begin(), constants.end(), s) != constants.end())
-        return error(which + " declares " + s + ", which the exported launchers do not provide: export "
-                     "the last kept file without it, or keep this one for the harness only");
+    // A row-wise launcher launches a plain grid: a file that asks for maps, clusters or a persistent
+    // grid would be launched otherwise than the harness judged it. The tensor-core launcher does all three.
+    if (!tiled)
+      for (const char* s : {kTensorMapsSymbol, kClusterBlocksSymbol, kPersistentSymbol})
+        if (std::find(constants.begin(), constants.end(), s) != constants.end())
+          return error(which + " declares " + s + ", which the row-wise launchers do not provide: export "
+                       "the last kept file without it, or keep this one for the harness only");
   }
   const std::string t = spec.type, id = identifier(t), n = std::to_string(files.size());
   std::string out = "// Generated by autokernel export: launches the compiled " + t + " kernel (" + t + "_module.h) as\n"
                     "// autokernel's harness does: through the CUDA driver, the argument order of the " + t + " spec, the\n"
                     "// geometry the module exports, the grid of grid_rules.h; of several files, the one tuned nearest\n"
                     "// the call's shape (file_pick.h).\n"
-                    "#include <atomic>\n\n#include \"file_pick.h\"\n#include \"grid_rules.h\"\n#include \"launch.h\"\n#include \"" + t +
-                    "_module.h\"\n\nnamespace {\n\n";
+                    "#include <atomic>\n\n#include \"file_pick.h\"\n#include \"grid_rules.h\"\n#include \"launch.h\"\n" +
+                    (tiled ? "#include \"tiled_launch.h\"\n" : "") + "#include \"" + t + "_module.h\"\n\nnamespace {\n\n";
   std::string modules;
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string k = file_id(spec, f);
@@ -181,9 +322,12 @@ Result<std::string> launcher_source(const KernelSpec& spec, const std::vector<Tu
     modules += (modules.empty() ? "" : ", ") + ("&" + k + "_module");
   }
   out += "autokernel_launch::Module* const k" + id + "_files[] = {" + modules + "};\n\n";
-  out += tuned_table(spec, files) + "}  // namespace\n\n";
+  out += tuned_table(spec, files);
+  if (tiled) out += operand_view_source(spec);
+  out += "}  // namespace\n\n";
   out += "int files_" + t + "() { return " + n + "; }\n\n";
-  out += "int pick_" + t + "(const long long* s, int dtype) {\n  return autokernel_launch::pick_file(s, " +
+  out += "int pick_" + t + "(const long long* s, int dtype) {\n  return autokernel_launch::" +
+         (tiled ? "pick_exact_file" : "pick_file") + "(s, " +
          std::to_string(spec.shape_names.size()) + ", &k" + id + "_tuned[0][0], k" + id + "_tuned_dtype, k" + id + "_compared, " +
          n + ", dtype);\n}\n\n";
   out += "long long launches_" + t + "(int file) {\n  return file >= 0 && file < " + n + " ? k" + id +
@@ -202,7 +346,8 @@ Result<std::string> launcher_source(const KernelSpec& spec, const std::vector<Tu
     out += (code ? ", " : "") + std::to_string(entry);
   }
   out += "};\n  if (dtype < 0 || dtype > 2 || entry_of_dtype[dtype] < 0) return \"the " + t + " kernel is not built for this dtype\";\n"
-         "  const int file = pick_" + t + "(s, dtype);\n"
+         "  const int file = pick_" + t + "(s, dtype);\n" +
+         (tiled ? "  if (file < 0) return \"no " + t + " file was measured faster at this shape\";\n" : "") +
          "  const char* error = nullptr;\n  const autokernel_launch::Loaded* m = k" + id + "_files[file]->current(error);\n"
          "  if (!m) return error;\n"
          "  const long long blocks = " + grid_rule_call(spec) + ";\n";
@@ -220,8 +365,15 @@ Result<std::string> launcher_source(const KernelSpec& spec, const std::vector<Tu
     else out += "  float " + v + " = c[" + std::to_string(constant++) + "];\n";
     addrs += (addrs.empty() ? "" : ", ") + std::string("&") + v;
   }
-  out += "  void* args[] = {" + addrs + "};\n"
-         "  const char* launched = autokernel_launch::launch(*m, entry_of_dtype[dtype], blocks, (CUstream)stream, args);\n"
+  if (tiled)
+    out += "  // The tensor maps' parameter, when the module declares maps, goes in the last slot.\n"
+           "  void* args[] = {" + addrs + ", nullptr};\n"
+           "  const char* launched = autokernel_launch::launch_tiled(*m, entry_of_dtype[dtype], blocks, s, dtype, &operand_view, args,\n"
+           "                                                        " + std::to_string(spec.args.size()) + ", (CUstream)stream);\n";
+  else
+    out += "  void* args[] = {" + addrs + "};\n"
+           "  const char* launched = autokernel_launch::launch(*m, entry_of_dtype[dtype], blocks, (CUstream)stream, args);\n";
+  out +=
          "  if (!launched) k" + id + "_launches[file].fetch_add(1, std::memory_order_relaxed);\n  return launched;\n}\n";
   return out;
 }

@@ -4,6 +4,7 @@
 /// driver, the arguments in its spec's order, the launch geometry read from the module's ak_*
 /// constants, the grid of kernels_cuda/grid_rules.h, one entry point for each of the spec's dtypes.
 /// All of it is autokernel's own code; of the kernel file only the compiled module goes in, as bytes.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,26 @@
 namespace ak {
 
 /// Whether `export` can launch this type: the row-wise types and rotary_embedding, whose grids are
-/// rules of kernels_cuda/grid_rules.h and whose op code lives in daemon/export/package/ops/. The
-/// tensor-core types are not exported yet.
+/// rules of kernels_cuda/grid_rules.h, and the tensor-core types at the contract versions the
+/// package has ops for (matmul 2, fused_mlp 1, flash_attention 1) whose tile rule and operand
+/// views the launcher can write (tensor_core_exportable).
 bool exportable(const KernelSpec& spec);
+
+/// matmul, fused_mlp or flash_attention: a type whose launch the tensor-core launcher makes, and
+/// whose files each serve only the shape they were tuned at (file_pick.h's pick_exact_file).
+bool tensor_core_type(const std::string& type);
+
+/// How a tensor-core launcher sees one buffer as a map would: its row length and its element count,
+/// each a product of the shape's dimensions (`cols`, `numel`: their indices, repeated for a power).
+struct OperandExtent {
+  std::vector<int> cols, numel;
+};
+/// Per argument of the spec, its extent where the argument is a buffer with a row length (one a map
+/// may cover) that is such a product at every shape the harness judged; nullopt otherwise.
+std::vector<std::optional<OperandExtent>> operand_extents(const KernelSpec& spec);
+/// A tensor-core spec whose tile rule grid_rules.h writes (checked against the spec's grid at its
+/// stage shapes) and whose every mappable buffer has an extent: its launcher can be generated.
+bool tensor_core_exportable(const KernelSpec& spec);
 /// The grid rule's call in a generated launcher ("ak_rowwise_blocks(s, 2, m->rows_per_block)"),
 /// or "" for a grid no rule describes.
 std::string grid_rule_call(const KernelSpec& spec);

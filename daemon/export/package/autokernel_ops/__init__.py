@@ -25,11 +25,15 @@ from ._graphs import CaptureError, capture
 from ._modules import load_modules
 from ._patch import Patches, find_targets
 from ._replacements import COMPILE_OPS, set_compile_ops
+from ._replacements import tuned_shapes as _tuned_shapes
 
 MANIFEST = _load.manifest()
 TYPES = [op["type"] for op in MANIFEST["ops"]]
 # The contract version each exported file follows (an older run's files keep theirs).
 VERSIONS = {op["type"]: op.get("contract_version", 1) for op in MANIFEST["ops"]}
+# The shapes and dtypes each type's files were tuned at: fused_mlp's replacement asks before it
+# copies an MLP's weights (the ops themselves pick a file, or PyTorch's op, in C++).
+SHAPES = _tuned_shapes(MANIFEST["ops"])
 LOADED, FAILED = _load.load(TYPES, verbose=os.environ.get("AUTOKERNEL_OPS_VERBOSE") == "1")
 
 
@@ -64,7 +68,8 @@ def patch(modules=None, also=()):
 
     from ._replacements import make_replacement
     targets = find_targets(sys.modules if modules is None else modules, set(LOADED), also)
-    return Patches().apply(targets, lambda t, original: make_replacement(t, original, versions=VERSIONS, direct=_load.DIRECT))
+    return Patches().apply(targets, lambda t, original: make_replacement(t, original, versions=VERSIONS, direct=_load.DIRECT,
+                                                                             shapes=SHAPES))
 
 
 patched = patch  # the Patches it returns restore at the end of a `with` block

@@ -22,6 +22,9 @@ FAKES = {
     "swiglu": lambda gate, up: torch.empty_like(gate),
     "rotary_embedding": lambda q, k, cos, sin: (_dense_like(q), _dense_like(k)),
     "cross_entropy": lambda logits, target: (logits.new_empty(logits.shape[:1]), logits.new_empty(())),
+    "matmul": lambda x, weight, bias: x.new_empty((*x.shape[:-1], weight.shape[0])),
+    "fused_mlp": lambda x, w_gate, w_up, w_down: torch.empty_like(x, memory_format=torch.contiguous_format),
+    "flash_attention": lambda q, k, v: torch.empty_like(q, memory_format=torch.contiguous_format),
 }
 
 

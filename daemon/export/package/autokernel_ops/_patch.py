@@ -18,12 +18,17 @@ FUNCTIONAL = (
     ("torch.nn.functional", "softmax", "softmax"),
     ("torch", "softmax", "softmax"),
     ("torch.nn.functional", "cross_entropy", "cross_entropy"),
+    # The tensor-core types: each serves only the shapes its files were measured faster at.
+    ("torch.nn.functional", "linear", "matmul"),
+    ("torch.nn.functional", "scaled_dot_product_attention", "flash_attention"),
 )
 # A rotary-embedding class's forward makes the step's cos and sin tables: the rotary op's extension
 # serves it (ops/rotary_tables.h) beside apply_rotary_pos_emb. The name of an MLP class does not say
 # whether it is gated (GPT2MLP is not): its replacement finds out from the instance.
+# A gated MLP is served by fused_mlp (the whole MLP in one launch, at its tuned shapes) and by swiglu
+# (the gate product): one target of the first type exported, the other in its `also`.
 CLASS_SUFFIXES = (("RMSNorm", "rmsnorm"), ("LayerNorm", "layernorm"), ("RotaryEmbedding", "rotary_embedding"),
-                  ("MLP", "swiglu"))
+                  ("MLP", "fused_mlp"), ("MLP", "swiglu"))
 FUNCTIONS = (("apply_rotary_pos_emb", "rotary_embedding"),)
 
 
@@ -38,8 +43,14 @@ def model_modules(modules, also=()):
 class Target:
     """One attribute to replace: owner.attr, which kernel type serves it, and of which kind."""
 
-    def __init__(self, owner, owner_name, attr, type_, kind):
+    def __init__(self, owner, owner_name, attr, type_, kind, also=()):
         self.owner, self.owner_name, self.attr, self.type, self.kind = owner, owner_name, attr, type_, kind
+        self.also = tuple(also)  # other types whose ops the same replacement calls (a gated MLP's swiglu)
+
+    @property
+    def types(self):
+        """Every type whose op this target's replacement may call, its own first."""
+        return (self.type,) + self.also
 
     @property
     def name(self):
@@ -62,9 +73,11 @@ def find_targets(modules, available, also=()):
         for cls_name, cls in sorted(vars(mod).items()):
             if not isinstance(cls, type) or getattr(cls, "__module__", None) != mod_name:
                 continue  # imported from elsewhere: patched where it is defined
-            for suffix, type_ in CLASS_SUFFIXES:
-                if type_ in available and cls_name.endswith(suffix) and "forward" in vars(cls):
-                    targets.append(Target(cls, f"{mod_name}.{cls_name}", "forward", type_, "class"))
+            if "forward" not in vars(cls):
+                continue
+            types = [type_ for suffix, type_ in CLASS_SUFFIXES if type_ in available and cls_name.endswith(suffix)]
+            if types:
+                targets.append(Target(cls, f"{mod_name}.{cls_name}", "forward", types[0], "class", types[1:]))
         for fn_name, type_ in FUNCTIONS:
             if type_ in available and callable(vars(mod).get(fn_name)):
                 targets.append(Target(mod, mod_name, fn_name, type_, "function"))

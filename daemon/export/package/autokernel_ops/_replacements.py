@@ -156,6 +156,43 @@ def _softmax(op, original, direct=None):
     return softmax
 
 
+def _linear_call(op, original, direct=None):
+    """F.linear(input, weight, bias) as nn.Linear calls it: the matmul op, which runs its kernel at
+    the shapes its files were measured faster than cuBLAS at and PyTorch's F.linear at any other
+    (in C++, said once)."""
+    eager = direct or op
+
+    def linear(input, weight, bias=None):
+        traced = _traced(input)
+        if (traced and "matmul" not in COMPILE_OPS) or (_grad_enabled() and (
+                input.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))):
+            return original(input, weight, bias)
+        return (op if traced else eager)(input, weight, bias)
+    return linear
+
+
+def _sdpa(op, original, direct=None):
+    """F.scaled_dot_product_attention as a causal model calls it: is_causal with no mask, no
+    dropout, the default scale 1/sqrt(D) (or that value given, as transformers gives it). Anything
+    else is the original's; the op runs its kernel at the shapes its files were measured faster
+    than SDPA at (one head count, contiguous q, k and v in version 1) and PyTorch's SDPA otherwise.
+    Under capture() transformers' causal mask is dropped for this (_graphs.py)."""
+    eager = direct or op
+
+    def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False, **rest):
+        traced = _traced(query)
+        if rest or attn_mask is not None or not is_causal or dropout_p != 0.0 or query.dim() != 4 \
+                or (traced and "flash_attention" not in COMPILE_OPS) \
+                or (scale is not None and abs(scale * query.shape[-1] ** 0.5 - 1.0) > 1e-6) \
+                or (enable_gqa and key.shape[1] != query.shape[1]) \
+                or (_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)):
+            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                            scale=scale, enable_gqa=enable_gqa, **rest)
+        return (op if traced else eager)(query, key, value)
+    return scaled_dot_product_attention
+
+
 def _cross_entropy(ops, original):
     # ignore_index -100 only, whatever the version of the exported file (manifest.json's
     # contract_version): a version-2 kernel ignores exactly that target, and a version-1 op, finding a
@@ -275,7 +312,6 @@ def _silu_classes():
 
 
 _Linear = torch.nn.Linear
-_linear = torch.nn.functional.linear
 # nn.Module's global hooks (profile --modules, for one, registers them): dicts changed in place.
 _hook_tables = getattr(torch.nn.modules, "module", None)
 
@@ -296,10 +332,14 @@ def _plain_linears(*modules):
     return True
 
 
+_functional = torch.nn.functional
+
+
 def _project(m, x):
-    """A plain nn.Linear's forward on x, its parameters read from its own dict."""
+    """A plain nn.Linear's forward on x, its parameters read from its own dict; F.linear looked up
+    at the call, as nn.Linear's forward does, so a patched one (the matmul op) serves it too."""
     p = m._parameters
-    return _linear(x, p["weight"], p["bias"])
+    return _functional.linear(x, p["weight"], p["bias"])
 
 
 _MLP_PARTS = ("gate_proj", "up_proj", "down_proj", "act_fn")
@@ -315,14 +355,72 @@ def _mlp_parts(mlp, compiling):
     return held.get("gate_proj"), held.get("up_proj"), held.get("down_proj"), held.get("act_fn")
 
 
-def _gated_mlp(op, direct=None):
+_DTYPE_NAME = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+
+
+def tuned_shapes(manifest_ops):
+    """{type: the (shape, dtype) pairs its exported files were tuned at}, or None for a type with a
+    file of unknown shape (exported on its own: it serves every call). From manifest.json's ops."""
+    out = {}
+    for op in manifest_ops:
+        pairs = set()
+        for f in op.get("files") or [op]:
+            shape = f.get("shape") or ""
+            if not shape:
+                pairs = None
+                break
+            pairs.add((tuple(int(v) for v in shape.split("x")), f.get("dtype", "")))
+        out[op["type"]] = pairs
+    return out
+
+
+def _fused_weights(mlp, gate, up, down):
+    """The MLP's weights as fused_mlp takes them (w_gate and w_up [K, I], w_down [I, K]: its Linears'
+    transposed), copied once and kept on the instance; made again when a weight changes (another
+    tensor, or written in place). None inside a CUDA graph capture when not made yet: a copy there
+    would be recorded, not made."""
+    ws = (gate._parameters["weight"], up._parameters["weight"], down._parameters["weight"])
+    key = tuple((w.data_ptr(), w._version, w.dtype) for w in ws)
+    held = mlp.__dict__.get("_autokernel_fused_weights")
+    if held is not None and held[0] == key:
+        return held[1]
+    if _capturing():
+        return None
+    with torch.no_grad():
+        made = tuple(w.t().contiguous() for w in ws)
+    mlp.__dict__["_autokernel_fused_weights"] = (key, made)
+    return made
+
+
+def _fused_call(fused, self, x, gate, up, down):
+    """fused_mlp's result for this call, or None where its files were not measured faster at the
+    call's shape (fused = (op, shapes)), a projection has a bias, or x is not contiguous."""
+    op, shapes = fused
+    p = gate._parameters
+    w = p["weight"]
+    if p["bias"] is not None or up._parameters["bias"] is not None or down._parameters["bias"] is not None \
+            or not x.is_contiguous() or x.dim() == 0:
+        return None
+    k = x.shape[-1]
+    if shapes is not None and ((x.numel() // k if k else 0, k, w.shape[0]), _DTYPE_NAME.get(x.dtype)) not in shapes:
+        return None
+    weights = _fused_weights(self, gate, up, down)
+    return None if weights is None else op(x, *weights)
+
+
+def _gated_mlp(op, direct=None, fused=None):
     """forward(self, x) of a model's MLP class where it is gated as transformers' LlamaMLP and its
     kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module: the gate
     product in one op call, where eager PyTorch launches two kernels and writes the activation to
     memory between them. Any other MLP runs its own forward: GPT2MLP's c_fc and c_proj, Phi3MLP's
     fused gate_up_proj, a GELU-gated one (GemmaMLP). The projections are the model's own modules,
-    called as its forward calls them; the op stands for the activation and the product only."""
-    eager, silu = direct or op, _silu_classes()
+    called as its forward calls them; the op stands for the activation and the product only.
+
+    With fused_mlp exported (fused = (its op, the shapes its files were tuned at)), a call at one of
+    those shapes, in inference, on plain Linears without bias, is the whole MLP in one launch, on a
+    transposed copy of the three weights kept on the instance (their memory once more); any other
+    call takes the path above (op None: no swiglu exported, the model's own product)."""
+    eager, silu = (direct or op), _silu_classes()
     # The classes whose instance lacked the parts on the first call's probe: a model builds every
     # instance of its MLP class alike from one config, so such a class runs its own forward from
     # then on without first_call's probe at every call (a capture query, lookups, frames).
@@ -351,10 +449,16 @@ def _gated_mlp(op, direct=None):
             # Without gradients (inference) and when nothing would see the module calls, the
             # projections as their forward computes them; otherwise the model's own calls.
             plain = not grad and not compiling and type(x) is _Tensor and _plain_linears(gate, up, down)
+            if plain and fused is not None:
+                y = _fused_call(fused, self, x, gate, up, down)
+                if y is not None:
+                    return y
             g, u = (_project(gate, x), _project(up, x)) if plain else (gate(x), up(x))
             if grad and (g.requires_grad or u.requires_grad):
                 # The op has no backward: the projections' own weights train. PyTorch's product on
                 # the projections already made (the probe leaves such a call unchecked).
+                return None if probing else down(act(g) * u)
+            if op is None:
                 return None if probing else down(act(g) * u)
             if plain:
                 return _project(down, eager(g, u))
@@ -424,23 +528,32 @@ def _rotary_v1(ops):
     return make
 
 
-def make_replacement(target, original, ops=None, versions=None, direct=None):
+def make_replacement(target, original, ops=None, versions=None, direct=None, shapes=None):
     """The function to install at `target` (a _patch.Target) in place of `original`; `ops` is the
     op namespace (torch.ops.autokernel unless the package was built under another name), versions
     {type: contract version} from manifest.json (the newest where absent), direct {type: the op's
-    function without the dispatcher} for eager calls (_load.DIRECT; none: the registered op)."""
+    function without the dispatcher} for eager calls (_load.DIRECT; none: the registered op),
+    shapes {type: its files' tuned (shape, dtype) pairs, or None: any} (tuned_shapes; none: any)."""
     direct = direct or {}
+    shapes = shapes or {}
     ops = torch.ops.autokernel if ops is None else ops
     if target.kind == "functional":
         if target.type == "cross_entropy":
             return _compile_gated("cross_entropy", _cross_entropy(ops, original), original)
-        make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax}[target.type]
+        make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax, "matmul": _linear_call,
+                "flash_attention": _sdpa}[target.type]
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.op == "rotary_tables":
         make, learn = _rotary_tables(ops.rotary_tables.default)
         return _checked_on_first_call(target, original, make, learn)
-    if target.type == "swiglu":
-        make = _gated_mlp(ops.swiglu.default, direct.get("swiglu"))
+    if target.type in ("swiglu", "fused_mlp"):
+        types = target.types
+        fused = None
+        if "fused_mlp" in types:
+            fused_direct = direct.get("fused_mlp") or ops.fused_mlp.default
+            fused = (fused_direct, shapes.get("fused_mlp"))
+        swiglu = ops.swiglu.default if "swiglu" in types else None
+        make = _gated_mlp(swiglu, direct.get("swiglu") if swiglu is not None else None, fused)
     elif target.kind == "class":
         make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
     elif (versions or {}).get("rotary_embedding", 2) == 1:

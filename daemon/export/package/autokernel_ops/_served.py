@@ -33,7 +33,8 @@ class Served:
         return {"name": self.name, "type": self.type, "op": self.op, "calls": self.calls, "served": self.served,
                 "share": self.served / self.calls if self.calls else 0.0, "declined": self.declined,
                 "op_fell_back": self.fell_back, "not_its_form": self.not_its_form,
-                "files": {tags(self.type, i): n for i, n in sorted(self.files.items())}}
+                "files": {(tags(t, i) if t == self.type else f"{t}:{tags(t, i)}"): n
+                          for (t, i), n in sorted(self.files.items())}}
 
 
 def serving_wrapper(make, launches, rows, armed):
@@ -49,6 +50,10 @@ def serving_wrapper(make, launches, rows, armed):
             return original(*args, **kwargs)
         fresh = make(target, marked_original)
         counted = target.op == target.type  # the tables' op launches no file of the run
+        types = getattr(target, "types", (target.type,))  # a gated MLP: fused_mlp's and swiglu's files
+
+        def counts():
+            return [(t, i, n) for t in types for i, n in enumerate(launches(t))]
 
         others = getattr(fresh, "other_classes", ())
 
@@ -58,7 +63,7 @@ def serving_wrapper(make, launches, rows, armed):
             if args and type(args[0]) in others:  # an MLP class that is not gated (Phi-3's fused one): not the op's call
                 row.not_its_form += 1
                 return fresh(*args, **kwargs)
-            before = launches(target.type) if counted else None
+            before = counts() if counted else None
             ran_original.clear()
             out = fresh(*args, **kwargs)
             row.calls += 1
@@ -68,14 +73,13 @@ def serving_wrapper(make, launches, rows, armed):
             if not counted:
                 row.served += 1
                 return out
-            after = launches(target.type)
-            grew = [(i, b - a) for i, (a, b) in enumerate(zip(before, after)) if b > a]
+            grew = [(t, i) for (t, i, a), (_, _, b) in zip(before, counts()) if b > a]
             if not grew:
                 row.fell_back += 1
                 return out
             row.served += 1
-            for i, _ in grew:
-                row.files[i] = row.files.get(i, 0) + 1
+            for key in grew:
+                row.files[key] = row.files.get(key, 0) + 1
             return out
         return call
     return wrap

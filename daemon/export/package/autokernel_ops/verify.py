@@ -136,7 +136,8 @@ def served_calls(patches, model, inputs):
     rows, armed = {}, [False]
 
     def make(target, original):
-        return make_replacement(target, original, versions=autokernel_ops.VERSIONS, direct=_load.DIRECT)
+        return make_replacement(target, original, versions=autokernel_ops.VERSIONS, direct=_load.DIRECT,
+                                shapes=autokernel_ops.SHAPES)
     with wrapping(patches, serving_wrapper(make, launches_of(torch.ops.autokernel), rows, armed)):
         run(model, inputs)
         armed[0] = True

@@ -11,6 +11,8 @@
 //   4. then the file listed first (the run's heaviest: export lists a type's files by weight).
 // The exact tuned shape in the call's dtype is so always first. A file whose tuned shape is not
 // known (a single file exported on its own) is compared on nothing and ranks after every known one.
+// The tensor-core types (matmul, fused_mlp, flash_attention) take pick_exact_file instead: each of
+// their files serves only the shape it was measured faster at.
 // Written by autokernel export; pure arithmetic, no CUDA.
 #pragma once
 #include <cmath>
@@ -61,6 +63,26 @@ inline int pick_file(const long long* call, int dims, const long long* tuned, co
     if (f == 0 || d.nearer_than(best_distance)) best = f, best_distance = d;
   }
   return best;
+}
+
+/// The tensor-core types' rule: a file serves exactly the shape (every compared dimension) and
+/// dtype it was measured faster than what it replaces at, and nothing else; a file of unknown
+/// tuned shape (exported on its own, on the user's word) serves every call. The index of the first
+/// such file, or -1: the op then runs PyTorch's own, which was as fast or faster there.
+inline int pick_exact_file(const long long* call, int dims, const long long* tuned, const int* tuned_dtype,
+                           const bool* compared, int files, int dtype) {
+  int unknown = -1;
+  for (int f = 0; f < files; ++f) {
+    const long long* t = tuned + f * dims;
+    if (dims > 0 && t[0] < 0) {
+      if (unknown < 0) unknown = f;
+      continue;
+    }
+    bool same = tuned_dtype[f] == dtype;
+    for (int i = 0; i < dims && same; ++i) same = !compared[i] || call[i] == t[i];
+    if (same) return f;
+  }
+  return unknown;
 }
 
 }  // namespace autokernel_launch

@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -111,6 +112,47 @@ inline void load_module(const char* op, const char* (*load)(), int64_t device, v
   stream();
   check_launch(op, load());
   if (prepare) prepare(static_cast<int>(device));
+}
+
+/// A tensor-core kernel's counters on one device: unsigned ints, zero before every launch and left
+/// zero by the kernel (the harness checks after every run), so allocated and zeroed once, at load,
+/// outside any CUDA-graph capture (allocating inside one would record the zeroing into the graph
+/// instead of running it). `capacity` of them; a call that needs more runs PyTorch's op. One set per
+/// device: two launches of one type must not run at once on two streams of a device.
+class DeviceCounters {
+ public:
+  explicit DeviceCounters(int64_t capacity) : capacity_(capacity) {}
+  /// The device's counters, or an undefined tensor (and `why`) when `count` exceed the capacity or
+  /// they are not allocated yet while a graph is being captured.
+  at::Tensor get(int device, int64_t count, std::string& why) {
+    if (count > capacity_) {
+      why = "the call needs " + std::to_string(count) + " counters, more than the " + std::to_string(capacity_) + " allocated";
+      return at::Tensor();
+    }
+    std::lock_guard<std::mutex> lock(m_);
+    at::Tensor& c = per_device_[device];
+    if (!c.defined()) {
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      cudaStreamIsCapturing(at::cuda::getCurrentCUDAStream(device).stream(), &capturing);
+      if (capturing != cudaStreamCaptureStatusNone) {
+        why = "its counters are not allocated on this device and a CUDA graph is being captured: call autokernel_ops.load_on(device) first";
+        return at::Tensor();
+      }
+      c = at::zeros({capacity_}, at::TensorOptions().device(at::kCUDA, device).dtype(at::kInt));
+    }
+    return c;
+  }
+
+ private:
+  int64_t capacity_;
+  std::mutex m_;
+  std::map<int, at::Tensor> per_device_;
+};
+
+/// An uninitialised fp32 scratch of `count` values on `like`'s device, from the caching allocator
+/// (under a CUDA-graph capture, the graph's pool).
+inline at::Tensor float_scratch(int64_t count, const at::Tensor& like) {
+  return at::Tensor(at::detail::empty_cuda({count}, at::kFloat, like.device(), std::nullopt));
 }
 
 /// Launches of each of a type's files so far, in the launcher's order (manifest.json's "files").

@@ -12,12 +12,19 @@
 #include <exception>
 #include <tuple>
 #include <type_traits>
+#include <optional>
 #include <utility>
 
 namespace autokernel_ops::direct {
 
 /// One Python argument as the op's parameter: false (with no Python error set) when it is not one.
 inline bool take(PyObject* o, at::Tensor& out) {
+  if (!THPVariable_Check(o)) return false;
+  out = THPVariable_Unpack(o);
+  return true;
+}
+inline bool take(PyObject* o, std::optional<at::Tensor>& out) {  // Tensor? : None or a tensor
+  if (o == Py_None) return out.reset(), true;
   if (!THPVariable_Check(o)) return false;
   out = THPVariable_Unpack(o);
   return true;
