@@ -212,17 +212,50 @@ TEST_CASE("the grid rule a package carries is the harness's own", "[export]") {
   CHECK(files->at("autokernel_ops/csrc/grid_rules.h") == test::read_file(AK_SOURCE_DIR "/kernels_cuda/grid_rules.h"));
 }
 
-TEST_CASE("types with a tiled grid are left out with the reason, and nothing left to export is an error", "[export]") {
+TEST_CASE("the tensor-map and cluster rules a package carries are byte for byte the headers the harness compiles", "[export]") {
   std::vector<std::string> left_out;
-  auto files = package_files({starter("matmul"), starter("softmax")}, PackageFormat::Torch, left_out);
+  for (auto format : {PackageFormat::Torch, PackageFormat::HfKernels}) {
+    auto files = package_files({starter("softmax")}, format, left_out);
+    REQUIRE(files.ok());
+    const std::string csrc = format == PackageFormat::Torch ? "autokernel_ops/csrc/" : "autokernel_ops_cuda/";
+    CHECK(files->at(csrc + "tensor_map_rules.h") == test::read_file(AK_SOURCE_DIR "/kernels_cuda/tensor_map_rules.h"));
+    CHECK(files->at(csrc + "grid_launch_rules.h") == test::read_file(AK_SOURCE_DIR "/kernels_cuda/grid_launch_rules.h"));
+  }
+  // And those are the headers harness/tensor_maps.cpp and harness/grid_launch.cpp include.
+  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/tensor_maps.hpp"), Catch::Contains("#include \"kernels_cuda/tensor_map_rules.h\""));
+  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/grid_launch.cpp"), Catch::Contains("#include \"kernels_cuda/grid_launch_rules.h\""));
+}
+
+TEST_CASE("a tensor-core file at a contract version the package has no op for is left out with the reason", "[export]") {
+  ExportedKernel v1{"matmul", "", "matmul_v1.cu", test::read_file(AK_SOURCE_DIR "/tests/data/matmul_v1.cu"), "", "", 0, 0, 0};
+  std::vector<std::string> left_out;
+  auto files = package_files({v1, starter("softmax")}, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   REQUIRE(left_out.size() == 1);
-  CHECK_THAT(left_out[0], Catch::Contains("matmul is not exported yet"));
-  CHECK(files->count("autokernel_ops/kernels/matmul.cu") == 0);
+  CHECK_THAT(left_out[0], Catch::Contains("matmul version 1 is not exported") && Catch::Contains("matmul version 2"));
+  CHECK(files->count("autokernel_ops/csrc/matmul_launch.cpp") == 0);
   left_out.clear();
-  auto none = package_files({starter("flash_attention")}, PackageFormat::Torch, left_out);
+  auto none = package_files({v1}, PackageFormat::Torch, left_out);
   REQUIRE_FALSE(none.ok());
   CHECK_THAT(none.error().message, Catch::Contains("nothing to export"));
+}
+
+TEST_CASE("a kept matmul and fused_mlp export with their ops, the tile launcher and the harness's rule headers", "[export]") {
+  ExportedKernel gemm = variant("matmul", "tma_warp_specialized"), mlp = variant("fused_mlp", "tma_swiglu");
+  gemm.tag = "q_proj", gemm.shape = "4096x2048x2048x0", gemm.dtype = "fp16";
+  mlp.tag = "mlp", mlp.shape = "4096x2048x6144", mlp.dtype = "fp16";
+  std::vector<std::string> left_out;
+  auto files = package_files({gemm, mlp}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  CHECK(left_out.empty());
+  for (const char* f : {"autokernel_ops/csrc/matmul.cpp", "autokernel_ops/csrc/matmul_launch.cpp", "autokernel_ops/csrc/fused_mlp.cpp",
+                        "autokernel_ops/csrc/fused_mlp_launch.cpp", "autokernel_ops/csrc/tiled_launch.h"})
+    CHECK(files->count(f) == 1);
+  CHECK_THAT(files->at("autokernel_ops/csrc/matmul.cpp"), Catch::Contains("matmul(Tensor x, Tensor weight, Tensor? bias) -> Tensor"));
+  CHECK_THAT(files->at("autokernel_ops/csrc/launch.h"), Catch::Contains("#define AK_CONTRACT_VERSION_matmul 2"));
+  auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["type"] == "matmul");
+  CHECK(manifest["ops"][0]["files"][0]["shape"] == "4096x2048x2048x0");
 }
 
 TEST_CASE("a kernel file that exports no ak_block_threads is refused by name", "[export]") {
@@ -279,6 +312,31 @@ TEST_CASE("a run's kept kernels are read from its state, every file of a type (t
   auto missing = kept_kernels((run.path / "nope").string(), false, left_out);
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("not a run folder"));
+}
+
+TEST_CASE("a tensor-core file is kept only where it was measured faster than the library it replaces", "[export]") {
+  test::TempDir run;
+  std::filesystem::create_directories(run.path / "kernels");
+  for (const char* t : {"q_proj", "o_proj", "up_proj", "mlp"}) run.write(std::string("kernels/") + t + ".cu", "// k\n");
+  run.write("state.json", R"({"kernels": [
+    {"tag": "q_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.1, "baseline_us": 50, "best_us": 45, "speedup": 1.11, "baseline": "cuBLAS"},
+    {"tag": "o_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "bf16", "weight": 0.1, "baseline_us": 50, "best_us": 52, "speedup": 0.96, "baseline": "cuBLAS"},
+    {"tag": "up_proj", "type": "matmul", "shape": "4096x6144x2048x0", "dtype": "fp16", "weight": 0.1, "baseline_us": 900, "best_us": 100, "speedup": 9, "baseline": "the starter"},
+    {"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.2, "baseline_us": 300, "best_us": 290, "speedup": 1.03, "baseline": "baseline_us in the config"}]})");
+  std::vector<std::string> left_out;
+  auto kept = kept_kernels(run.path.string(), false, left_out);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 2);
+  CHECK((*kept)[0].tag == "mlp");
+  CHECK((*kept)[1].tag == "q_proj");
+  CHECK((*kept)[1].baseline == "cuBLAS");
+  REQUIRE(left_out.size() == 2);
+  CHECK_THAT(left_out[0], Catch::StartsWith("o_proj: 0.960x its baseline (cuBLAS), not faster at 4096x2048x2048x0"));
+  CHECK_THAT(left_out[1], Catch::StartsWith("up_proj: its speedup is against the starter"));
+  left_out.clear();
+  auto all = kept_kernels(run.path.string(), true, left_out);
+  REQUIRE(all.ok());
+  CHECK(all->size() == 4);
 }
 
 TEST_CASE("a type's kept files share one launcher that carries each file's module and the shape it was tuned at", "[export]") {
@@ -515,9 +573,10 @@ TEST_CASE("autokernel export writes a package from a starter and refuses what it
   CHECK_THAT(r.out, Catch::Contains("rmsnorm            from starter"));
   CHECK(std::filesystem::exists(dir.path / "pkg/autokernel_ops/csrc/rmsnorm_module.h"));
   CHECK_FALSE(std::filesystem::exists(dir.path / "pkg/autokernel_ops/kernels"));
-  auto tiled = test::run_autokernel("export starter --kernel matmul --out " + (dir.path / "mm").string());
+  auto tiled = test::run_autokernel("export " + std::string(AK_SOURCE_DIR) + "/tests/data/matmul_v1.cu --kernel matmul --out " +
+                                    (dir.path / "mm").string());
   CHECK(tiled.exit_code == 1);
-  CHECK_THAT(tiled.out, Catch::Contains("left out matmul: matmul is not exported yet") && Catch::Contains("nothing to export"));
+  CHECK_THAT(tiled.out, Catch::Contains("left out matmul: matmul version 1 is not exported") && Catch::Contains("nothing to export"));
   auto no_run = test::run_autokernel("export --run " + dir.path.string() + " --out " + (dir.path / "x").string());
   CHECK(no_run.exit_code == 2);
   CHECK_THAT(no_run.out, Catch::Contains("is not a run folder"));

@@ -60,3 +60,37 @@ TEST_CASE("a file of unknown tuned shape ranks after every known one, and a dime
   const long long rotary_call[] = {2, 16, 4, 2048, 128, 0};
   CHECK(pick_file(rotary_call, 6, rotary, rotary_dtypes, no_layout, 2, 0) == 0);
 }
+
+namespace {
+
+// Two matmul files of a decoder (M, N, K, has_bias), fp16 (code 0) and bf16 (code 1).
+constexpr long long kGemms[] = {4096, 2048, 2048, 0, 4096, 6144, 2048, 0};
+constexpr int kGemmDtypes[] = {0, 1};
+constexpr bool kAll4[] = {true, true, true, true};
+
+int pick_gemm(long long m, long long n, long long k, long long bias, int dtype) {
+  const long long call[] = {m, n, k, bias};
+  return autokernel_launch::pick_exact_file(call, 4, kGemms, kGemmDtypes, kAll4, 2, dtype);
+}
+
+}  // namespace
+
+TEST_CASE("a tensor-core file serves exactly the shape and dtype it was tuned at, and no other", "[export][file_pick]") {
+  CHECK(pick_gemm(4096, 2048, 2048, 0, 0) == 0);
+  CHECK(pick_gemm(4096, 6144, 2048, 0, 1) == 1);
+  CHECK(pick_gemm(4096, 2048, 2048, 0, 1) == -1);   // tuned in fp16, measured faster only there
+  CHECK(pick_gemm(4095, 2048, 2048, 0, 0) == -1);   // one token fewer: PyTorch's
+  CHECK(pick_gemm(4096, 2048, 2048, 1, 0) == -1);   // with a bias: another shape
+  CHECK(pick_gemm(4096, 2048, 4096, 0, 0) == -1);
+}
+
+TEST_CASE("a tensor-core file of unknown tuned shape, exported alone, serves every call after the exact ones", "[export][file_pick]") {
+  const long long tuned[] = {4096, 2048, 2048, 0, -1, -1, -1, -1};
+  const int dtypes[] = {0, -1};
+  const long long exact[] = {4096, 2048, 2048, 0}, other[] = {7, 9, 11, 1};
+  CHECK(autokernel_launch::pick_exact_file(exact, 4, tuned, dtypes, kAll4, 2, 0) == 0);
+  CHECK(autokernel_launch::pick_exact_file(other, 4, tuned, dtypes, kAll4, 2, 0) == 1);
+  const long long unknown_first[] = {-1, -1, -1, -1, 4096, 2048, 2048, 0};
+  const int dtypes_first[] = {-1, 0};
+  CHECK(autokernel_launch::pick_exact_file(exact, 4, unknown_first, dtypes_first, kAll4, 2, 0) == 1);
+}

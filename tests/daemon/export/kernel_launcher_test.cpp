@@ -1,0 +1,128 @@
+// The launchers `autokernel export` generates (daemon/export/kernel_launcher.cpp) for the
+// tensor-core types: the tile rule each writes (the spec's own grid, checked), the view of every
+// buffer a tensor map may cover (the harness's view), and the launch through tiled_launch.h with
+// the maps' parameter last; each file serving only its own tuned shape.
+#include <catch2/catch.hpp>
+
+#include "daemon/export/kernel_launcher.hpp"
+#include "harness/tensor_maps.hpp"
+#include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/variants.hpp"
+
+using namespace ak;
+
+namespace {
+
+std::string variant_source(const std::string& type, const std::string& name) {
+  for (auto& v : kernel_variants(type))
+    if (v.name == name) return *v.source;
+  FAIL("no variant " << name << " of " << type);
+  return "";
+}
+
+/// Every shape a spec's stages run at.
+std::vector<Shape> judged_shapes(const KernelSpec& spec) {
+  std::vector<Shape> out{spec.smoke_shape, spec.stability_shape, spec.determinism_shape, spec.bench_shape};
+  for (auto& s : spec.sweep_shapes) out.push_back(s);
+  for (auto& s : spec.edge_shapes) out.push_back(s);
+  return out;
+}
+
+int64_t product(const std::vector<int>& dims, const Shape& s) {
+  int64_t p = 1;
+  for (int d : dims) p *= s[size_t(d)];
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the tensor-core types at the versions the package has ops for are exportable, matmul's version 1 is not", "[export][launcher]") {
+  CHECK(exportable(matmul_spec()));
+  CHECK(exportable(fused_mlp_spec()));
+  CHECK(exportable(flash_attention_spec()) == (flash_attention_spec().contract_version == 1));
+  CHECK_FALSE(exportable(matmul_v1_spec()));
+  CHECK(exportable(rmsnorm_spec()));
+  CHECK(tensor_core_type("matmul"));
+  CHECK_FALSE(tensor_core_type("rmsnorm"));
+}
+
+TEST_CASE("the launcher's view of every mappable buffer is the harness's, at every shape the harness judged", "[export][launcher]") {
+  for (const KernelSpec* spec : {&matmul_spec(), &fused_mlp_spec(), &flash_attention_spec()}) {
+    if (!exportable(*spec)) continue;
+    const auto extents = operand_extents(*spec);
+    REQUIRE(extents.size() == spec->args.size());
+    for (size_t i = 0; i < spec->args.size(); ++i) {
+      const ArgSpec& a = spec->args[i];
+      INFO(spec->type << " argument " << a.name);
+      if (!a.is_buffer() || !a.row_length) {
+        CHECK_FALSE(extents[i].has_value());
+        continue;
+      }
+      REQUIRE(extents[i].has_value());
+      for (const Shape& s : judged_shapes(*spec)) {
+        INFO(shape_str(s));
+        // The view the generated launcher computes from these products, against the harness's own.
+        const TensorMapDecl m{int(i), 8, 8, 0, 0};
+        for (DType d : spec->dtypes) {
+          const TensorMapView harness = tensor_map_view(*spec, m, s, d);
+          CHECK(uint64_t(product(extents[i]->cols, s)) == harness.cols);
+          const size_t stored = a.elem == Elem::T ? dtype_size(d) : elem_size(a.elem, d);
+          const ak_tensor_map_view launcher = ak_tensor_map_view_of(uint64_t(product(extents[i]->cols, s)),
+                                                                    uint64_t(product(extents[i]->numel, s)), stored,
+                                                                    harness.elem_bytes, harness.type);
+          CHECK(launcher.rows == harness.rows);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a TMA matmul file's launcher reads its maps, clusters and persistent grid through tiled_launch.h", "[export][launcher]") {
+  const std::string source = variant_source("matmul", "tma_warp_specialized");
+  auto spec = spec_for_file("matmul", source);
+  REQUIRE(spec.ok());
+  REQUIRE((**spec).contract_version == 2);
+  auto launcher = launcher_source(**spec, std::vector<TunedFile>{{source, "4096x2048x2048x0", "fp16"}});
+  REQUIRE(launcher.ok());
+  const std::string& text = *launcher;
+  CHECK_THAT(text, Catch::Contains("#include \"tiled_launch.h\""));
+  CHECK_THAT(text, Catch::Contains("const long long blocks = ak_tiled_blocks(s[0], s[1], m->tile_m, m->tile_n, 1);"));
+  CHECK_THAT(text, Catch::Contains("autokernel_launch::pick_exact_file(s, 4,"));
+  CHECK_THAT(text, Catch::Contains("if (file < 0) return \"no matmul file was measured faster at this shape\";"));
+  CHECK_THAT(text, Catch::Contains("{4096, 2048, 2048, 0},  // 4096x2048x2048x0 fp16"));
+  // x [M, K] and w [N, K] as rows of K in the call's dtype; y and the fp32 workspace as rows of N,
+  // the workspace mapped in the call's dtype as the harness maps a scratch; the bias is no map's.
+  CHECK_THAT(text, Catch::Contains("case 0:  // x\n      v = ak_tensor_map_view_of(s[2], s[0] * s[2], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 1:  // w\n      v = ak_tensor_map_view_of(s[2], s[1] * s[2], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 3:  // y\n      v = ak_tensor_map_view_of(s[1], s[0] * s[1], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 4:  // workspace\n      v = ak_tensor_map_view_of(s[1], s[0] * s[1], 4, t, tt);"));
+  CHECK_THAT(text, !Catch::Contains("// bias\n"));
+  // The ten arguments of version 2, then the slot for the maps' parameter.
+  CHECK_THAT(text, Catch::Contains("  void* a0 = b[0];\n  void* a1 = b[1];\n  void* a2 = b[2];\n  void* a3 = b[3];\n"
+                                   "  void* a4 = b[4];\n  void* a5 = b[5];\n  int a6 = (int)s[0];\n  int a7 = (int)s[1];\n"
+                                   "  int a8 = (int)s[2];\n  int a9 = (int)s[3];\n"));
+  CHECK_THAT(text, Catch::Contains("void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8, &a9, nullptr};"));
+  CHECK_THAT(text, Catch::Contains("autokernel_launch::launch_tiled(*m, entry_of_dtype[dtype], blocks, s, dtype, &operand_view, args,\n"
+                                   "                                                        10, (CUstream)stream);"));
+}
+
+TEST_CASE("fused_mlp's and flash_attention's launchers write their own tile rules", "[export][launcher]") {
+  auto mlp = launcher_source(fused_mlp_spec(), variant_source("fused_mlp", "tma_swiglu"));
+  REQUIRE(mlp.ok());
+  CHECK_THAT(*mlp, Catch::Contains("ak_tiled_blocks(s[0], s[2], m->tile_m, m->tile_n, 1) + ak_tiled_blocks(s[0], s[1], m->tile_m, m->tile_n, 1)"));
+  // hidden, the fp32 scratch of M x I, is mapped in the call's dtype as rows of I.
+  CHECK_THAT(*mlp, Catch::Contains("// hidden\n      v = ak_tensor_map_view_of(s[2], s[0] * s[2], 4, t, tt);"));
+  if (flash_attention_spec().contract_version == 1) {
+    auto attention = launcher_source(flash_attention_spec(), variant_source("flash_attention", "tma_pingpong"));
+    REQUIRE(attention.ok());
+    CHECK_THAT(*attention, Catch::Contains("ak_tiled_blocks(s[2], 1, m->tile_m, 1, s[0] * s[1])"));
+    CHECK_THAT(*attention, Catch::Contains("case 0:  // q\n      v = ak_tensor_map_view_of(s[3], s[0] * s[1] * s[2] * s[3], t, t, tt);"));
+  }
+}
+
+TEST_CASE("a row-wise launcher still refuses a file that declares maps, clusters or a persistent grid", "[export][launcher]") {
+  std::string source = rmsnorm_spec().starter_source() + "\nextern \"C\" __constant__ int ak_persistent = 1;\n";
+  auto r = launcher_source(rmsnorm_spec(), source);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("declares ak_persistent") && Catch::Contains("row-wise launchers"));
+}
