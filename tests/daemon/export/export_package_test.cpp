@@ -681,3 +681,63 @@ TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary t
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("0 failures"));
 }
+
+TEST_CASE("on the GPU a run's kept matmul and fused_mlp serve a decoder's projections and MLP at their tuned shapes only", "[gpu][export][export-ops-gpu][tensor-core-export]") {
+  if (!test::gpu_or_skip()) return;
+  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
+    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
+    return;
+  }
+  // A run folder as the loop leaves one: the files it kept and state.json. The times are made up
+  // for the test (the export reads only that each file beat its library baseline at its shape).
+  test::TempDir run;
+  std::filesystem::create_directories(run.path / "kernels");
+  run.write("kernels/qkvo_proj.cu", variant("matmul", "tma_warp_specialized").source);
+  run.write("kernels/mlp.cu", variant("fused_mlp", "tma_swiglu").source);
+  run.write("state.json", R"({"kernels": [
+    {"tag": "qkvo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"},
+    {"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"}]})");
+  std::vector<std::string> left_out;
+  auto kept = kept_kernels(run.path.string(), false, left_out);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 2);
+  auto files = package_files(*kept, PackageFormat::Torch, left_out);
+  INFO((files.ok() ? std::string() : files.error().message));
+  REQUIRE(files.ok());
+  test::TempDir dir;
+  REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
+  const std::string env = "cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
+                          " PYTHONPATH=" + (dir.path / "pkg").string();
+  auto r = test::run_shell(env + " python3 tests/daemon/export/gpu_tensor_core_check.py 2>&1");
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("0 failures"));
+  // The same decoder through autokernel verify: outputs agree (exit 0), eagerly and as CUDA graphs,
+  // and its served counts say which calls each op took.
+  auto v = test::run_shell(env + " " + test::autokernel_binary() + " verify --model tests/daemon/export/tiny_decoder.py --ops " +
+                           (dir.path / "pkg").string() + " --steps 6 --cuda-graphs --out " + (dir.path / "verify.json").string() +
+                           " 2>&1");
+  INFO(v.out);
+  CHECK(v.exit_code == 0);
+  auto report = nlohmann::json::parse(test::read_file((dir.path / "verify.json").string()));
+  std::map<std::string, nlohmann::json> served;
+  for (auto& row : report["served"]["calls"]) served[row["name"].get<std::string>()] = row;
+  REQUIRE(served.count("torch.nn.functional.linear") == 1);
+  const auto& linear = served["torch.nn.functional.linear"];
+  INFO(linear.dump());
+  // 4 projections a layer, 2 layers served; the LM head (and the MLP's projections, where the MLP
+  // runs whole in fused_mlp) are not: PyTorch's F.linear runs there, counted as op_fell_back.
+  CHECK(linear["served"] == 8);
+  CHECK(linear["files"]["qkvo_proj"] == 8);
+  CHECK(linear["op_fell_back"].get<int>() >= 1);
+  // verify loads the model file under a module name of its own.
+  auto mlp_row = std::find_if(served.begin(), served.end(), [](auto& kv) { return kv.first.ends_with(".DecoderMLP.forward"); });
+  REQUIRE(mlp_row != served.end());
+  const auto& mlp = mlp_row->second;
+  INFO(mlp.dump());
+  CHECK(mlp["type"] == "fused_mlp");
+  CHECK(mlp["served"] == 2);
+  CHECK(mlp["share"] == 1.0);
+  CHECK(report["autokernel_graph"].contains("median_ms"));
+  CHECK(report["autokernel_capture"].contains("median_ms"));
+}

@@ -374,13 +374,22 @@ def tuned_shapes(manifest_ops):
     return out
 
 
+def _version_of(w):
+    """A tensor's count of in-place writes; -1 for an inference tensor, which keeps none (and which
+    nothing can write in place outside inference mode)."""
+    try:
+        return w._version
+    except RuntimeError:
+        return -1
+
+
 def _fused_weights(mlp, gate, up, down):
     """The MLP's weights as fused_mlp takes them (w_gate and w_up [K, I], w_down [I, K]: its Linears'
     transposed), copied once and kept on the instance; made again when a weight changes (another
     tensor, or written in place). None inside a CUDA graph capture when not made yet: a copy there
     would be recorded, not made."""
     ws = (gate._parameters["weight"], up._parameters["weight"], down._parameters["weight"])
-    key = tuple((w.data_ptr(), w._version, w.dtype) for w in ws)
+    key = tuple((w.data_ptr(), _version_of(w), w.dtype) for w in ws)
     held = mlp.__dict__.get("_autokernel_fused_weights")
     if held is not None and held[0] == key:
         return held[1]
