@@ -2,6 +2,7 @@
 without PyTorch: tensors that carry values, a dtype, requires_grad and a device; the switches the
 replacements read (compiling, capturing, grad mode); an op namespace that records its calls; nn.SiLU,
 nn.Linear and F.linear, nn.Module's global hooks; and a count of allclose calls (each a host sync on a GPU). install() puts it in sys.modules."""
+import contextlib
 import importlib
 import math
 import os
@@ -39,6 +40,24 @@ class Tensor:
 
     def float(self):
         return Tensor(self.values, float32)
+
+    # What fused_mlp's replacement asks of a tensor: layout, size, identity and in-place writes.
+    _version = 0
+
+    def is_contiguous(self):
+        return True
+
+    def numel(self):
+        return len(self.values)
+
+    def data_ptr(self):
+        return id(self)
+
+    def t(self):
+        return Tensor(self.values, self.dtype, self.requires_grad, self._ndim, self.device)
+
+    def contiguous(self):
+        return self
 
     def __mul__(self, other):
         return Tensor([a * b for a, b in zip(self.values, other.values)], self.dtype,
@@ -88,7 +107,7 @@ class Linear:
     module_calls = 0
 
     def __init__(self, weight, bias=0.0):
-        self._parameters = {"weight": Tensor([weight]), "bias": Tensor([bias])}
+        self._parameters = {"weight": Tensor([weight]), "bias": None if bias is None else Tensor([bias])}
         self._forward_hooks, self._forward_pre_hooks, self._compiled_call_impl = {}, {}, None
 
     def __call__(self, x):
@@ -117,6 +136,7 @@ def install():
     torch.finfo = lambda dt: types.SimpleNamespace(eps=dt.eps)
     torch.empty = lambda *size, dtype=None, device="cuda:0": Tensor([], dtype, device=device)
     torch.is_grad_enabled = lambda: State.grad
+    torch.no_grad = contextlib.nullcontext
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: State.compiling)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: State.capturing, current_device=lambda: 0)
     torch.ops = types.SimpleNamespace(autokernel=OpNamespace())

@@ -110,6 +110,20 @@ class FindTargets(unittest.TestCase):
         self.assertEqual([t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm", "rotary_embedding"})
                           if "MLP" in t.name], [])
 
+    def test_with_fused_mlp_exported_an_mlp_class_is_one_target_of_it_that_also_calls_swiglu(self):
+        targets = [t for t in _patch.find_targets(fresh_modules(), {"swiglu", "fused_mlp"}) if t.kind == "class"]
+        self.assertEqual([(t.name, t.type, t.types) for t in targets if t.name.endswith("LlamaMLP.forward")],
+                         [("transformers.models.llama.modeling_llama.LlamaMLP.forward", "fused_mlp", ("fused_mlp", "swiglu"))])
+        self.assertEqual(len(targets), 3)   # one a class: never patched twice
+
+    def test_linear_and_sdpa_are_targets_of_matmul_and_flash_attention(self):
+        mods = fresh_modules()
+        mods["torch.nn.functional"].linear = lambda *a: None
+        mods["torch.nn.functional"].scaled_dot_product_attention = lambda *a: None
+        names = sorted((t.name, t.type) for t in _patch.find_targets(mods, {"matmul", "flash_attention"}))
+        self.assertEqual(names, [("torch.nn.functional.linear", "matmul"),
+                                 ("torch.nn.functional.scaled_dot_product_attention", "flash_attention")])
+
     def test_a_module_named_in_also_is_searched_like_a_model_module(self):
         names = [t.name for t in _patch.find_targets(fresh_modules(), {"rmsnorm"}, also=("mylib.layers",))]
         self.assertIn("mylib.layers.MyRMSNorm.forward", names)

@@ -635,6 +635,126 @@ class PlainProjections(Base):
                 hooks._global_forward_pre_hooks.clear()
 
 
+class FusedMLP(Base):
+    """A gated MLP where fused_mlp was exported: the whole MLP in one op call at a tuned shape, on
+    its weights transposed once and kept; at any other shape the gate product as before."""
+
+    def setUp(self):
+        super().setUp()
+        self.ops.results["swiglu"] = lambda g, u: torch.nn.SiLU()(g) * u
+        # The MLP's own value on these one-number weights, so that the first call's check agrees.
+        self.ops.results["fused_mlp"] = lambda x, wg, wu, wd: torch.Tensor(
+            [v * wg.values[0] / (1 + math.exp(-v * wg.values[0])) * v * wu.values[0] * wd.values[0] for v in x.values])
+
+    def mlp(self):
+        mlp = PlainLinearMLP()
+        mlp._modules["down_proj"] = torch.nn.Linear(1.0, None)
+        mlp.__dict__.update(mlp._modules)
+        return mlp
+
+    def checked(self, shapes):
+        t = P.Target(None, "m.LlamaMLP", "forward", "fused_mlp", "class", ("swiglu",))
+        forward = R.make_replacement(t, lambda m, x: type(m).forward(m, x), self.ops, shapes={"fused_mlp": shapes})
+        return forward
+
+    def test_at_a_tuned_shape_the_mlp_is_one_fused_call_on_weights_transposed_once(self):
+        mlp = self.mlp()
+        for p in ("gate_proj", "up_proj"):
+            mlp._modules[p]._parameters["bias"] = None
+        # x of 2 values: M 1, K 2, and one gate feature: I 1.
+        forward = self.checked({((1, 2, 1), "fp16")})
+        x = torch.Tensor([1.0, 2.0])
+        want = type(mlp).forward(mlp, x).values
+        forward(mlp, x)   # the first call: compared with the class's own
+        self.ops.calls.clear()
+        held = mlp.__dict__.get("_autokernel_fused_weights")
+        self.assertIsNotNone(held)
+        out = forward(mlp, x)
+        self.assertEqual([c[0] for c in self.op_calls()], ["fused_mlp"])
+        for got, expected in zip(out.values, want):
+            self.assertAlmostEqual(got, expected)
+        self.assertIs(mlp.__dict__["_autokernel_fused_weights"], held)   # not copied again
+
+    def test_at_another_shape_or_with_a_bias_the_gate_product_serves(self):
+        for name, shapes, bias in (("another shape", {((4096, 2, 1), "fp16")}, None), ("a bias", {((1, 2, 1), "fp16")}, 0.5)):
+            with self.subTest(name):
+                self.ops.calls.clear()
+                mlp = self.mlp()
+                for p in ("gate_proj", "up_proj"):
+                    mlp._modules[p]._parameters["bias"] = None if bias is None else torch.Tensor([bias])
+                forward = self.checked(shapes)
+                forward(mlp, torch.Tensor([1.0, 2.0]))
+                self.ops.calls.clear()
+                forward(mlp, torch.Tensor([1.0, 2.0]))
+                self.assertEqual([c[0] for c in self.op_calls()], ["swiglu"])
+                self.assertNotIn("_autokernel_fused_weights", mlp.__dict__)
+
+    def test_under_capture_weights_not_yet_transposed_are_not_made_there(self):
+        mlp = self.mlp()
+        for p in ("gate_proj", "up_proj"):
+            mlp._modules[p]._parameters["bias"] = None
+        State.capturing = True
+        self.assertIsNone(R._fused_weights(mlp, *(mlp._modules[p] for p in ("gate_proj", "up_proj", "down_proj"))))
+        State.capturing = False
+        made = R._fused_weights(mlp, *(mlp._modules[p] for p in ("gate_proj", "up_proj", "down_proj")))
+        self.assertEqual(len(made), 3)
+
+    def test_the_tuned_shapes_come_from_the_manifest_and_a_file_of_unknown_shape_serves_any(self):
+        shapes = R.tuned_shapes([
+            {"type": "matmul", "files": [{"shape": "4096x2048x2048x0", "dtype": "fp16"},
+                                         {"shape": "4096x6144x2048x0", "dtype": "bf16"}]},
+            {"type": "fused_mlp", "shape": "", "dtype": ""}])
+        self.assertEqual(shapes["matmul"], {((4096, 2048, 2048, 0), "fp16"), ((4096, 6144, 2048, 0), "bf16")})
+        self.assertIsNone(shapes["fused_mlp"])
+
+
+class LinearAndAttention(Base):
+    """F.linear to the matmul op, causal SDPA to the flash_attention op; anything else the original's."""
+
+    def test_a_linear_call_is_one_op_call_with_its_bias_or_none(self):
+        original = Calls("original")
+        linear = R.make_replacement(target("functional", "matmul"), original, self.ops)
+        x, w, b = torch.Tensor([1.0, 2.0]), torch.Tensor([3.0]), torch.Tensor([0.5])
+        linear(x, w, b)
+        linear(x, w)
+        self.assertEqual(self.op_calls(), [("matmul", (x, w, b)), ("matmul", (x, w, None))])
+        self.assertEqual(original.calls, 0)
+
+    def test_a_linear_call_that_trains_or_is_compiled_without_a_decision_runs_the_original(self):
+        original = Calls("original")
+        linear = R.make_replacement(target("functional", "matmul"), original, self.ops)
+        State.grad = True
+        linear(torch.Tensor([1.0], requires_grad=True), torch.Tensor([1.0]))
+        State.grad = False
+        State.compiling = True
+        linear(torch.Tensor([1.0]), torch.Tensor([1.0]))
+        self.assertEqual((original.calls, self.op_calls()), (2, []))
+        R.set_compile_ops({"matmul"})
+        linear(torch.Tensor([1.0]), torch.Tensor([1.0]))
+        self.assertEqual(len(self.op_calls("matmul")), 1)
+
+    def test_causal_attention_without_a_mask_at_the_default_scale_is_one_op_call(self):
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
+        q, k, v = (torch.Tensor([1.0] * 4, ndim=4) for _ in range(3))   # head dim 4: scale 0.5
+        sdpa(q, k, v, is_causal=True)
+        sdpa(q, k, v, is_causal=True, scale=0.5)
+        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v))] * 2)
+        self.assertEqual(original.calls, 0)
+
+    def test_a_mask_no_causality_dropout_another_scale_or_an_unknown_keyword_runs_sdpa(self):
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
+        q = torch.Tensor([1.0] * 4, ndim=4)
+        sdpa(q, q, q, attn_mask=q, is_causal=False)
+        sdpa(q, q, q)
+        sdpa(q, q, q, dropout_p=0.1, is_causal=True)
+        sdpa(q, q, q, is_causal=True, scale=1.0)
+        sdpa(q, q, q, is_causal=True, future_option=1)
+        sdpa(torch.Tensor([1.0] * 4, ndim=3), q, q, is_causal=True)
+        self.assertEqual((original.calls, self.op_calls()), (6, []))
+
+
 class CompileDecision(unittest.TestCase):
     def scripted(self, times):
         """measure() from a table of times by enabled set; records what was measured."""

@@ -86,6 +86,22 @@ class Serving(unittest.TestCase):
         self.assertEqual((row["calls"], row["declined"], row["not_its_form"]), (0, 0, 1))
         self.assertEqual(S.shares_by_type([row]), {})
 
+    def test_a_gated_mlp_counts_as_served_by_fused_mlp_or_by_the_gate_product_whichever_launched(self):
+        launches = Launches({"fused_mlp": 1, "swiglu": 1})
+        t = P.Target(None, "m.LlamaMLP", "forward", "fused_mlp", "class", ("swiglu",))
+
+        def make(t, original):
+            def forward(x):
+                launches.counts["fused_mlp" if x == "tuned" else "swiglu"][0] += x != "fallback"
+                return "op"
+            return forward
+        call = S.serving_wrapper(make, launches, self.rows, [True])(t, None, lambda x: "original")
+        for x in ("tuned", "tuned", "other", "fallback"):
+            call(x)
+        row = self.rows[t.name].row(lambda type_, i: f"{type_}-file{i}")
+        self.assertEqual((row["calls"], row["served"], row["op_fell_back"]), (4, 3, 1))
+        self.assertEqual(row["files"], {"fused_mlp-file0": 2, "swiglu:swiglu-file0": 1})
+
     def test_shares_by_type_add_up_the_type_functions_and_leave_out_the_tables(self):
         rows = [{"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 10},
                 {"type": "rmsnorm", "op": "rmsnorm", "calls": 10, "served": 0},
