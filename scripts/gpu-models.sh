@@ -25,6 +25,16 @@
 #                                        not fit is skipped and said (run step-round again with the
 #                                        models left). Everything in $OUT/step-round.tar.gz, the summary
 #                                        table also in $OUT/step-round.txt
+#   scripts/gpu-models.sh gemm-round [MODEL]  (default hf_qwen3) a decoder's GEMMs tuned as a set:
+#                                        profile --modules, plan, the plan's matmul entries (matmul
+#                                        v2, one a Linear shape) and a fused_mlp entry of its MLP's
+#                                        shape through the builtin tuner briefly, export (a file only
+#                                        where it beat cuBLAS at its shape), verify in fp16 with
+#                                        --cuda-graphs; within GEMM_BUDGET_S (default 285 s). The
+#                                        table in $OUT/gemm-round.txt, everything in $OUT/gemm-round.tar.gz
+#   scripts/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul and fused_mlp
+#                                        serving a small decoder, through its check script and verify;
+#                                        $OUT/tensor-core-tests.log
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
@@ -227,6 +237,110 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*-verify.json"))):
 PY
 }
 
+# The [[kernel]] entries of a plan for a decoder's GEMMs: its matmul entries (one a Linear shape,
+# contract version 2) and one fused_mlp entry for its gated MLP, made from the gate/up and down
+# shapes ([M, I, K] and [M, K, I], I > K) with their GEMMs' time as its baseline (cuBLAS's three
+# GEMMs as the model runs them, the product between them not counted: a conservative baseline).
+gemm_entries() {
+  python3 -c '
+import re, sys
+# Each entry: a [[kernel]] line and the key = value lines after it (the plan writes a GEMM group
+# entry after entry, without blank lines between them).
+entries, current = [], None
+for line in sys.stdin.read().splitlines():
+    if line.strip() == "[[kernel]]":
+        current = [line]
+        entries.append(current)
+    elif current is not None and re.match(r"^\w+ = ", line):
+        current.append(line)
+    else:
+        current = None
+gemms = {}
+for entry in entries:
+    text = "\n".join(entry)
+    if not re.search(r"^type = \"matmul\"", text, re.M):
+        continue
+    print(text + "\n")
+    shape = re.search(r"^shape = \[([0-9, ]+)\]", text, re.M)
+    base = re.search(r"^baseline_us = ([0-9.]+)", text, re.M)
+    weight = re.search(r"^weight = ([0-9.]+)", text, re.M)
+    dtype = re.search(r"^dtype = \"(\w+)\"", text, re.M)
+    if shape and base and weight:
+        m, n, k, b = (int(v) for v in shape.group(1).split(","))
+        gemms[(m, n, k, b)] = (float(base.group(1)), float(weight.group(1)), dtype.group(1) if dtype else "fp16")
+for (m, i, k, b), (up_us, up_w, dtype) in sorted(gemms.items()):
+    down = gemms.get((m, k, i, 0))
+    if b == 0 and i > k and down:
+        print(f"[[kernel]]\ntype = \"fused_mlp\"\nshape = [{m}, {k}, {i}]    # M, K, I: the gated MLP of the plan above\n"
+              f"dtype = \"{dtype}\"\nweight = {up_w + down[1]:.4f}\n"
+              f"baseline_us = {2 * up_us + down[0]:.2f}    # gate, up and down GEMMs per call, in the profile\n")
+        break
+'
+}
+
+gemm_round() {
+  local model=${1:-hf_qwen3} work=/tmp/ak-gemm/${1:-hf_qwen3} log=/tmp/ak-gemm-round budget=${GEMM_BUDGET_S:-285} start t0
+  rm -rf "$work" "$log" && mkdir -p "$work" "$log"
+  start=$(date +%s)
+  elapsed() { echo $(( $(date +%s) - start )); }
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$log/gpu.txt" 2>&1
+  "$ak" profile --modules --warmup-s 1 --top 20 --out "$work/profile.json" -- \
+      python3 "examples/models/$model.py" --steps 20 --nvtx > "$log/$model-profile.log" 2>&1
+  echo "$model: profile exit $? after $(elapsed) s" >> "$log/gemm-round.txt"
+  "$ak" plan "$work/profile.json" --top 30 > "$log/$model-plan.txt" 2>&1
+  # What is left of the budget after the export and the verify (about 110 s with the first build
+  # of the extensions) goes to the run, at least 30 s.
+  local run_s=$(( budget - $(elapsed) - 110 ))
+  (( run_s < 30 )) && run_s=30
+  {
+    printf '# Planned from examples/models/%s.py (autokernel plan): its GEMMs and its MLP.\n' "$model"
+    printf '[run]\nname = "%s"\nworkdir = "%s/runs"\nmax_hours = %s\n\n' "$model" "$work" "$(python3 -c "print(round($run_s / 3600, 4))")"
+    printf '[llm]\nprovider = "builtin"\n\n[convergence]\ntarget_speedup = 20\n\n'
+    sed -n '/^# \[\[kernel\]\] entries planned/,$p' "$log/$model-plan.txt" | gemm_entries
+  } > "$work/config.toml"
+  cp "$work/config.toml" "$log/$model-config.toml"
+  echo "$model: $(grep -c '^type = "matmul"' "$work/config.toml") GEMM shapes and $(grep -c '^type = "fused_mlp"' "$work/config.toml") MLP planned; the run gets $run_s s" >> "$log/gemm-round.txt"
+  t0=$(date +%s)
+  "$ak" run --config "$work/config.toml" > "$log/$model-run.log" 2>&1
+  echo "$model: run exit $? after $(( $(date +%s) - t0 )) s" >> "$log/gemm-round.txt"
+  "$ak" status --run "$work/runs/$model" > "$log/$model-status.txt" 2>&1
+  cp "$work/runs/$model/results.tsv" "$log/$model-results.tsv" 2>/dev/null
+  cp "$work/runs/$model/state.json" "$log/$model-state.json" 2>/dev/null
+  "$ak" export --run "$work/runs/$model" --out "$work/pkg" > "$log/$model-export.log" 2>&1
+  local exported=$?
+  echo "$model: export exit $exported" >> "$log/gemm-round.txt"
+  grep -E "left out|from " "$log/$model-export.log" | sed 's/^/  /' >> "$log/gemm-round.txt"
+  if (( exported == 0 )); then
+    cp "$work/pkg/autokernel_ops/manifest.json" "$log/$model-manifest.json"
+    t0=$(date +%s)
+    timeout $(( budget + 60 - $(elapsed) > 30 ? budget + 60 - $(elapsed) : 30 )) "$ak" verify --model "examples/models/$model.py" \
+        --ops "$work/pkg" --profile "$work/profile.json" --steps "${STEPS:-12}" --cuda-graphs \
+        --out "$log/$model-fp16-verify.json" > "$log/$model-fp16-verify.log" 2>&1
+    echo "$model: verify exit $? after $(( $(date +%s) - t0 )) s" >> "$log/gemm-round.txt"
+    python3 - "$log/$model-fp16-verify.json" >> "$log/gemm-round.txt" 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in (r.get("served") or {}).get("calls", []):
+    print(f"  served {c['name']} ({c['type']}): {c['served']} of {c['calls']} calls, PyTorch's op in C++ for "
+          f"{c['op_fell_back']}, declined {c['declined']}, by file {c['files']}")
+PY
+  else
+    echo "$model: nothing exported, nothing to verify (export's reasons above)" >> "$log/gemm-round.txt"
+  fi
+  step_summary "$log" >> "$log/gemm-round.txt"
+  echo "gemm round: $(elapsed) s" >> "$log/gemm-round.txt"
+  cp "$log/gemm-round.txt" "$OUT_DIR/gemm-round.txt"
+  tar -czf "$OUT_DIR/gemm-round.tar.gz" -C /tmp ak-gemm-round
+  cat "$log/gemm-round.txt"
+}
+
+# The tensor-core export's [gpu] test alone.
+tc_tests() {
+  timeout 400 .gpu-bundle/autokernel_tests "[tensor-core-export]" > "$out/tensor-core-tests.log" 2>&1
+  echo "tensor-core export [gpu] test exit $?" | tee -a "$out/tensor-core-tests.log"
+  tail -40 "$out/tensor-core-tests.log"
+}
+
 case ${1:-} in
   starters) starters ;;
   patched-profile) patched_profile ;;
@@ -235,5 +349,7 @@ case ${1:-} in
   restore) restore "${2:?archive of /tmp/ak-models}" ;;
   round) round "${@:2}" ;;
   step-round) OUT_DIR=$out step_round "${@:2}" ;;
+  gemm-round) OUT_DIR=$out gemm_round "${@:2}" ;;
+  tc-tests) tc_tests ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
 esac
