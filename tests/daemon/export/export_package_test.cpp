@@ -468,11 +468,13 @@ TEST_CASE("the launchers build and link with the host compiler alone, and open t
   if (!host_compiler_or_skip()) return;
   test::TempDir dir;
   std::vector<std::string> left_out;
-  auto files = package_files({variant("rmsnorm", "row_in_registers"), starter("cross_entropy"), starter("rotary_embedding")},
+  auto files = package_files({variant("rmsnorm", "row_in_registers"), starter("cross_entropy"), starter("rotary_embedding"),
+                              variant("matmul", "tma_warp_specialized"), variant("fused_mlp", "tma_swiglu"),
+                              variant("flash_attention", "tma_pingpong")},
                              PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
-  for (const char* t : {"rmsnorm", "cross_entropy", "rotary_embedding"}) {
+  for (const char* t : {"rmsnorm", "cross_entropy", "rotary_embedding", "matmul", "fused_mlp", "flash_attention"}) {
     INFO(t);
     const std::string program = build_launcher_program(dir.path / "pkg", t, dir);
     // libcuda is opened, never linked: the library builds and loads where there is no driver.
