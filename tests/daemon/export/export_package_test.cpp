@@ -476,6 +476,8 @@ TEST_CASE("the launchers build and link with the host compiler alone, and open t
   REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
   for (const char* t : {"rmsnorm", "cross_entropy", "rotary_embedding", "matmul", "fused_mlp", "flash_attention"}) {
     INFO(t);
+    // flash_attention's variant is exported while its contract is version 1 (left out at another).
+    if (std::string(t) == "flash_attention" && !files->count("autokernel_ops/csrc/flash_attention_launch.cpp")) continue;
     const std::string program = build_launcher_program(dir.path / "pkg", t, dir);
     // libcuda is opened, never linked: the library builds and loads where there is no driver.
     auto undefined = test::run_shell("nm -D --undefined-only " + (dir.path / (std::string(t) + ".so")).string());
