@@ -56,7 +56,7 @@ def _digest(type_):
     h = hashlib.sha256(torch.__version__.encode())
     for path in _sources(type_) + [os.path.join(HERE, "csrc", f) for f in (
             f"{type_}_module.h", "common.h", "direct_call.h", "rotary_tables.h", "launch.h", "grid_rules.h", "file_pick.h",
-            "loaded_module.h")]:
+            "loaded_module.h", "tiled_launch.h", "tensor_map_rules.h", "grid_launch_rules.h")]:
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
