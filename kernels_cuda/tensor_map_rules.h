@@ -131,7 +131,7 @@ template <class Encode>
 inline CUresult ak_encode_tensor_maps(Encode encode, const ak_tensor_map_decl* decls, int count,
                                       const ak_tensor_map_view* views, const CUdeviceptr* bases,
                                       ak_tensor_maps_param& out, int* failed) {
-  std::memset(&out, 0, sizeof out);
+  std::memset(static_cast<void*>(&out), 0, sizeof out);  // every byte, padding included
   for (int i = 0; i < count && i < ak_max_tensor_maps; ++i) {
     const ak_tensor_map_decl& m = decls[i];
     const ak_tensor_map_view& v = views[i];
