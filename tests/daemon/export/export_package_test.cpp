@@ -268,7 +268,7 @@ TEST_CASE("a kernel file that exports no ak_block_threads is refused by name", "
   CHECK_THAT(files.error().message, Catch::Contains("broken.cu") && Catch::Contains("exports no ak_block_threads"));
 }
 
-TEST_CASE("a kernel file that asks for a persistent grid or clusters is not exported, saying why", "[export]") {
+TEST_CASE("a row-wise kernel file that asks for a persistent grid or clusters is not exported, saying why", "[export]") {
   for (const char* symbol : {"ak_persistent", "ak_cluster_blocks"}) {
     ExportedKernel k = starter("rmsnorm");
     k.origin = "persistent.cu";
@@ -276,7 +276,7 @@ TEST_CASE("a kernel file that asks for a persistent grid or clusters is not expo
     std::vector<std::string> left_out;
     auto files = package_files({k}, PackageFormat::Torch, left_out);
     REQUIRE_FALSE(files.ok());
-    CHECK_THAT(files.error().message, Catch::Contains(symbol) && Catch::Contains("exported launchers do not provide"));
+    CHECK_THAT(files.error().message, Catch::Contains(symbol) && Catch::Contains("row-wise launchers do not provide"));
   }
 }
 
