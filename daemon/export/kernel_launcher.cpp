@@ -209,10 +209,20 @@ std::string module_header(const KernelSpec& spec, const std::vector<std::vector<
 }
 
 std::vector<long long> tuned_dimensions(const KernelSpec& spec, const std::string& shape) {
-  if (shape.empty()) return {};
-  auto parsed = parse_shape(shape);
-  if (!parsed || parsed->size() != spec.shape_names.size()) return {};
-  return std::vector<long long>(parsed->begin(), parsed->end());
+  // Read here rather than with parse_shape, which takes sizes only: a dimension may be 0 (matmul's
+  // has_bias), and a file tuned without a bias must not pass for one of unknown shape.
+  std::vector<long long> dims;
+  size_t start = 0;
+  while (start <= shape.size()) {
+    const size_t end = std::min(shape.find('x', start), shape.size());
+    const std::string part = shape.substr(start, end - start);
+    if (part.empty() || part.size() > 18 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return {};
+    dims.push_back(std::stoll(part));
+    start = end + 1;
+  }
+  if (dims.size() != spec.shape_names.size()) return {};
+  return dims;
 }
 
 namespace {

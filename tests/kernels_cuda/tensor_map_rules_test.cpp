@@ -77,7 +77,7 @@ TEST_CASE("a declaration's box, swizzle and L2 promotion are checked whatever th
 TEST_CASE("the driver gets the operand's dimensions, row stride, box, swizzle and L2 promotion, and each built map its bit", "[tensor_map_rules]") {
   calls.clear();
   answer = CUDA_SUCCESS;
-  const ak_tensor_map_decl decls[] = {decl(0, 64, 128), decl(1, 64, 64, 64, 0), decl(3, 64, 64)};
+  const ak_tensor_map_decl decls[] = {decl(0, 64, 128), decl(1, 32, 64, 64, 0), decl(3, 64, 64)};
   const ak_tensor_map_view views[] = {ak_tensor_map_view_of(2048, 4096 * 2048, 2, 2, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
                                       ak_tensor_map_view_of(2048, 6144 * 2048, 2, 2, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
                                       ak_tensor_map_view_of(7, 4096 * 7, 2, 2, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)};
@@ -97,6 +97,7 @@ TEST_CASE("the driver gets the operand's dimensions, row stride, box, swizzle an
   CHECK(calls[0].swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
   CHECK(calls[0].l2 == CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   CHECK(calls[1].dims[1] == 6144);
+  CHECK(calls[1].box[0] == 32);
   CHECK(calls[1].swizzle == CU_TENSOR_MAP_SWIZZLE_64B);
   CHECK(calls[1].l2 == CU_TENSOR_MAP_L2_PROMOTION_NONE);
   const auto* built = reinterpret_cast<const unsigned char*>(&p.map[0]);

@@ -120,6 +120,16 @@ TEST_CASE("fused_mlp's and flash_attention's launchers write their own tile rule
   }
 }
 
+TEST_CASE("a tuned shape with a zero dimension (a Linear without bias) is a known shape, not an unknown one", "[export][launcher]") {
+  CHECK(tuned_dimensions(matmul_spec(), "4096x2048x2048x0") == std::vector<long long>{4096, 2048, 2048, 0});
+  CHECK(tuned_dimensions(matmul_spec(), "4096x2048x2048x1") == std::vector<long long>{4096, 2048, 2048, 1});
+  CHECK(tuned_dimensions(matmul_spec(), "").empty());
+  CHECK(tuned_dimensions(matmul_spec(), "4096x2048x2048").empty());      // a dimension short
+  CHECK(tuned_dimensions(matmul_spec(), "4096x2048x2048x").empty());
+  CHECK(tuned_dimensions(matmul_spec(), "4096x-2048x2048x0").empty());
+  CHECK(tuned_dimensions(rmsnorm_spec(), "65536x128") == std::vector<long long>{65536, 128});
+}
+
 TEST_CASE("a row-wise launcher still refuses a file that declares maps, clusters or a persistent grid", "[export][launcher]") {
   std::string source = rmsnorm_spec().starter_source() + "\nextern \"C\" __constant__ int ak_persistent = 1;\n";
   auto r = launcher_source(rmsnorm_spec(), source);
