@@ -45,8 +45,12 @@ Result<BuiltinProblem> builtin_problem_of(const json& analysis, const std::strin
   p.type = match.value("type", std::string());
   const KernelSpec* type = find_builtin_spec(p.type);
   if (!type) return error("the analyser matched \"" + p.type + "\", which is no built-in type");
-  for (auto& v : match.value("shape", json::array()))
-    if (v.is_number_integer() && v.get<long long>() >= 1) p.shape.push_back(v.get<long long>());
+  // A size is positive, or 0 where the type's shape takes a flag (matmul's has_bias).
+  for (auto& v : match.value("shape", json::array())) {
+    const size_t at = p.shape.size();
+    const bool flag = std::count(type->zero_dims.begin(), type->zero_dims.end(), at) > 0;
+    if (v.is_number_integer() && v.get<long long>() >= (flag ? 0 : 1)) p.shape.push_back(v.get<long long>());
+  }
   if (p.shape.size() != type->shape_names.size())
     return error("the match's shape " + match.value("shape", json::array()).dump() + " is not one of " + p.type + "'s " +
                  std::to_string(type->shape_names.size()) + " sizes");

@@ -51,7 +51,7 @@ TEST_CASE("a row without readings keeps why, on one line whatever the reason say
   CHECK_FALSE(back->counters.dram_pct.has_value());
 }
 
-TEST_CASE("the table is created with its header, appended to, and read back; a damaged line is skipped", "[counters][results]") {
+TEST_CASE("the table is created with its header, appended to, and read back, and a damaged line is skipped", "[counters][results]") {
   test::TempDir dir;
   const std::string path = counters_table_path(dir.path.string());
   CHECK(read_counters_table(path).empty());
