@@ -6,9 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
-#include "daemon/logging.hpp"
+#include "daemon/commands/logging.hpp"
 
 namespace ak {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
 #include "kernels_cuda/registry.hpp"

@@ -2,7 +2,7 @@
 // it and sends it candidates to compile; it can read nothing but CUDA's headers.
 #include <cstdlib>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "harness/compile_server.hpp"
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "config/config.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/loop/run_preflight.hpp"
 #include "kernels_cuda/spec.hpp"

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "common/text_escape.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/kernelbench/builtin_problem.hpp"
 #include "daemon/kernelbench/elementwise_starter.hpp"

@@ -1,7 +1,7 @@
 // autokernel kernels: what each kernel type computes and what a kernel file must define.
 #include <cstdio>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"

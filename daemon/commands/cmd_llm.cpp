@@ -9,7 +9,7 @@
 #include "config/config.hpp"
 #include "common/text_escape.hpp"
 #include "common/untrusted_text.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/combined_proposer.hpp"
 #include "daemon/loop/proposal_context.hpp"

@@ -17,7 +17,7 @@
 #include "common/text_escape.hpp"
 #include "config/config.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
 #include "daemon/profile/profile_data.hpp"

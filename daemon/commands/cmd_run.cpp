@@ -8,13 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "config/config.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/loop/builtin_tuner.hpp"
 #include "daemon/loop/kernel_progress.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/loop/combined_proposer.hpp"
 #include "daemon/loop/llm_proposer.hpp"
-#include "daemon/logging.hpp"
+#include "daemon/commands/logging.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "daemon/loop/run_preflight.hpp"
 #include "harness/cuda_driver.hpp"

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/report/run_report.hpp"

@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/verify/verify_report.hpp"
-#include "daemon/verify/verify_verdict.hpp"
+#include "daemon/verify/model_agreement.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -89,20 +89,20 @@ int verify_command(const Args& args) {
     return std::fprintf(stderr, "autokernel verify: %s: no report from the model run\n", report_path.c_str()), kExitFailure;
   std::remove(report_path.c_str());  // what it held goes into --out, with the verdict
 
-  const ReportVerdict verdict = judge_report(report, dtype);
-  const Agreement& agreement = verdict.eager;
+  const ModelAgreement judged = judge_report(report, dtype);
+  const Agreement& agreement = judged.eager;
   const double eager_ms = report["eager"].value("median_ms", 0.0), ours_ms = report["autokernel"].value("median_ms", 0.0);
   const double measured = ours_ms > 0 ? eager_ms / ours_ms : 0;
   std::string text_out = "model " + model + " (" + dtype + ", " + report.value("gpu", std::string("?")) + ", PyTorch " +
                          report.value("torch", std::string("?")) + ")\npatched:\n";
   for (auto& n : report.value("patched", std::vector<std::string>{})) text_out += "  " + n + "\n";
   text_out += timing_table(report) + served_text(report) + op_cost_text(report) + compile_decision_text(report);
-  for (auto& line : verdict.lines) text_out += line + "\n";
+  for (auto& line : judged.lines) text_out += line + "\n";
   text_out += format_numbers("end-to-end speedup with the ops: %.3fx", measured);
   if (report.contains("compile") && report["compile"].value("median_ms", 0.0) > 0 && ours_ms > 0)
     text_out += format_numbers(" (eager with the ops against the best torch.compile: %.3fx)", report["compile"].value("median_ms", 0.0) / ours_ms);
-  report["verdict"] = {{"agrees", verdict.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
-                       {"judgements", verdict.lines}, {"speedup", measured}};
+  report["verdict"] = {{"agrees", judged.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
+                       {"judgements", judged.lines}, {"speedup", measured}};
   if (!profile.kernels.empty()) {
     auto parts = prediction_parts(profile, manifest, served_shares(report));
     const double predicted = predicted_speedup(parts);
@@ -121,7 +121,7 @@ int verify_command(const Args& args) {
   if (!out.empty())
     if (auto s = write_file_atomic(out, report.dump(2) + "\n"); !s)
       std::fprintf(stderr, "autokernel verify: %s\n", s.error().message.c_str());
-  return verdict.agrees ? kExitOk : kExitFailure;
+  return judged.agrees ? kExitOk : kExitFailure;
 }
 
 }  // namespace ak

@@ -1,7 +1,7 @@
 // autokernel worker: internal. The daemon (and bench) start it and talk to it over pipes.
 #include <cstdlib>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "harness/compile_sandbox.hpp"
 #include "harness/worker_main.hpp"

@@ -10,7 +10,7 @@
 
 #include "common/text_escape.hpp"
 #include "common/untrusted_text.hpp"
-#include "daemon/logging.hpp"
+#include "daemon/commands/logging.hpp"
 #include "daemon/loop/git_history.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_directory.hpp"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "daemon/verify/verify_report.hpp"
-#include "daemon/verify/verify_verdict.hpp"
+#include "daemon/verify/model_agreement.hpp"
 
 using namespace ak;
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <spdlog/spdlog.h>
 
-#include "daemon/logging.hpp"
+#include "daemon/commands/logging.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

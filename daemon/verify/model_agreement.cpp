@@ -1,4 +1,4 @@
-#include "daemon/verify/verify_verdict.hpp"
+#include "daemon/verify/model_agreement.hpp"
 
 #include <cmath>
 
@@ -32,8 +32,8 @@ OutputError output_error(const nlohmann::json& j) {
   return {num("rel_l2"), num("max_abs"), j.value("finite", false)};
 }
 
-ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtype) {
-  ReportVerdict v;
+ModelAgreement judge_report(const nlohmann::json& report, const std::string& dtype) {
+  ModelAgreement v;
   auto say = [&](const std::string& what, bool agrees, const std::string& why) {
     v.agrees = v.agrees && agrees;
     v.lines.push_back(what + (agrees ? "agree: " : "DISAGREE: ") + why);

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 
 using namespace ak;
 

@@ -40,12 +40,12 @@ OutputError output_error(const nlohmann::json& row);
 /// them, the CUDA graph with the ops against eager PyTorch (a capture the ops broke, where the
 /// graph without them captured, is a disagreement), and torch.compile with the ops, where it runs
 /// any, against compile alone's own error.
-struct ReportVerdict {
+struct ModelAgreement {
   bool agrees = true;
   Agreement eager;                 ///< eager with the ops
   std::vector<std::string> lines;  ///< one per judgement: "outputs: agree: ..."
 };
-ReportVerdict judge_report(const nlohmann::json& report, const std::string& dtype);
+ModelAgreement judge_report(const nlohmann::json& report, const std::string& dtype);
 
 /// One exported kernel's part in the prediction: its share f of the profile's GPU time and the
 /// speedup s the run measured for it.

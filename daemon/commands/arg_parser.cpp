@@ -1,4 +1,4 @@
-#include "daemon/arg_parser.hpp"
+#include "daemon/commands/arg_parser.hpp"
 
 namespace ak {
 

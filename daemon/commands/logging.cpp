@@ -1,4 +1,4 @@
-#include "daemon/logging.hpp"
+#include "daemon/commands/logging.hpp"
 
 #include "common/text_escape.hpp"
 

@@ -2,7 +2,7 @@
 // code on a model run (a stand-in runner that writes the report a real one would).
 #include <catch2/catch.hpp>
 
-#include "daemon/verify/verify_verdict.hpp"
+#include "daemon/verify/model_agreement.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
