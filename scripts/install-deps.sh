@@ -32,6 +32,17 @@ if ! python3 -c 'import torch' >/dev/null 2>&1; then
   echo "install-deps: torch $(python3 -c 'import torch; print(torch.__version__)') installed in $((SECONDS - started)) s"
 fi
 
+# The Hugging Face `kernels` library, pinned, in a virtual environment that also sees the system's
+# PyTorch: tests/daemon/export/hf_kernels_test.py checks the hf-kernels export against it. Its import
+# needs no torch (only huggingface_hub, packaging, pyyaml); resolving a variant asks torch for its
+# version. CMake finds it at AK_KERNELS_PYTHON (default below).
+kernels_venv=${AK_KERNELS_VENV:-/opt/autokernel/kernels-venv}
+if ! "$kernels_venv/bin/python" -c 'import kernels; assert kernels.__version__ == "0.17.2"' >/dev/null 2>&1; then
+  echo "install-deps: the kernels library 0.17.2 into $kernels_venv"
+  python3 -m venv --system-site-packages "$kernels_venv"
+  "$kernels_venv/bin/pip" install --quiet 'kernels==0.17.2'
+fi
+
 cuda=${CUDA_HOME:-/usr/local/cuda}
 missing=()
 [[ -f $cuda/include/nvrtc.h ]] || missing+=("NVRTC headers ($cuda/include/nvrtc.h)")

@@ -3,10 +3,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
+#include "common/result.hpp"
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
@@ -23,6 +26,29 @@ int run_runner(const std::string& python, const std::string& ops_dir, const std:
   std::vector<std::string> cmd{python, "-m", "autokernel_ops.verify"};
   cmd.insert(cmd.end(), runner_args.begin(), runner_args.end());
   return run_foreground(cmd, {{"PYTHONPATH", ops_dir}}, "verify");
+}
+
+/// The folder whose autokernel_ops/ verify imports: `ops` itself for the torch layout (and for one
+/// built variant of an hf-kernels export, build/<variant>/), or the one variant an hf-kernels export
+/// built (`ops`/build/<variant>/). An Error saying what to give instead otherwise.
+Result<std::string> package_root(const std::string& ops) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(ops) / "autokernel_ops" / "manifest.json", ec)) return ops;
+  if (!fs::is_regular_file(fs::path(ops) / "build.toml", ec))
+    return error(ops + " is not a package autokernel export wrote (no " + ops + "/autokernel_ops/manifest.json)");
+  std::vector<std::string> variants;
+  for (auto it = fs::directory_iterator(fs::path(ops) / "build", ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (fs::is_regular_file(it->path() / "autokernel_ops" / "manifest.json")) variants.push_back(it->path().string());
+  if (variants.empty())
+    return error(ops + " is an hf-kernels export without a built variant (no build/<variant>/autokernel_ops/): build one "
+               "there with `python3 " + ops + "/build_variant.py`, or export again without --source-only");
+  if (variants.size() > 1) {
+    std::string names;
+    for (auto& v : variants) names += (names.empty() ? "" : ", ") + fs::path(v).filename().string();
+    return error(ops + " holds several built variants (" + names + "): give --ops " + ops +
+                 "/build/<variant>, the one of the PyTorch that runs the model");
+  }
+  return variants.front();
 }
 
 }  // namespace
@@ -43,7 +69,7 @@ int verify_command(const Args& args) {
               "autokernel_ops.capture runs it; --liger, Liger-Kernel's patch for the model's family. Counts, per\n"
               "replaced function, the calls an op served and which exported file served them. FILE.py defines build(dtype) -> (model, inputs): see docs/export.md.");
   p.option("model", "FILE.py", "the model file", &model)
-      .option("ops", "DIR", "the package autokernel export wrote", &ops)
+      .option("ops", "DIR", "the package autokernel export wrote (the torch layout, or an hf-kernels export with its built variant)", &ops)
       .option("dtype", "fp16|bf16", "the dtype of the run (default fp16)", &dtype)
       .option("steps", "N", "timed steps (default 30)", &steps)
       .flag("compile", "also time torch.compile of the model in each mode, and decide which ops run under it", &compile)
@@ -59,6 +85,9 @@ int verify_command(const Args& args) {
   if (int rc = parse_or_exit(p, args); rc >= 0) return rc;
   if (model.empty() || ops.empty()) return std::fprintf(stderr, "autokernel verify: give --model FILE.py and --ops DIR\n"), kExitUsage;
   if (dtype != "fp16" && dtype != "bf16") return std::fprintf(stderr, "autokernel verify: --dtype %s: expected fp16 or bf16\n", dtype.c_str()), kExitUsage;
+  auto root = package_root(ops);
+  if (!root) return std::fprintf(stderr, "autokernel verify: %s\n", root.error().message.c_str()), kExitUsage;
+  ops = *root;
   const std::string manifest_path = ops + "/autokernel_ops/manifest.json";
   auto manifest_text = read_text(manifest_path);
   if (!manifest_text)

@@ -120,9 +120,7 @@ std::string readme(const std::vector<ExportedKernel>& kernels, PackageFormat for
   const std::string mark = "{{ops}}";
   text.replace(text.find(mark), mark.size(), table);
   if (format == PackageFormat::HfKernels)
-    text += "\n## This layout\n\nThe folders and `build.toml` of a Hugging Face kernel repository, for kernel-builder "
-            "(`nix build`); the ops register under the builder's extension name (`from autokernel_ops import ops`). "
-            "autokernel writes and checks this layout; it does not run kernel-builder.\n";
+    text += packaged("hf/README.md");
   return text;
 }
 
@@ -277,6 +275,9 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
     return files;
   }
   f[py + "__init__.py"] = packaged("hf/__init__.py");
+  f[py + "layers.py"] = packaged("hf/layers.py");   // what kernelize swaps into a model
+  f[py + "verify.py"] = packaged(std::string(kPackage) + "/verify.py");  // autokernel verify on a built variant
+  f["build_variant.py"] = packaged("hf/build_variant.py");  // build/<variant>/: what the kernels library loads
   f["build.toml"] = packaged("hf/build.toml");
   f["flake.nix"] = packaged("hf/flake.nix");
   f["torch-ext/torch_binding.cpp"] = packaged("hf/torch_binding.cpp");
@@ -311,7 +312,8 @@ Status write_package(const PackageFiles& files, const std::string& out_dir) {
 
 const std::vector<std::string>& package_entries() {
   static const std::vector<std::string> entries{"autokernel_ops", "pyproject.toml", "README.md", "torch-ext",
-                                                "autokernel_ops_cuda", "build.toml", "flake.nix"};
+                                                "autokernel_ops_cuda", "build.toml", "flake.nix",
+                                                "build_variant.py", "build"};
   return entries;
 }
 

@@ -10,6 +10,7 @@
 
 #include "daemon/export/export_package.hpp"
 #include "daemon/export/kernel_launcher.hpp"
+#include "daemon/export/op_namespace.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "harness/candidate_compile.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -419,6 +420,72 @@ TEST_CASE("the hf-kernels layout has a build.toml naming every source it holds",
   CHECK_THAT(files->at("torch-ext/autokernel_ops/__init__.py"), Catch::Contains("from ._ops import add_op_namespace_prefix, ops"));
 }
 
+TEST_CASE("the hf-kernels layout holds the layers kernelize swaps in, verify's runner and the variant's build", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("rmsnorm"), starter("swiglu")}, PackageFormat::HfKernels, left_out);
+  REQUIRE(files.ok());
+  for (const char* f : {"torch-ext/autokernel_ops/layers.py", "torch-ext/autokernel_ops/verify.py", "build_variant.py"})
+    CHECK(files->count(f) == 1);
+  const std::string& layers = files->at("torch-ext/autokernel_ops/layers.py");
+  for (const char* c : {"class RMSNorm(nn.Module):", "class GatedMLP(nn.Module):", "class RotaryPosEmb(nn.Module):"})
+    CHECK_THAT(layers, Catch::Contains(c));
+  CHECK_THAT(files->at("torch-ext/autokernel_ops/__init__.py"), Catch::Contains("from . import layers"));
+  // The built variant and its script are the package's own entries: --force replaces them too.
+  for (const char* e : {"build", "build_variant.py"}) CHECK(std::count(package_entries().begin(), package_entries().end(), e) == 1);
+  CHECK_THAT(files->at("README.md"), Catch::Contains("get_local_kernel") && Catch::Contains("build/<variant>/"));
+}
+
+TEST_CASE("each hf-kernels build registers its ops under a namespace of its own, even for the same files", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("rmsnorm")}, PackageFormat::HfKernels, left_out);
+  REQUIRE(files.ok());
+  const std::string first = build_op_namespace(*files), second = build_op_namespace(*files);
+  CHECK(first != second);
+  CHECK(std::regex_match(first, std::regex("_autokernel_[0-9a-f]{16}")));
+  CHECK(is_op_namespace(first));
+  for (const char* not_one : {"autokernel", "_autokernel_0123456789ABCDEF", "_autokernel_0123456789abcde", "_autokernel_0123456789abcdefa",
+                              "_autokernel_0123456789abcdeg"})
+    CHECK_FALSE(is_op_namespace(not_one));
+}
+
+TEST_CASE("export --format hf-kernels says what the build of its variant lacks, exit 2, and leaves the source layout", "[export][cli]") {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const std::string pkg = (dir.path / "pkg").string();
+  auto no_python = test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --python /nonexistent/python3 --out " + pkg);
+  CHECK(no_python.exit_code == 2);
+  CHECK_THAT(no_python.out, Catch::Contains("cannot run /nonexistent/python3") && Catch::Contains("--source-only"));
+  CHECK(fs::exists(fs::path(pkg) / "build.toml"));
+  CHECK_FALSE(fs::exists(fs::path(pkg) / "build"));
+  // A Python without site-packages stands for one without PyTorch.
+  const std::string python = dir.write("python-without-torch", "#!/bin/sh\nexec python3 -S \"$@\"\n");
+  fs::permissions(python, fs::perms::owner_all);
+  auto no_torch = test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --force --python " + python + " --out " + pkg);
+  CHECK(no_torch.exit_code == 2);
+  CHECK_THAT(no_torch.out, Catch::Contains("cannot import PyTorch") && Catch::Contains("pip install torch") &&
+                               Catch::Contains("build_variant.py"));
+  auto torch_only = test::run_autokernel("export starter --kernel rmsnorm --source-only --out " + (dir.path / "t").string());
+  CHECK(torch_only.exit_code == 2);
+  CHECK_THAT(torch_only.out, Catch::Contains("--source-only is for --format hf-kernels"));
+}
+
+TEST_CASE("verify on an hf-kernels export without a built variant says how to build one", "[export][cli]") {
+  test::TempDir dir;
+  const std::string pkg = (dir.path / "pkg").string();
+  REQUIRE(test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --source-only --out " + pkg).exit_code == 0);
+  const std::string model = dir.write("m.py", "def build(dtype):\n    raise SystemExit('not run')\n");
+  auto r = test::run_autokernel("verify --model " + model + " --ops " + pkg);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("without a built variant") && Catch::Contains("build_variant.py"));
+  std::filesystem::create_directories(dir.path / "pkg/build/torch211-cxx11-cu130-x86_64-linux/autokernel_ops");
+  std::filesystem::create_directories(dir.path / "pkg/build/torch210-cxx11-cu128-x86_64-linux/autokernel_ops");
+  dir.write("pkg/build/torch211-cxx11-cu130-x86_64-linux/autokernel_ops/manifest.json", "{}");
+  dir.write("pkg/build/torch210-cxx11-cu128-x86_64-linux/autokernel_ops/manifest.json", "{}");
+  auto several = test::run_autokernel("verify --model " + model + " --ops " + pkg);
+  CHECK(several.exit_code == 2);
+  CHECK_THAT(several.out, Catch::Contains("several built variants") && Catch::Contains("torch211-cxx11-cu130-x86_64-linux"));
+}
+
 namespace {
 
 const std::string kCudaInclude = "/usr/local/cuda/include";
@@ -624,7 +691,7 @@ TEST_CASE("export --out refuses a folder with an earlier export unless --force, 
   CHECK_THAT(test::read_file((pkg / "autokernel_ops/manifest.json").string()), !Catch::Contains("\"type\": \"softmax\""));
   CHECK(test::read_file((pkg / "notes.txt").string()) == "the user's own file\n");
   // Another layout replaces the first one whole.
-  auto hf = test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --out " + pkg.string() + " --force");
+  auto hf = test::run_autokernel("export starter --kernel rmsnorm --format hf-kernels --source-only --out " + pkg.string() + " --force");
   CHECK(hf.exit_code == 0);
   CHECK(fs::exists(pkg / "build.toml"));
   CHECK_FALSE(fs::exists(pkg / "autokernel_ops"));

@@ -132,13 +132,18 @@ def served_calls(patches, model, inputs):
     """Per replaced function the model calls: its calls in one step, how many an op served, and by
     which exported file (_served.py); and the share served per type. The first of two steps checks
     the fresh replacements the measurement makes and is not counted."""
-    from autokernel_ops import _load  # builds nothing: the extensions were built at import
     rows, armed = {}, [False]
+    # The hf-kernels build has its ops under a namespace of its own and no direct functions.
+    ops = getattr(autokernel_ops, "ops", torch.ops.autokernel)
+    direct = getattr(autokernel_ops, "DIRECT", None)
+    if direct is None:
+        from autokernel_ops import _load  # builds nothing: the extensions were built at import
+        direct = _load.DIRECT
 
     def make(target, original):
-        return make_replacement(target, original, versions=autokernel_ops.VERSIONS, direct=_load.DIRECT,
+        return make_replacement(target, original, ops, versions=autokernel_ops.VERSIONS, direct=direct,
                                 shapes=autokernel_ops.SHAPES)
-    with wrapping(patches, serving_wrapper(make, launches_of(torch.ops.autokernel), rows, armed)):
+    with wrapping(patches, serving_wrapper(make, launches_of(ops), rows, armed)):
         run(model, inputs)
         armed[0] = True
         run(model, inputs)

@@ -1,7 +1,10 @@
-"""autokernel_ops (hf-kernels layout): the kernels an autokernel run kept, as custom ops under
-kernel-builder's extension name, and the same patch as the PyTorch package:
+"""autokernel_ops (hf-kernels layout): the kernels an autokernel run kept, as custom ops under this
+build's own namespace (_ops.py), with the layers the Hugging Face `kernels` library swaps into a
+model (layers.py) and the same patch as the PyTorch package:
 
-    with autokernel_ops.patched() as p:
+    from kernels import get_local_kernel
+    ak = get_local_kernel(Path("DIR"))       # DIR: what autokernel export --format hf-kernels wrote
+    with ak.patched() as p:                  # or kernelize with ak.layers (README.md)
         y = model(x)
 """
 import json
@@ -19,14 +22,23 @@ from ._patch import Patches, find_targets
 from ._replacements import COMPILE_OPS, make_replacement, set_compile_ops, tuned_shapes
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.json")) as _f:
-    _OPS = json.load(_f)["ops"]
-TYPES = [op["type"] for op in _OPS]
-VERSIONS = {op["type"]: op.get("contract_version", 1) for op in _OPS}  # the contract version of each file
-SHAPES = tuned_shapes(_OPS)  # the shapes and dtypes each type's files were tuned at
+    MANIFEST = json.load(_f)
+TYPES = [op["type"] for op in MANIFEST["ops"]]
+VERSIONS = {op["type"]: op.get("contract_version", 1) for op in MANIFEST["ops"]}  # the contract version of each file
+SHAPES = tuned_shapes(MANIFEST["ops"])  # the shapes and dtypes each type's files were tuned at
+# The registered ops serve eager calls too: this build has no functions outside the dispatcher.
+DIRECT = {}
 
 register_fakes(add_op_namespace_prefix, TYPES, VERSIONS)
 # Each module loads now, in the current device's context: never at a first launch inside a capture.
 LOADED, FAILED = load_modules(ops, TYPES) if torch.cuda.is_available() else ([], {t: "no CUDA device" for t in TYPES})
+
+from . import layers  # noqa: E402  (reads LOADED, SHAPES and VERSIONS)
+
+
+def load_on(device):
+    """Loads every op's module on another GPU (device index) now: before a graph is captured there."""
+    return load_modules(ops, LOADED, device)
 
 
 def compile_ops():
@@ -37,8 +49,8 @@ def decide_for_compile(model, inputs, mode="default", types=None, **kwargs):
     return _decide(model, inputs, mode, LOADED if types is None else types, **kwargs)
 
 
-def patch(modules=None):
-    targets = find_targets(sys.modules if modules is None else modules, set(LOADED))
+def patch(modules=None, also=()):
+    targets = find_targets(sys.modules if modules is None else modules, set(LOADED), also)
     return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops, VERSIONS, shapes=SHAPES))
 
 

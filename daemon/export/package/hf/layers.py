@@ -1,0 +1,122 @@
+"""The layers the Hugging Face `kernels` library swaps into a model (kernelize): each replaces the
+forward of a model's module with this package's op, read from the module's own attributes.
+
+    layer           replaces                                                  op (its file picked per call)
+    RMSNorm         transformers' *RMSNorm (weight, variance_epsilon or eps)  rmsnorm
+    GatedMLP        *MLP with gate_proj, up_proj, down_proj, act_fn (SiLU)    fused_mlp at its tuned shapes, else swiglu
+    RotaryPosEmb    apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)     rotary_embedding
+
+The library holds a layer class to its rules (kernels/layer/layer.py, _validate_layer): no
+constructor, no members beyond forward, can_torch_compile and has_backward, and a forward with as
+many arguments of the same kinds as the forward it replaces. So each forward calls a function of
+this module. Forward only (has_backward = False: kernelize in Mode.TRAINING keeps the model's own
+forward), and where a call needs gradients, where the op was not exported or did not load on this
+GPU, or where the call is one the op does not make, PyTorch's math runs instead, as transformers
+computes it; the ops themselves run PyTorch's op for what their kernels do not cover (said once).
+Under torch.compile the ops are registered custom ops with fake implementations: a full graph."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import LOADED, SHAPES, VERSIONS
+from ._ops import ops
+from ._replacements import _fused_call, _plain_linears
+
+# Each op's overload, bound once: None where the op was not exported or did not load here.
+_RMSNORM = ops.rmsnorm.default if "rmsnorm" in LOADED else None
+_SWIGLU = ops.swiglu.default if "swiglu" in LOADED else None
+_FUSED_MLP = (ops.fused_mlp.default, SHAPES.get("fused_mlp")) if "fused_mlp" in LOADED else None
+# Version 1 of the rotary contract takes q alone, contiguous: its layer runs PyTorch's math.
+_ROTARY = ops.rotary_embedding.default if "rotary_embedding" in LOADED and VERSIONS.get("rotary_embedding", 2) >= 2 else None
+# The activation classes that compute F.silu: torch's, and transformers' own (ACT2FN["silu"] in
+# transformers 5), told by name so that transformers need not be imported here.
+_SILU = frozenset({("torch.nn.modules.activation", "SiLU"), ("transformers.activations", "SiLUActivation")})
+
+
+def _grad(*tensors):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def rms_norm(module, x):
+    """module(x) for an RMSNorm module: rmsnorm on its weight and epsilon."""
+    weight = module.weight
+    eps = getattr(module, "variance_epsilon", None)
+    if eps is None:
+        eps = getattr(module, "eps", None)
+    if _RMSNORM is None or eps is None or weight.dtype != x.dtype or _grad(x, weight):
+        return rms_norm_math(x, weight, eps)
+    return _RMSNORM(x, weight, float(eps))
+
+
+def rms_norm_math(x, weight, eps):
+    """transformers' RMSNorm: in fp32, rounded to x's dtype, then the weight."""
+    if eps is None:
+        return F.rms_norm(x, (x.shape[-1],), weight)
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
+def gated_mlp(module, x):
+    """module(x) for a gated MLP, down_proj(act_fn(gate_proj(x)) * up_proj(x)): the whole MLP in one
+    fused_mlp launch at a shape its files were tuned at (eager, inference, plain Linears without
+    bias), else the gate product in one swiglu launch between the model's own projections."""
+    gate, up, down, act = module.gate_proj, module.up_proj, module.down_proj, module.act_fn
+    silu = (type(act).__module__, type(act).__name__) in _SILU
+    if not silu or (_SWIGLU is None and _FUSED_MLP is None) or _grad(x):
+        return down(act(gate(x)) * up(x))
+    if _FUSED_MLP is not None and not torch.compiler.is_compiling() and not torch.is_grad_enabled() \
+            and type(x) is torch.Tensor and _plain_linears(gate, up, down):
+        y = _fused_call(_FUSED_MLP, module, x, gate, up, down)
+        if y is not None:
+            return y
+    g, u = gate(x), up(x)
+    if _SWIGLU is None or _grad(g, u):
+        return down(act(g) * u)
+    return down(_SWIGLU(g, u))
+
+
+def rotary(q, k, cos, sin, unsqueeze_dim=1):
+    """apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim) as transformers defines it: q and k in
+    one rotary_embedding launch where the tables are [batch, seq, head_dim] (or [seq, head_dim])
+    unsqueezed at the heads' dimension."""
+    if _ROTARY is None or unsqueeze_dim != 1 or not 2 <= cos.dim() <= 3 or _grad(q, k):
+        return rotary_math(q, k, cos, sin, unsqueeze_dim)
+    return _ROTARY(q, k, cos, sin)
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotary_math(q, k, cos, sin, unsqueeze_dim=1):
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+class RMSNorm(nn.Module):
+    """For transformers' RMSNorm modules (its layer name "RMSNorm")."""
+    can_torch_compile = True
+    has_backward = False
+
+    def forward(self, hidden_states):
+        return rms_norm(self, hidden_states)
+
+
+class GatedMLP(nn.Module):
+    """For a gated MLP module (LlamaMLP, Qwen3MLP and their kin)."""
+    can_torch_compile = True
+    has_backward = False
+
+    def forward(self, x):
+        return gated_mlp(self, x)
+
+
+class RotaryPosEmb(nn.Module):
+    """For transformers' apply_rotary_pos_emb (its layer name "rotary_pos_emb")."""
+    can_torch_compile = True
+    has_backward = False
+
+    def forward(self, q, k, cos, sin, unsqueeze_dim=1):
+        return rotary(q, k, cos, sin, unsqueeze_dim)
