@@ -35,6 +35,19 @@
 #   scripts/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul and fused_mlp
 #                                        serving a small decoder, through its check script and verify;
 #                                        $OUT/tensor-core-tests.log
+#   scripts/gpu-models.sh hf-kernels [MODEL]  (default hf_qwen3) the Hugging Face kernels library as a
+#                                        user takes it: its wheel and kernel-abi-check's from .whl/
+#                                        (huggingface_hub from .whl/hub/ only where kernels does not
+#                                        import without it), a short builtin run as step-round's,
+#                                        export in both layouts (hf-kernels builds its variant here),
+#                                        scripts/hf-kernels-check.py (get_local_kernel, opcheck of every
+#                                        op, kernel-abi-check, the model kernelized eager and compiled
+#                                        with a full graph against unpatched and fp32, the step of our
+#                                        patch, kernelized and both compiled, interleaved in one
+#                                        process), then verify --ops on the hf-kernels export and on the
+#                                        torch one; within HF_BUDGET_S (default 540 s). Every step's exit
+#                                        and the table in $OUT/hf-kernels.txt, everything in
+#                                        $OUT/hf-kernels.tar.gz
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
@@ -334,6 +347,60 @@ PY
   cat "$log/gemm-round.txt"
 }
 
+# The hf-kernels export as a user of the kernels library takes it: one command, each step's exit
+# said (a failed step does not stop the next), packed after each step.
+hf_kernels() {
+  local model=${1:-hf_qwen3} out=/tmp/ak-hf-kernels budget=${HF_BUDGET_S:-540} start t0 rc layout
+  local work=/tmp/ak-models/${1:-hf_qwen3} site=/tmp/site-hf
+  rm -rf "$out" "$site" && mkdir -p "$out"
+  start=$(date +%s)
+  elapsed() { echo $(( $(date +%s) - start )); }
+  left() { local l=$(( budget - $(elapsed) )); echo $(( l > 20 ? l : 20 )); }
+  say() { echo "$*" | tee -a "$out/hf-kernels.txt"; }
+  pack() { cp "$out/hf-kernels.txt" "$OUT_DIR/hf-kernels.txt"; tar -czf "$OUT_DIR/hf-kernels.tar.gz" -C /tmp ak-hf-kernels 2>/dev/null; }
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/kernels-*.whl \
+      .whl/kernel_abi_check-*.whl > "$out/install.log" 2>&1
+  say "kernels and kernel-abi-check wheels: install exit $? ($(cd .whl && ls kernels-*.whl kernel_abi_check-*.whl 2>&1 | tr '\n' ' '))"
+  export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PATH=$site/bin:$PATH
+  if ! python3 -c 'from kernels import get_local_kernel, kernelize' >> "$out/install.log" 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/hub/*.whl >> "$out/install.log" 2>&1
+    say "kernels did not import with this machine's huggingface_hub: $(cd .whl/hub 2>/dev/null && ls *.whl) installed beside it, exit $?"
+  fi
+  python3 -c 'import kernels, huggingface_hub, torch, transformers, sys
+print(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "
+      f"kernels {kernels.__version__}, huggingface_hub {huggingface_hub.__version__}")' 2>&1 | tail -1 | tee -a "$out/hf-kernels.txt"
+  t0=$(date +%s)
+  RUN_HOURS=${RUN_HOURS:-0.012} QUICK=1 tune "$model"
+  say "$model: profile, plan, builtin run and export --format torch in $(( $(date +%s) - t0 )) s: $(tail -1 "$out/$model-run.log"); $(tail -1 "$out/$model-export.log")"
+  grep -E "left out|from " "$out/$model-export.log" | sed 's/^/  /' | tee -a "$out/hf-kernels.txt"
+  t0=$(date +%s)
+  "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels --force > "$out/$model-export-hf.log" 2>&1
+  say "export --format hf-kernels exit $? in $(( $(date +%s) - t0 )) s: $(ls "$work/hf/build" 2>&1 | tr '\n' ' ')"
+  cp "$work"/hf/build/*/metadata.json "$out/$model-hf-metadata.json" 2>/dev/null
+  pack
+  t0=$(date +%s)
+  timeout "$(left)" python3 scripts/hf-kernels-check.py --hf "$work/hf" --torch-pkg "$work/pkg" --model "examples/models/$model.py" \
+      --dtype "${DTYPE:-fp16}" --steps "${STEPS:-10}" --json "$out/$model-hf-check.json" > "$out/$model-hf-check.log" 2>&1
+  rc=$?
+  say "hf-kernels-check exit $rc after $(( $(date +%s) - t0 )) s$( (( rc == 124 )) && echo ': timed out')"
+  grep -E "^(FAIL|NOTE)|^get_local_kernel|^kernelize|^layer names|max error" "$out/$model-hf-check.log" | tee -a "$out/hf-kernels.txt"
+  sed -n '/^step  /,$p' "$out/$model-hf-check.log" | tee -a "$out/hf-kernels.txt"
+  (( rc != 0 && rc != 1 )) && tail -25 "$out/$model-hf-check.log" | sed 's/^/  | /' | tee -a "$out/hf-kernels.txt"
+  pack
+  for layout in hf pkg; do
+    if (( $(elapsed) + 60 > budget )); then say "verify --ops $layout: skipped: $(elapsed) s of the $budget s budget spent"; continue; fi
+    t0=$(date +%s)
+    timeout "$(left)" "$ak" verify --model "examples/models/$model.py" --ops "$work/$layout" --steps "${STEPS:-10}" \
+        --out "$out/$model-$layout-verify.json" > "$out/$model-$layout-verify.log" 2>&1
+    say "verify --ops $work/$layout exit $? after $(( $(date +%s) - t0 )) s"
+    grep -E "speedup|agree|disagree|error" "$out/$model-$layout-verify.log" | head -8 | sed 's/^/  /' | tee -a "$out/hf-kernels.txt"
+    pack
+  done
+  say "hf-kernels: $(elapsed) s"
+  pack
+}
+
 # The tensor-core export's [gpu] test alone.
 tc_tests() {
   timeout 400 .gpu-bundle/autokernel_tests "[tensor-core-export]" > "$out/tensor-core-tests.log" 2>&1
@@ -351,5 +418,6 @@ case ${1:-} in
   step-round) OUT_DIR=$out step_round "${@:2}" ;;
   gemm-round) OUT_DIR=$out gemm_round "${@:2}" ;;
   tc-tests) tc_tests ;;
+  hf-kernels) OUT_DIR=$out hf_kernels "${@:2}" ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
 esac
