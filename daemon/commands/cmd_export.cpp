@@ -26,6 +26,7 @@ constexpr int kBuildMissing = 3;
 int build_variant(const std::string& python, const std::string& out, const PackageFiles& files) {
   const std::string ns = build_op_namespace(files);
   const std::string script = (fs::path(out) / "build_variant.py").string();
+  std::fflush(stdout);  // what export wrote, before the build's own output
   const int rc = run_foreground({python, script, "--repo", out, "--namespace", ns}, {}, "export");
   if (rc == 0) return kExitOk;
   const std::string rebuild = python + " " + script;

@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 import json
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -142,6 +143,7 @@ class Loading(unittest.TestCase):
 def layers_module():
     """layers.py in a package whose ops did not load (no GPU): every layer runs PyTorch's math."""
     d = tempfile.mkdtemp()
+    unittest.addModuleCleanup(shutil.rmtree, d, ignore_errors=True)
     pkg = os.path.join(d, "ak_layers_pkg")
     os.makedirs(pkg)
     Path(pkg, "__init__.py").write_text("LOADED, SHAPES, VERSIONS = [], {}, {}\n")
