@@ -312,7 +312,8 @@ def main():
         if not err <= 2 * own:
             fail(f"{name} output", f"max error {err:.4g} against fp32, more than twice the model's own {own:.4g}")
 
-    modeling = sys.modules[type(model.model.layers[0].mlp).__module__]
+    # The model's transformers module: where its MLP class is defined.
+    modeling = sys.modules[next(type(m).__module__ for m in model.modules() if type(m).__name__.endswith("MLP"))]
     raw_rotary = modeling.apply_rotary_pos_emb
     patches = autokernel_ops.patch(also=("ak_model",))
     REPORT["patched"] = list(patches.names)
@@ -352,8 +353,18 @@ def main():
             @guarded(name)
             def _():
                 USE(state)
-                c = torch.compile(m, fullgraph=True)
-                out = run(c, x)
+                try:
+                    c = torch.compile(m, fullgraph=True)
+                    out = run(c, x)
+                except Exception as e:
+                    if name == "kernelized compiled":
+                        raise  # the layers must compile as one graph
+                    # A baseline that breaks the graph is still a baseline: said, and compiled so.
+                    print(f"NOTE {name}: no full graph ({type(e).__name__}: {str(e)[:300]}); compiled with graph breaks",
+                          flush=True)
+                    torch._dynamo.reset()
+                    c = torch.compile(m)
+                    out = run(c, x)
                 if name != "compiled":
                     agree(name, out)
                 entries[name] = (state, lambda c=c, x=x: c(*x))
