@@ -34,7 +34,13 @@ _SILU = frozenset({("torch.nn.modules.activation", "SiLU"), ("transformers.activ
 
 
 def _grad(*tensors):
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    """Whether the call needs gradients (the ops have no backward)."""
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:
+        if t.requires_grad:
+            return True
+    return False
 
 
 def rms_norm(module, x):
