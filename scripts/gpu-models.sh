@@ -96,7 +96,7 @@ tune() {
   echo "export exit $?" >> "$out/$model-export.log"
   cp "$work/pkg/autokernel_ops/manifest.json" "$out/$model-manifest.json" 2>/dev/null
   [ -n "${QUICK:-}" ] && return  # the step round: verify builds and checks the ops itself
-  "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels >> "$out/$model-export.log" 2>&1
+  "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels --source-only >> "$out/$model-export.log" 2>&1
   tar -czf "$out/$model-pkg.tar.gz" -C "$work" pkg hf
   t0=$(date +%s)
   PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/$model-ops.json" \
@@ -376,7 +376,9 @@ print(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers
   grep -E "left out|from " "$out/$model-export.log" | sed 's/^/  /' | tee -a "$out/hf-kernels.txt"
   t0=$(date +%s)
   "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels --force > "$out/$model-export-hf.log" 2>&1
-  say "export --format hf-kernels exit $? in $(( $(date +%s) - t0 )) s: $(ls "$work/hf/build" 2>&1 | tr '\n' ' ')"
+  rc=$?
+  say "export --format hf-kernels exit $rc in $(( $(date +%s) - t0 )) s: $(ls "$work/hf/build" 2>&1 | tr '\n' ' ')"
+  (( rc != 0 )) && tail -12 "$out/$model-export-hf.log" | sed 's/^/  | /' | tee -a "$out/hf-kernels.txt"
   cp "$work"/hf/build/*/metadata.json "$out/$model-hf-metadata.json" 2>/dev/null
   pack
   t0=$(date +%s)
