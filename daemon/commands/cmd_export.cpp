@@ -25,9 +25,10 @@ constexpr int kBuildMissing = 3;
 /// the build failed.
 int build_variant(const std::string& python, const std::string& out, const PackageFiles& files) {
   const std::string ns = build_op_namespace(files);
-  const std::string script = (fs::path(out) / "build_variant.py").string();
+  const std::string repo = fs::absolute(out).string();  // never read as an option, whatever its name
+  const std::string script = (fs::path(repo) / "build_variant.py").string();
   std::fflush(stdout);  // what export wrote, before the build's own output
-  const int rc = run_foreground({python, script, "--repo", out, "--namespace", ns}, {}, "export");
+  const int rc = run_foreground({python, script, "--repo", repo, "--namespace", ns}, {}, "export");
   if (rc == 0) return kExitOk;
   const std::string rebuild = python + " " + script;
   if (rc == kBuildMissing || rc == 127)
