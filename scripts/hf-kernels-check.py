@@ -117,6 +117,12 @@ def opcheck_all(ak, dtype):
             name = f"{t}[{i}]"
             try:
                 result = torch.library.opcheck(op.default, args)
+                # The autograd registration is checked only on inputs that require gradients: the
+                # op, forward only, must then give outputs that do not (no kernel at an autograd
+                # key pretending otherwise).
+                grad_args = tuple(x.detach().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point()
+                                  else x for x in args)
+                result.update(torch.library.opcheck(op.default, grad_args, test_utils=("test_autograd_registration",)))
                 rows[name] = {k: str(v) for k, v in result.items()}
                 print(f"opcheck {name}: {result}", flush=True)
             except Exception as e:
