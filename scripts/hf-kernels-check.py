@@ -18,7 +18,6 @@ status is 1 if there is any."""
 import argparse
 import importlib.util
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -218,13 +217,18 @@ def time_rounds(entries, steps, warmup, rounds):
     """Median ms a step of each entry (name -> (state, step)), the entries interleaved round by
     round so that a drift of the GPU's clock falls on all alike, each run in its state (use()); the
     median of the rounds' medians and every round's."""
+    with torch.inference_mode():
+        for name, (state, step) in list(entries.items()):
+            USE(state)
+            try:
+                for _ in range(warmup):
+                    step()
+            except Exception as e:  # the others are still timed
+                fail(f"{name} step", f"{type(e).__name__}: {str(e)[:500]}")
+                del entries[name]
+        torch.cuda.synchronize()
     times = {n: [] for n in entries}
     with torch.inference_mode():
-        for state, step in entries.values():
-            USE(state)
-            for _ in range(warmup):
-                step()
-        torch.cuda.synchronize()
         for _ in range(rounds):
             for name, (state, step) in entries.items():
                 USE(state)
@@ -335,27 +339,34 @@ def main():
     repo = lambda name: LocalLayerRepository(Path(a.hf), layer_name=name)  # noqa: E731
     mapping = {"RMSNorm": {"cuda": repo("RMSNorm")}, "GatedMLP": {"cuda": repo("GatedMLP")},
                "rotary_pos_emb": {"cuda": repo("RotaryPosEmb")}}
-    with use_kernel_mapping(mapping):
-        kernelize(kmodel, mode=Mode.INFERENCE, device="cuda", use_fallback=False)
-        counts = swapped(kmodel, ak.layers, func)
-        REPORT["kernelized_eager"] = counts
-        print(f"kernelize (INFERENCE): {counts}, rotary attached to {attached} attention modules", flush=True)
-        if not all(counts.values()):
-            fail("kernelize", f"a layer was swapped into no module: {counts}")
-        USE("kernels")
-        agree("kernelized", run(kmodel, kinputs))
-        USE("none")
-        kernelize(kmodel, mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="cuda", use_fallback=False)
-        REPORT["kernelized_compile"] = swapped(kmodel, ak.layers, func)
+    kernelized = []
+
+    @guarded("kernelize")
+    def _():
+        with use_kernel_mapping(mapping):
+            kernelize(kmodel, mode=Mode.INFERENCE, device="cuda", use_fallback=False)
+            counts = swapped(kmodel, ak.layers, func)
+            REPORT["kernelized_eager"] = counts
+            print(f"kernelize (INFERENCE): {counts}, rotary attached to {attached} attention modules", flush=True)
+            if not all(counts.values()):
+                fail("kernelize", f"a layer was swapped into no module: {counts}")
+            USE("kernels")
+            agree("kernelized", run(kmodel, kinputs))
+            USE("none")
+            kernelize(kmodel, mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="cuda", use_fallback=False)
+            REPORT["kernelized_compile"] = swapped(kmodel, ak.layers, func)
+            kernelized.append(True)
     USE("patch")
     agree("patch", run(model, inputs))
     USE("none")
 
-    entries = {"eager": ("none", lambda: model(*inputs)), "patch": ("patch", lambda: model(*inputs)),
-               "kernelized": ("kernels", lambda: kmodel(*kinputs))}
+    entries = {"eager": ("none", lambda: model(*inputs)), "patch": ("patch", lambda: model(*inputs))}
+    compiles = [("compiled", "none", model, inputs), ("patch compiled", "patch", model, inputs)]
+    if kernelized:
+        entries["kernelized"] = ("kernels", lambda: kmodel(*kinputs))
+        compiles.append(("kernelized compiled", "kernels", kmodel, kinputs))
     if not a.no_compile:
-        for name, state, m, x in (("compiled", "none", model, inputs), ("patch compiled", "patch", model, inputs),
-                                  ("kernelized compiled", "kernels", kmodel, kinputs)):
+        for name, state, m, x in compiles:
             @guarded(name)
             def _():
                 USE(state)
