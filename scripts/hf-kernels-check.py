@@ -166,13 +166,15 @@ def abi_check(variant_dir):
     REPORT["abi_check"] = out
 
 
-def wire_layer_names(modeling):
+def wire_layer_names(modeling, raw_rotary):
     """Gives the model's classes their layer names where transformers has not: transformers 5.17
     uses the `kernels` library only for versions below 0.17 (KERNELS_MAX_VERSION), so with 0.17
     installed its @use_kernel_forward_from_hub decorators are no-ops. The library's own API for
     third-party layers does what they would: replace_kernel_forward_from_hub on the RMSNorm and MLP
     classes; and the rotary helper wrapped as transformers wraps it (use_kernel_forward_from_hub on
-    the function, attached to each attention module by use_kernelized_func)."""
+    the function, attached to each attention module by use_kernelized_func). The rotary helper is
+    the module's own (raw_rotary), not what our patch put in its place: kernelize checks a layer's
+    forward against the signature of the function it wraps."""
     from kernels import replace_kernel_forward_from_hub, use_kernel_forward_from_hub
     said = {}
     for name in dir(modeling):
@@ -184,7 +186,7 @@ def wire_layer_names(modeling):
             elif name.endswith("MLP") and not hasattr(cls, "kernel_layer_name"):
                 replace_kernel_forward_from_hub(cls, "GatedMLP")
                 said[name] = "GatedMLP"
-    rotary = getattr(modeling, "apply_rotary_pos_emb", None)
+    rotary = raw_rotary
     if rotary is not None and not hasattr(rotary, "kernel_layer_name"):
         modeling.apply_rotary_pos_emb = use_kernel_forward_from_hub("rotary_pos_emb")(rotary)
         said["apply_rotary_pos_emb"] = "rotary_pos_emb"
@@ -328,7 +330,7 @@ def main():
     patches = autokernel_ops.patch(also=("ak_model",))
     REPORT["patched"] = list(patches.names)
     autokernel_ops.set_compile_ops(autokernel_ops.LOADED)  # every op under compilation, as kernelize does
-    func = wire_layer_names(modeling)
+    func = wire_layer_names(modeling, raw_rotary)
     USE = states(patches, modeling, raw_rotary, func)
     USE("none")
 

@@ -274,6 +274,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
     f["pyproject.toml"] = packaged("pyproject.toml");
     return files;
   }
+  f[ops_dir + "direct_call.h"] = packaged("ops/direct_call.h");  // the layers' eager calls (common.h)
   f[py + "__init__.py"] = packaged("hf/__init__.py");
   f[py + "layers.py"] = packaged("hf/layers.py");   // what kernelize swaps into a model
   f[py + "verify.py"] = packaged(std::string(kPackage) + "/verify.py");  // autokernel verify on a built variant

@@ -146,7 +146,7 @@ def layers_module():
     unittest.addModuleCleanup(shutil.rmtree, d, ignore_errors=True)
     pkg = os.path.join(d, "ak_layers_pkg")
     os.makedirs(pkg)
-    Path(pkg, "__init__.py").write_text("LOADED, SHAPES, VERSIONS = [], {}, {}\n")
+    Path(pkg, "__init__.py").write_text("DIRECT, LOADED, SHAPES, VERSIONS = {}, [], {}, {}\n")
     Path(pkg, "_ops.py").write_text("ops = None\n")
     for f in ("_replacements.py",):
         Path(pkg, f).write_text(Path(PACKAGE, "autokernel_ops", f).read_text())

@@ -17,6 +17,7 @@ from ._compile_decision import decide_for_compile as _decide
 from ._fakes import register as register_fakes
 from ._graphs import CaptureError, capture
 from ._modules import load_modules
+from . import _ops as _this_build
 from ._ops import add_op_namespace_prefix, ops
 from ._patch import Patches, find_targets
 from ._replacements import COMPILE_OPS, make_replacement, set_compile_ops, tuned_shapes
@@ -26,12 +27,37 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest.jso
 TYPES = [op["type"] for op in MANIFEST["ops"]]
 VERSIONS = {op["type"]: op.get("contract_version", 1) for op in MANIFEST["ops"]}  # the contract version of each file
 SHAPES = tuned_shapes(MANIFEST["ops"])  # the shapes and dtypes each type's files were tuned at
-# The registered ops serve eager calls too: this build has no functions outside the dispatcher.
-DIRECT = {}
-
 register_fakes(add_op_namespace_prefix, TYPES, VERSIONS)
 # Each module loads now, in the current device's context: never at a first launch inside a capture.
 LOADED, FAILED = load_modules(ops, TYPES) if torch.cuda.is_available() else ([], {t: "no CUDA device" for t in TYPES})
+
+
+def _direct_functions(types):
+    """{type: the op as a plain function, without the dispatcher}: build_variant.py builds each op
+    also as the one function of a Python module of its own in the library (PyInit_<namespace>_<type>,
+    ops/common.h), which the layers and the patch call in eager mode; traced calls take the
+    registered op. kernel-builder's build has no such modules and its _ops.py names no LIBRARY: there
+    the registered op serves every call; a library of ours without them is said once."""
+    from importlib.machinery import ExtensionFileLoader
+    from importlib.util import module_from_spec, spec_from_file_location
+    library, namespace = getattr(_this_build, "LIBRARY", None), getattr(_this_build, "NAMESPACE", None)
+    if library is None or namespace is None:
+        return {}
+    found, missing = {}, []
+    for t in types:
+        name = f"{namespace}_{t}"
+        try:
+            spec = spec_from_file_location(name, library, loader=ExtensionFileLoader(name, library))
+            found[t] = getattr(module_from_spec(spec), t)
+        except (ImportError, AttributeError):
+            missing.append(t)
+    if missing:
+        print(f"autokernel_ops: {', '.join(missing)} without a direct call in {os.path.basename(library)}: the "
+              "registered op serves eager calls too (a few microseconds more a call)", file=sys.stderr)
+    return found
+
+
+DIRECT = _direct_functions(LOADED)
 
 from . import layers  # noqa: E402  (reads LOADED, SHAPES and VERSIONS)
 
@@ -51,7 +77,8 @@ def decide_for_compile(model, inputs, mode="default", types=None, **kwargs):
 
 def patch(modules=None, also=()):
     targets = find_targets(sys.modules if modules is None else modules, set(LOADED), also)
-    return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops, VERSIONS, shapes=SHAPES))
+    return Patches().apply(targets, lambda t, original: make_replacement(t, original, ops, VERSIONS, direct=DIRECT,
+                                                                             shapes=SHAPES))
 
 
 patched = patch

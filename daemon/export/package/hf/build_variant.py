@@ -82,7 +82,9 @@ import os
 
 import torch
 
-torch.ops.load_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "{library}"))
+LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "{library}")
+NAMESPACE = "{namespace}"
+torch.ops.load_library(LIBRARY)
 ops = torch.ops.{namespace}
 
 
@@ -140,7 +142,9 @@ def build(repo, namespace, verbose):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ";".join(sorted({re.sub(r"[af]$", "", capability(a)) for a in archs})))
     with tempfile.TemporaryDirectory(prefix="autokernel-hf-build-") as work:
         # TORCH_EXTENSION_NAME is the namespace: torch-ext/ops/ops_namespace.h registers the ops under it.
-        cpp_extension.load(name=namespace, sources=sources, extra_cflags=["-O3"],  # the C++ standard: PyTorch's own
+        # AK_HF_DIRECT_CALLS: each op also a function of a Python module of its own in the library
+        # (ops/common.h), which the layers call in eager mode.
+        cpp_extension.load(name=namespace, sources=sources, extra_cflags=["-O3", "-DAK_HF_DIRECT_CALLS"],  # the C++ standard: PyTorch's own
                            extra_ldflags=["-ldl"], extra_include_paths=[cuda_dir], with_cuda=True,
                            is_python_module=False, build_directory=work, verbose=verbose)
         library = namespace + ".so"

@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import LOADED, SHAPES, VERSIONS
+from . import DIRECT, LOADED, SHAPES, VERSIONS
 from ._ops import ops
-from ._replacements import _fused_call, _plain_linears
+from ._replacements import _fused_call, _plain_linears, _traced
 
 # Each op's overload, bound once: None where the op was not exported or did not load here.
 _RMSNORM = ops.rmsnorm.default if "rmsnorm" in LOADED else None
@@ -28,6 +28,10 @@ _SWIGLU = ops.swiglu.default if "swiglu" in LOADED else None
 _FUSED_MLP = (ops.fused_mlp.default, SHAPES.get("fused_mlp")) if "fused_mlp" in LOADED else None
 # Version 1 of the rotary contract takes q alone, contiguous: its layer runs PyTorch's math.
 _ROTARY = ops.rotary_embedding.default if "rotary_embedding" in LOADED and VERSIONS.get("rotary_embedding", 2) >= 2 else None
+# The same ops for calls that run rather than are traced: without the dispatcher (DIRECT), as our
+# patch calls them; a traced call (torch.compile) needs the registered op and its fake.
+_EAGER = {t: DIRECT.get(t, op) for t, op in
+          (("rmsnorm", _RMSNORM), ("swiglu", _SWIGLU), ("rotary_embedding", _ROTARY)) if op is not None}
 # The activation classes that compute F.silu: torch's, and transformers' own (ACT2FN["silu"] in
 # transformers 5), told by name so that transformers need not be imported here.
 _SILU = frozenset({("torch.nn.modules.activation", "SiLU"), ("transformers.activations", "SiLUActivation")})
@@ -51,7 +55,7 @@ def rms_norm(module, x):
         eps = getattr(module, "eps", None)
     if _RMSNORM is None or eps is None or weight.dtype != x.dtype or _grad(x, weight):
         return rms_norm_math(x, weight, eps)
-    return _RMSNORM(x, weight, float(eps))
+    return (_RMSNORM if _traced(x) else _EAGER["rmsnorm"])(x, weight, float(eps))
 
 
 def rms_norm_math(x, weight, eps):
@@ -79,7 +83,7 @@ def gated_mlp(module, x):
     g, u = gate(x), up(x)
     if _SWIGLU is None or _grad(g, u):
         return down(act(g) * u)
-    return down(_SWIGLU(g, u))
+    return down((_SWIGLU if _traced(g) else _EAGER["swiglu"])(g, u))
 
 
 def rotary(q, k, cos, sin, unsqueeze_dim=1):
@@ -88,7 +92,7 @@ def rotary(q, k, cos, sin, unsqueeze_dim=1):
     unsqueezed at the heads' dimension."""
     if _ROTARY is None or unsqueeze_dim != 1 or not 2 <= cos.dim() <= 3 or _grad(q, k):
         return rotary_math(q, k, cos, sin, unsqueeze_dim)
-    return _ROTARY(q, k, cos, sin)
+    return (_ROTARY if _traced(q) else _EAGER["rotary_embedding"])(q, k, cos, sin)
 
 
 def _rotate_half(x):

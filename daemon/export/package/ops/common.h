@@ -20,7 +20,17 @@
 // (ops_namespace.h, written there). The _EXPAND macros let the namespace be a macro itself.
 #if __has_include("ops_namespace.h")
 #include "ops_namespace.h"
+#if defined(AK_HF_DIRECT_CALLS)
+// build_variant.py's build of the hf-kernels layout: each op is also the one function of a Python
+// module of its own inside the library, PyInit_<namespace>_<type>, for the layers' eager calls
+// (the dispatcher's boxing costs microseconds a call). kernel-builder's build defines no such
+// macro: its Python module is its own, and the registered op serves every call there.
+#include "direct_call.h"
+#define AK_DIRECT_CALL(type, fn) \
+  AK_DIRECT_MODULE_NAMED(type, fn, AK_DIRECT_CONCAT(AK_DIRECT_CONCAT(AK_OPS_NAMESPACE, _), type))
+#else
 #define AK_DIRECT_CALL(type, fn)
+#endif
 #else
 #define AK_OPS_NAMESPACE autokernel
 // The eager path's call: the op's function as a plain function of the extension's Python module,

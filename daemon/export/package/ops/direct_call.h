@@ -102,12 +102,16 @@ struct Function<R (*)(A...), fn> {
 
 /// The extension's module (named TORCH_EXTENSION_NAME, as torch.utils.cpp_extension builds it)
 /// with `type` as its one function.
-#define AK_DIRECT_MODULE(type, fn)                                                                        \
+#define AK_DIRECT_MODULE(type, fn) AK_DIRECT_MODULE_NAMED(type, fn, TORCH_EXTENSION_NAME)
+
+/// The same module under `name`: several ops' modules in one library (the hf-kernels build), each
+/// found by its own PyInit_<name>.
+#define AK_DIRECT_MODULE_NAMED(type, fn, name)                                                            \
   static PyMethodDef ak_direct_methods[] = {                                                            \
       {#type, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(                           \
                   &autokernel_ops::direct::Function<decltype(fn), fn>::call)),                          \
        METH_FASTCALL, "autokernel::" #type " without the dispatcher"},                                  \
       {nullptr, nullptr, 0, nullptr}};                                                                  \
-  static PyModuleDef ak_direct_module = {PyModuleDef_HEAD_INIT, AK_DIRECT_STR(TORCH_EXTENSION_NAME),    \
-                                         "autokernel::" #type, -1, ak_direct_methods};                  \
-  PyMODINIT_FUNC AK_DIRECT_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Create(&ak_direct_module); }
+  static PyModuleDef ak_direct_module = {PyModuleDef_HEAD_INIT, AK_DIRECT_STR(name), "autokernel::" #type, \
+                                         -1, ak_direct_methods};                                        \
+  PyMODINIT_FUNC AK_DIRECT_CONCAT(PyInit_, name)(void) { return PyModule_Create(&ak_direct_module); }
