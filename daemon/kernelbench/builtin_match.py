@@ -1,5 +1,5 @@
 # Whether a KernelBench problem computes one of the built-in types: both references, the problem's
-# module and the type's (written here in PyTorch, as each kernels_cuda/<type>/<type>_spec.cpp's CPU
+# module and the type's (written here in PyTorch, as each kernels_cuda/<type>/<type>_type.cpp's CPU
 # reference computes it), run on the CPU in float64 on random inputs at several of the problem's
 # stage shapes, and compared. Never by names: a softmax over another axis, a scaled softmax or a
 # sum that keeps another axis computes something else and is not matched.

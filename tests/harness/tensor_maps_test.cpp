@@ -1,6 +1,6 @@
 // The tensor maps a kernel file declares: parsed and checked without a GPU, and the fallback when
 // a call cannot be mapped (on matmul version 1, fp16 and bf16: a@b with b as K x N; version 2
-// is in tests/kernels_cuda/matmul_spec_test.cpp).
+// is in tests/kernels_cuda/matmul_type_test.cpp).
 #include <catch2/catch.hpp>
 
 #include "harness/tensor_maps.hpp"

@@ -56,7 +56,7 @@ TEST_CASE("a package holds the compiled modules beside a launcher in its spec's 
   const std::string& launcher = files->at("autokernel_ops/csrc/rmsnorm_launch.cpp");
   CHECK_THAT(launcher, Catch::Contains("#include \"rmsnorm_module.h\""));
   CHECK_THAT(launcher, Catch::Contains("ak_rowwise_blocks(s, 2, m->rows_per_block)"));
-  // x, weight, y, rows, cols, eps: the order of kernels_cuda/rmsnorm/rmsnorm_spec.cpp.
+  // x, weight, y, rows, cols, eps: the order of kernels_cuda/rmsnorm/rmsnorm_type.cpp.
   CHECK_THAT(launcher, Catch::Contains("  void* a0 = b[0];\n  void* a1 = b[1];\n  void* a2 = b[2];\n"
                                        "  int a3 = (int)s[0];\n  int a4 = (int)s[1];\n  float a5 = c[0];\n"
                                        "  void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5};"));

@@ -8,7 +8,7 @@
 namespace autokernel_ops {
 
 namespace {
-// One per 64 x 64 block of y and 32 for a tile scheduler (kernels_cuda/matmul/matmul_spec.cpp):
+// One per 64 x 64 block of y and 32 for a tile scheduler (kernels_cuda/matmul/matmul_type.cpp):
 // 2^20 covers y up to 65536 x 65536 less the scheduler's.
 DeviceCounters matmul_counters(int64_t(1) << 20);
 
