@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "common/text_escape.hpp"
+#include "kernels_cuda/spec_expression.hpp"
 
 namespace ak {
 namespace {
@@ -35,19 +37,16 @@ std::string argument_name(const std::string& torch_name, std::set<std::string>& 
   return name;
 }
 
-std::string shape_text(const json& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += shape[i].is_string() ? toml_string(shape[i].get<std::string>()) : std::to_string(shape[i].get<int64_t>());
-  }
-  return out + "]";
-}
-
-std::string values_text(const DimValues& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
+/// A size as the analysis gives it: an integer, a dim's name, or an expression of the dims and the
+/// integer [fixed] globals. Text that does not parse stays as the analysis wrote it (in `dim`, so
+/// that it is written unchanged): reading the spec then refuses it with the reader's message.
+SizeTerm size_term(const json& e, const std::vector<std::string>& dims) {
+  if (!e.is_string()) return SizeTerm{"", e.get<int64_t>(), nullptr};
+  const std::string text = e.get<std::string>();
+  if (std::count(dims.begin(), dims.end(), text)) return SizeTerm{text, 0, nullptr};
+  auto parsed = SpecExpression::parse(text);
+  if (!parsed) return SizeTerm{text, 0, nullptr};
+  return SizeTerm{"", 0, std::make_shared<const SpecExpression>(std::move(*parsed))};
 }
 
 std::vector<json> all_tensors(const json& a) {
@@ -145,19 +144,19 @@ DimValues dim_values(const json& v) {
 
 /// Comments of the spec for what the analysis found beside the tensors: globals computed from
 /// others, numbers get_inputs() passes to forward.
-std::string notes_text(const json& a) {
-  std::string t;
+std::vector<std::string> notes(const json& a) {
+  std::vector<std::string> t;
   // Each object held by name: items() of a temporary would outlive it.
   const json derived = a.value("derived", json::object()), constants = a.value("constant_inputs", json::object());
   for (auto& [k, from] : derived.items()) {
     std::string names;
     for (auto& f : from) names += (names.empty() ? "" : ", ") + f.get<std::string>();
     if (plain_identifier(k) && std::all_of(from.begin(), from.end(), [](const json& f) { return plain_identifier(f); }))
-      t += "# " + k + " is computed from " + names + ": the reference executes the module again at each shape\n";
+      t.push_back(k + " is computed from " + names + ": the reference executes the module again at each shape");
   }
   for (auto& [k, v] : constants.items())
     if (plain_identifier(k))
-      t += "# get_inputs() also passes " + k + " = " + v.dump() + " to forward, the same at every shape: no argument of the kernel\n";
+      t.push_back("get_inputs() also passes " + k + " = " + v.dump() + " to forward, the same at every shape: no argument of the kernel");
   return t;
 }
 
@@ -166,7 +165,7 @@ std::string memory_comment(const json& a) {
   const json m = a.value("memory", json::object());
   if (!m.is_object() || !m.contains("pool_bytes") || !m.contains("reference_bytes")) return "";
   char line[200];
-  std::snprintf(line, sizeof line, "# at bench in fp32: the pool %.3g GB, the reference process ~%.3g GB (estimated)%s\n",
+  std::snprintf(line, sizeof line, "at bench in fp32: the pool %.3g GB, the reference process ~%.3g GB (estimated)%s",
                 m["pool_bytes"].get<double>() / 1e9, m["reference_bytes"].get<double>() / 1e9,
                 m["pool_bytes"].get<double>() + m["reference_bytes"].get<double>() > 80e9 ? ": more than an 80 GB GPU holds" : "");
   return line;
@@ -176,7 +175,7 @@ std::string memory_comment(const json& a) {
 std::string grid_comment(const std::string& kind) {
   static const std::set<std::string> planned{"convolution", "transposed_convolution", "pooling", "normalization", "scan",
                                              "index", "loss", "matmul", "model"};
-  return planned.count(kind) ? "   # for a file without ak_launch (one kernel); a file with it launches its own steps" : "";
+  return planned.count(kind) ? "for a file without ak_launch (one kernel); a file with it launches its own steps" : "";
 }
 
 }  // namespace
@@ -215,63 +214,62 @@ std::vector<std::string> kernelbench_argument_names(const json& a) {
   return names;
 }
 
-std::string kernelbench_spec_text(const json& a, const std::string& name, const std::string& reference,
-                                  const std::string& source_path, const std::string& starter) {
-  const std::string kind = a["kind"], grid = a["grid"];
-  const auto dims = a.value("dims", std::vector<std::string>{});
-  const StageShapes s = kernelbench_stage_shapes(a);
-  std::string summary = a.value("summary", std::string());
-  if (summary.empty()) summary = "KernelBench problem " + std::filesystem::path(source_path).filename().string();
-  std::string t = "# Written by `autokernel kernelbench` from the problem file below; edit freely.\n";
-  t += "name = " + toml_string(name) + "\n";
-  t += "summary = " + toml_string(summary) + "\n";
-  t += "reference = " + toml_string(reference) + "\n";
-  t += "kind = " + toml_string(kind) + "\n";
-  t += "grid = " + toml_string(grid) + grid_comment(kind) + "\n";
-  t += "dtypes = [\"fp32\"]\n";
-  if (!starter.empty())
-    t += "starter = " + toml_string(starter) + "   # written from the forward's elementwise ops; judged like any file\n";
+KernelbenchUserType kernelbench_user_type(const json& a, const std::string& name, const std::string& reference,
+                                          const std::string& source_path, const std::string& starter) {
+  KernelbenchUserType out;
+  UserTypeSpec& t = out.spec;
+  UserTypeComments& c = out.comments;
+  c.header.push_back("Written by `autokernel kernelbench` from the problem file below; edit freely.");
+  t.name = name;
+  t.summary = a.value("summary", std::string());
+  if (t.summary.empty()) t.summary = "KernelBench problem " + std::filesystem::path(source_path).filename().string();
+  t.reference = reference;
+  t.kind = a["kind"];
+  const std::string grid = a["grid"];
+  t.grid = grid == "rows" ? GridRule::Rows : grid == "tiles" ? GridRule::Tiles : GridRule::Elements;
+  if (std::string why = grid_comment(t.kind); !why.empty()) c.beside["grid"] = why;
+  t.dtypes = {DType::F32};
+  t.starter = starter;
+  if (!starter.empty()) c.beside["starter"] = "written from the forward's elementwise ops; judged like any file";
   const json flops = a.value("flops", json());
-  if (flops.is_string()) {
-    t += "metric = \"TFLOPS\"\n";
-    t += "flops = " + toml_string(flops.get<std::string>()) + "\n";
-  } else {
-    t += "metric = \"GBps\"\n";
-  }
-  t += "bytes = \"tensors\"\n\n";
-  std::string dims_text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) dims_text += (i ? ", " : "") + toml_string(dims[i]);
-  t += "dims = " + dims_text + "]\n";
-  t += "bench = " + values_text(s.bench) + "\n";
-  t += memory_comment(a);
-  t += "smoke = " + values_text(s.smoke) + "\n";
-  t += "sweep = [";
-  for (size_t i = 0; i < s.sweep.size(); ++i) t += (i ? ", " : "") + values_text(s.sweep[i]);
-  t += "]\n";
-  t += "stability = " + values_text(s.stability) + "\n";
-  t += "determinism = " + values_text(s.determinism) + "\n";
-  t += "edge = [";
-  for (size_t i = 0; i < s.edge.size(); ++i) t += (i ? ", " : "") + values_text(s.edge[i]);
-  t += "]\n\n[fixed]\n";
+  t.metric = flops.is_string() ? Metric::TFLOPS : Metric::GBps;
+  if (flops.is_string()) t.flops = flops.get<std::string>();
+  t.dims = a.value("dims", std::vector<std::string>{});
+  const StageShapes s = kernelbench_stage_shapes(a);
+  t.bench = s.bench;
+  if (std::string memory = memory_comment(a); !memory.empty()) c.below["bench"] = {memory};
+  t.smoke = s.smoke;
+  t.sweep = s.sweep;
+  t.stability = s.stability;
+  t.determinism = s.determinism;
+  t.edge = s.edge;
   const json fixed = a.value("fixed", json::object());
   for (auto& [k, v] : fixed.items())
-    if (plain_identifier(k) && v.is_number()) t += k + " = " + v.dump() + "\n";
-  t += notes_text(a);
+    if (plain_identifier(k) && v.is_number()) t.fixed.emplace_back(k, v.dump());
+  if (auto lines = notes(a); !lines.empty()) c.below["fixed"] = lines;
   const std::vector<std::string> names = kernelbench_argument_names(a);
   size_t next = 0;
-  for (auto& [key, role] : std::vector<std::pair<const char*, const char*>>{
-           {"inputs", "input"}, {"parameters", "parameter"}, {"buffers", "buffer"}, {"outputs", "output"}})
+  for (auto& [key, role] : std::vector<std::pair<const char*, TensorRole>>{
+           {"inputs", TensorRole::Input}, {"parameters", TensorRole::Parameter}, {"buffers", TensorRole::Buffer},
+           {"outputs", TensorRole::Output}})
     for (auto& tensor : a.value(key, json::array())) {
-      t += "\n[[tensor]]\nname = " + toml_string(names[next++]) + "\n";
-      t += "role = \"" + std::string(role) + "\"\n";
-      t += "shape = " + shape_text(tensor["shape"]) + "\n";   // [] is a scalar (one element)
-      const bool int64 = tensor.value("type", std::string("float")) == "int64";
-      t += std::string("type = \"") + (int64 ? "int64" : "float") + "\"\n";
-      for (const char* bound : {"low", "high"})
-        if (int64 && tensor.contains(bound) && (tensor[bound].is_string() || tensor[bound].is_number_integer()))
-          t += std::string(bound) + " = " + (tensor[bound].is_string() ? toml_string(tensor[bound].get<std::string>()) : tensor[bound].dump()) + "\n";
+      UserTensor u;
+      u.name = names[next++];
+      u.role = role;
+      for (auto& e : tensor["shape"]) u.shape.push_back(size_term(e, t.dims));
+      u.int64 = tensor.value("type", std::string("float")) == "int64";
+      for (auto [bound, slot] : {std::pair{"low", &u.low}, std::pair{"high", &u.high}})
+        if (u.int64 && tensor.contains(bound) && (tensor[bound].is_string() || tensor[bound].is_number_integer()))
+          *slot = size_term(tensor[bound], t.dims);
+      t.tensors.push_back(std::move(u));
     }
-  return t;
+  return out;
+}
+
+std::string kernelbench_spec_text(const json& a, const std::string& name, const std::string& reference,
+                                  const std::string& source_path, const std::string& starter) {
+  const KernelbenchUserType type = kernelbench_user_type(a, name, reference, source_path, starter);
+  return user_type_toml(type.spec, type.comments);
 }
 
 std::string kernelbench_refusals_text(const std::vector<std::pair<std::string, std::string>>& refusals) {

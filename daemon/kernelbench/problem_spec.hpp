@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/kernelbench/builtin_problem.hpp"
+#include "kernels_cuda/user_type_writer.hpp"
 
 namespace ak {
 
@@ -31,7 +32,18 @@ struct StageShapes {
 /// (smoke: 1/64 of it).
 StageShapes kernelbench_stage_shapes(const nlohmann::json& analysis, int64_t max_elements = int64_t(1) << 22);
 
-/// The spec's TOML for an accepted analysis; `reference` is the copied problem's file name,
+/// The user type of an accepted analysis, as its spec file holds it, and the comments the file
+/// carries for its reader (what wrote it, the memory a judged launch holds, the globals the
+/// analysis found computed or passed beside the tensors).
+struct KernelbenchUserType {
+  UserTypeSpec spec;
+  UserTypeComments comments;
+};
+KernelbenchUserType kernelbench_user_type(const nlohmann::json& analysis, const std::string& name,
+                                          const std::string& reference, const std::string& source_path,
+                                          const std::string& starter = "");
+
+/// The spec's TOML for an accepted analysis (kernelbench_user_type(), written by user_type_toml()); `reference` is the copied problem's file name,
 /// `starter` a first kernel file's name beside the spec (none when empty).
 std::string kernelbench_spec_text(const nlohmann::json& analysis, const std::string& name,
                                   const std::string& reference, const std::string& source_path,

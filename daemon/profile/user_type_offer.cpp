@@ -18,6 +18,7 @@
 #include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
+#include "kernels_cuda/user_type_writer.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -112,18 +113,6 @@ std::vector<std::string> layer_dim_names(size_t rank) {
   return dim_names(rank);
 }
 
-std::string values_text(const std::vector<int64_t>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
-}
-
-std::string names_text(const std::vector<std::string>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + toml_string(v[i]);
-  return out + "]";
-}
-
 std::string shape_text(const std::vector<long long>& v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
@@ -153,9 +142,11 @@ std::string reducing_part(const std::vector<std::string>& parts) {
   return "";
 }
 
-std::vector<std::string> offered_dtypes(const std::string& recorded) {
-  if (recorded.empty() || recorded == "fp32") return {"fp32"};
-  return {recorded, "fp32"};
+/// The recorded dtype first, then fp32; the range records only fp16, bf16 and fp32.
+std::vector<DType> offered_dtypes(const std::string& recorded) {
+  const std::optional<DType> d = parse_dtype(recorded);
+  if (!d || *d == DType::F32) return {DType::F32};
+  return {*d, DType::F32};
 }
 
 }  // namespace
@@ -278,36 +269,40 @@ std::string offer_reference_source(const UserTypeOffer& o) {
 
 std::string offer_spec_text(const UserTypeOffer& o, const std::string& profile_name) {
   const ModuleRange& m = o.range;
-  const auto dims = dim_names(m.sizes[0].size());
-  const StageShapes s = stage_shapes(dims, m.sizes[0]);
-  std::string t = "# Written by `autokernel plan --user-types` from " + toml_comment(profile_name) + ": the module " +
-                  toml_comment(m.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) + "\n# called on one " +
-                  (m.dtype.empty() ? std::string("") : m.dtype + " ") + "tensor of " + shape_text(m.sizes[0]) + ". Edit freely.\n";
-  t += "name = " + toml_string(o.name) + "\n";
+  UserTypeSpec t;
+  UserTypeComments c;
+  c.header = {"Written by `autokernel plan --user-types` from " + profile_name + ": the module " + m.name +
+                  format_numbers(", %.1f%% of the GPU time,", o.f * 100),
+              "called on one " + (m.dtype.empty() ? std::string("") : m.dtype + " ") + "tensor of " + shape_text(m.sizes[0]) +
+                  ". Edit freely."};
+  t.name = o.name;
   // Row-wise where a kernel of it reduces, over the last dimension as norms and softmaxes do;
   // elementwise otherwise. Either is a guess from the kernels' names, and the summary says so.
   const std::string reducing = reducing_part(o.kernel.parts);
   const std::string form = reducing.empty() ? "Elementwise" : "Row-wise over the last dimension (its kernel " + reducing + " reduces)";
-  t += "summary = " + toml_string(class_path(m) + " on one tensor, as the profiled program calls it. " + form +
-                                  ", with an output shaped like its input, is assumed (the profile records no outputs): the "
-                                  "reference process checks the output's shape") + "\n";
-  t += "reference = " + toml_string(o.name + ".py") + "\n";
-  t += reducing.empty() ? "kind = \"elementwise\"\ngrid = \"elements\"\n" : "kind = \"rowwise\"\ngrid = \"rows\"\n";
-  t += "dtypes = " + names_text(offered_dtypes(m.dtype)) + "\n";
-  t += "metric = \"GBps\"\nbytes = \"tensors\"\n\n";
-  t += "dims = " + names_text(dims) + "\n";
-  t += "bench = " + values_text(s.bench) + "    # the profiled call's shape\n";
-  t += "smoke = " + values_text(s.smoke) + "\n";
-  t += "sweep = [";
-  for (size_t i = 0; i < s.sweep.size(); ++i) t += (i ? ", " : "") + values_text(s.sweep[i]);
-  t += "]\nstability = " + values_text(s.stability) + "\ndeterminism = " + values_text(s.determinism) + "\n";
-  t += "edge = [";
-  for (size_t i = 0; i < s.edge.size(); ++i) t += (i ? ", " : "") + values_text(s.edge[i]);
-  t += "]\n";
-  for (const char* role : {"input", "output"})
-    t += std::string("\n[[tensor]]\nname = \"") + (std::string(role) == "input" ? "x" : "out") + "\"\nrole = \"" + role +
-         "\"\nshape = " + names_text(dims) + "\ntype = \"float\"\n";
-  return t;
+  t.summary = class_path(m) + " on one tensor, as the profiled program calls it. " + form +
+              ", with an output shaped like its input, is assumed (the profile records no outputs): the "
+              "reference process checks the output's shape";
+  t.reference = o.name + ".py";
+  t.kind = reducing.empty() ? "elementwise" : "rowwise";
+  t.grid = reducing.empty() ? GridRule::Elements : GridRule::Rows;
+  t.dtypes = offered_dtypes(m.dtype);
+  t.metric = Metric::GBps;
+  t.dims = dim_names(m.sizes[0].size());
+  const StageShapes s = stage_shapes(t.dims, m.sizes[0]);
+  t.bench = s.bench;
+  c.beside["bench"] = "the profiled call's shape";
+  t.smoke = s.smoke;
+  t.sweep = s.sweep;
+  t.stability = s.stability;
+  t.determinism = s.determinism;
+  t.edge = s.edge;
+  for (auto [name, role] : {std::pair{"x", TensorRole::Input}, std::pair{"out", TensorRole::Output}}) {
+    UserTensor tensor{name, role};
+    for (const std::string& d : t.dims) tensor.shape.push_back(SizeTerm{d});
+    t.tensors.push_back(std::move(tensor));
+  }
+  return user_type_toml(t, c);
 }
 
 namespace {
@@ -337,13 +332,14 @@ Result<std::string> analysed_spec_text(UserTypeOffer& o, const std::string& refe
     o.refusal = "its reference is refused by the importer: " + analysis->value("refused", std::string("?"));
     return std::string();
   }
-  std::string spec = kernelbench_spec_text(*analysis, o.name, o.name + ".py", reference_path);
+  KernelbenchUserType type = kernelbench_user_type(*analysis, o.name, o.name + ".py", reference_path);
   // The recorded dtype first, as for every offer (the importer's problems are fp32).
-  const std::string fp32_only = "dtypes = [\"fp32\"]\n";
-  if (auto at = spec.find(fp32_only); at != std::string::npos) spec.replace(at, fp32_only.size(), "dtypes = " + names_text(offered_dtypes(o.range.dtype)) + "\n");
-  return "# Written by `autokernel plan --user-types` from " + toml_comment(profile_name) + ": the layer " +
-         toml_comment(o.range.name) + format_numbers(", %.1f%% of the GPU time,", o.f * 100) +
-         " read by running its reference. Edit freely.\n" + spec;
+  type.spec.dtypes = offered_dtypes(o.range.dtype);
+  type.comments.header.insert(type.comments.header.begin(),
+                              "Written by `autokernel plan --user-types` from " + profile_name + ": the layer " + o.range.name +
+                                  format_numbers(", %.1f%% of the GPU time,", o.f * 100) +
+                                  " read by running its reference. Edit freely.");
+  return user_type_toml(type.spec, type.comments);
 }
 
 }  // namespace
@@ -387,7 +383,7 @@ std::string user_type_offers_toml(const std::vector<UserTypeOffer>& offers, cons
     const std::string spec = (fs::path(spec_dir) / (o.name + ".toml")).generic_string();
     out += "\n[[kernel]]\nspec = " + toml_string(spec) + "    # module " + toml_comment(o.range.name) + " (" +
            toml_comment(class_path(o.range)) + "), its reference " + toml_comment(o.name) + ".py beside it\n";
-    out += "dtype = " + toml_string(offered_dtypes(o.range.dtype).front()) + "\n";
+    out += "dtype = " + toml_string(dtype_name(offered_dtypes(o.range.dtype).front())) + "\n";
     out += "weight = " + format_numbers("%.4f", o.f) + "    # " + format_numbers("%.1f%%", o.f * 100) + " of the GPU time; at " +
            format_numbers("%.2fx", target) + " the whole program " + format_numbers("%.3fx", amdahl(o.f, target)) + "\n";
     out += "baseline_us = " + format_numbers("%.2f", o.kernel.mean_us) + "    # the module's kernels, per call, in the profile\n";

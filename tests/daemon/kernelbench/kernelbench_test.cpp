@@ -12,6 +12,8 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
 #include "harness/nvrtc_compile.hpp"
+#include "kernels_cuda/user_type.hpp"
+#include "tests/kernels_cuda/user_type_fields.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
@@ -352,6 +354,42 @@ TEST_CASE("tensor names in the spec are distinct C identifiers", "[kernelbench]"
     INFO(name);
     CHECK(spec.find(name) != std::string::npos);
   }
+}
+
+TEST_CASE("the spec written for an analysis reads back as the user type built from it, with its notes as comments",
+          "[kernelbench][user_type]") {
+  const json a = {{"kind", "convolution"}, {"grid", "tiles"}, {"dims", {"batch_size", "channels", "height"}},
+                  {"stages", {{"bench", {8, 16, 64}}, {"smoke", {2, 8, 16}}, {"sweep", {{4, 8, 33}, {1, 16, 65}}},
+                              {"stability", {4, 8, 33}}, {"determinism", {1, 16, 65}}, {"edge", {{1, 8, 5}}}}},
+                  {"fixed", {{"kernel_size", 3}, {"stride", 2}, {"scale", 0.5}}},
+                  {"derived", {{"scale_shape", {"channels"}}}},
+                  {"constant_inputs", {{"eps", 1e-5}}},
+                  {"memory", {{"pool_bytes", 1e9}, {"reference_bytes", 2e9}}},
+                  {"flops", "2 * batch_size * channels * channels * height * 3"},
+                  {"inputs", {{{"name", "x"}, {"shape", {"batch_size", "channels", "height"}}},
+                              {{"name", "labels"}, {"shape", {"batch_size"}}, {"type", "int64"}, {"low", 0}, {"high", "channels"}}}},
+                  {"parameters", {{{"name", "conv.weight"}, {"shape", {"channels", "channels", 3}}}}},
+                  {"outputs", {{{"name", "out"}, {"shape", {"batch_size", "channels", "(height - kernel_size) / stride + 1"}}}}}};
+  const KernelbenchUserType type = kernelbench_user_type(a, "kb_conv", "kb_conv.py", "dir/conv.py", "kb_conv.cu");
+  const std::string text = kernelbench_spec_text(a, "kb_conv", "kb_conv.py", "dir/conv.py", "kb_conv.cu");
+  CHECK(text == user_type_toml(type.spec, type.comments));
+  auto back = parse_user_type(text, "types/kb_conv.toml");
+  INFO(text);
+  INFO((back ? "" : back.error().message));
+  REQUIRE(back.ok());
+  test::check_same_user_type(type.spec, *back);
+  CHECK(back->summary == "KernelBench problem conv.py");
+  CHECK(back->metric == Metric::TFLOPS);
+  CHECK(back->tensors[1].int64);
+  CHECK(test::bound_text(back->tensors[1].high) == "[dim channels]");
+  CHECK(back->tensors[2].name == "conv_weight");
+  CHECK(test::size_terms_text(back->tensors[3].shape) == "[dim batch_size, dim channels, expr (height - kernel_size) / stride + 1]");
+  check_lines(text, {"# Written by `autokernel kernelbench` from the problem file below; edit freely.\n",
+                     "grid = \"tiles\"   # for a file without ak_launch (one kernel); a file with it launches its own steps\n",
+                     "starter = \"kb_conv.cu\"   # written from the forward's elementwise ops; judged like any file\n",
+                     "bench = [8, 16, 64]\n# at bench in fp32: the pool 1 GB, the reference process ~2 GB (estimated)\nsmoke = ",
+                     "[fixed]\nkernel_size = 3\nscale = 0.5\nstride = 2\n# scale_shape is computed from channels: ",
+                     "# get_inputs() also passes eps = 1e-05 to forward"});
 }
 
 TEST_CASE("stage shapes stay small, include sizes that are multiples of nothing and 1 for batch sizes", "[kernelbench]") {

@@ -12,6 +12,8 @@
 #include "daemon/profile/profile_data.hpp"
 #include "daemon/profile/user_type_offer.hpp"
 #include "kernels_cuda/user_type.hpp"
+#include "kernels_cuda/user_type_writer.hpp"
+#include "tests/kernels_cuda/user_type_fields.hpp"
 #include "tests/daemon/profile/module_records.hpp"
 #include "tests/support.hpp"
 
@@ -330,6 +332,34 @@ TEST_CASE("a module whose kernel reduces is offered as row-wise over its last di
   REQUIRE(gelu.ok());
   CHECK(gelu->kind == "elementwise");
   CHECK(gelu->grid == GridRule::Elements);
+}
+
+TEST_CASE("an offered spec reads back as the module it offers, and writes again as the same text", "[profile][plan][user_type]") {
+  const auto offers = user_type_offers(make_plan(block_profile(), 20, 2.0));
+  const UserTypeOffer* gelu = offer_of(offers, "NewGELUActivation");
+  REQUIRE(gelu);
+  REQUIRE(gelu->refusal.empty());
+  const std::string text = offer_spec_text(*gelu, "p.json");
+  CHECK(text.rfind("# Written by `autokernel plan --user-types` from p.json: the module NewGELUActivation, ", 0) == 0);
+  CHECK(text.find("\nbench = [8, 1024, 3072]   # the profiled call's shape\n") != std::string::npos);
+  auto spec = parse_user_type(text, "types/new_gelu_activation.toml");
+  INFO((spec ? "" : spec.error().message));
+  REQUIRE(spec.ok());
+  CHECK(spec->name == "new_gelu_activation");
+  CHECK(spec->reference == "new_gelu_activation.py");
+  CHECK(spec->dtypes == std::vector<DType>{DType::F16, DType::F32});   // the recorded dtype first
+  CHECK(spec->metric == Metric::GBps);
+  CHECK(spec->dims == std::vector<std::string>{"batch_size", "seq_len", "dim"});
+  CHECK(spec->bench == Shape{8, 1024, 3072});
+  REQUIRE(spec->tensors.size() == 2);
+  CHECK(spec->tensors[0].name == "x");
+  CHECK(spec->tensors[0].role == TensorRole::Input);
+  CHECK(test::size_terms_text(spec->tensors[0].shape) == "[dim batch_size, dim seq_len, dim dim]");
+  CHECK(spec->tensors[1].name == "out");
+  CHECK(spec->tensors[1].role == TensorRole::Output);
+  auto again = parse_user_type(user_type_toml(*spec), "types/new_gelu_activation.toml");
+  REQUIRE(again.ok());
+  test::check_same_user_type(*spec, *again);
 }
 
 TEST_CASE("a class name becomes a user type's name in snake case", "[profile][plan][user_type]") {
