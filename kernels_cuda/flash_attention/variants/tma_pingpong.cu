@@ -52,6 +52,9 @@
 // file declares ak_tensor_maps; the harness reads the launch geometry from the ak_* constants
 // below and instantiates the template for __half and __nv_bfloat16. wgmma, setmaxnreg and TMA
 // need sm_90a.
+//
+// bench: autokernel bench kernels_cuda/flash_attention/variants/tma_pingpong.cu --kernel flash_attention --dtype fp16
+// measured: not yet measured
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

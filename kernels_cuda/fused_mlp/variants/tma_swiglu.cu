@@ -32,6 +32,9 @@
 // plus the trailing tensor-map parameter; the harness reads the launch geometry from the ak_*
 // constants below and instantiates the template for __half and __nv_bfloat16. wgmma, setmaxnreg
 // and TMA need sm_90a (the H100's architecture as the harness compiles for it).
+//
+// bench: autokernel bench kernels_cuda/fused_mlp/variants/tma_swiglu.cu --kernel fused_mlp --dtype fp16
+// measured: not yet measured
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

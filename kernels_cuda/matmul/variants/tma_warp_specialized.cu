@@ -55,6 +55,9 @@
 // fixed, plus the trailing tensor-map parameter; the harness reads the launch geometry from the
 // ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float. wgmma,
 // setmaxnreg and TMA need sm_90a (the H100's architecture as the harness compiles for it).
+//
+// bench: autokernel bench kernels_cuda/matmul/variants/tma_warp_specialized.cu --kernel matmul --dtype fp16
+// measured: not yet measured
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

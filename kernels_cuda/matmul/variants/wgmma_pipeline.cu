@@ -25,6 +25,9 @@
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 // wgmma needs sm_90a (the H100's architecture as the harness compiles for it).
+//
+// bench: autokernel bench kernels_cuda/matmul/variants/wgmma_pipeline.cu --kernel matmul --dtype fp16
+// measured: not yet measured
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

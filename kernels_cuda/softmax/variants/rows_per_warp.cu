@@ -27,6 +27,9 @@
 // The kernel-file contract (docs/kernel-contract.md): device code and launch knobs only, no host
 // code; the entry point and its arguments are fixed; the harness reads the launch geometry from
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
+//
+// bench: autokernel bench kernels_cuda/softmax/variants/rows_per_warp.cu --kernel softmax --dtype fp16
+// measured: not yet measured
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
