@@ -32,7 +32,7 @@ MAX_STAGE_ELEMENTS = 1 << 22
 HYPERPARAMETER_NAME = re.compile(r"kernel|stride|pad|dilation|group|pool|window|scale_factor")
 # Names a dim cannot have: every dim becomes an int parameter of the kernel, so C++'s words and the
 # names CUDA gives a kernel are refused by the spec's reader (kernels_cuda/cpp_words.cpp and
-# user_type.cpp's is_reserved); such a global stays [fixed] (level 1's 43_Max_Pooling_3D's dim3).
+# user_type_reader.cpp's is_reserved); such a global stays [fixed] (level 1's 43_Max_Pooling_3D's dim3).
 RESERVED_NAMES = set("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
 char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
 decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
