@@ -50,6 +50,12 @@ bool toml_number(const std::string& text) {
   return std::regex_match(text, number);
 }
 
+/// A key as TOML reads it back: bare where it can be, else quoted.
+std::string key_text(const std::string& key) {
+  static const std::regex bare("[A-Za-z0-9_-]+");
+  return std::regex_match(key, bare) ? key : toml_string(key);
+}
+
 std::string fixed_value(const std::string& text) {
   if (text == "True" || text == "False") return text == "True" ? "true" : "false";
   if (toml_number(text)) return text;
@@ -66,8 +72,7 @@ class SpecText {
 
   /// A top-level key, with the comments given for it.
   void key(const std::string& key, const std::string& value) {
-    entry(key, value);
-    text_.pop_back();
+    text_ += key + " = " + value;
     if (auto it = comments_.beside.find(key); it != comments_.beside.end()) text_ += "   # " + toml_comment(it->second);
     text_ += "\n";
     lines_below(key);
@@ -133,7 +138,7 @@ std::string user_type_toml(const UserTypeSpec& s, const UserTypeComments& commen
   }
   if (!s.fixed.empty() || comments.below.count("fixed")) {
     out.raw("\n[fixed]\n");
-    for (auto& [name, value] : s.fixed) out.entry(name, fixed_value(value));
+    for (auto& [name, value] : s.fixed) out.entry(key_text(name), fixed_value(value));
     out.lines_below("fixed");
   }
   for (const UserTensor& t : s.tensors) write_tensor(out, t);

@@ -16,7 +16,7 @@ namespace ak {
 struct UserTypeComments {
   std::vector<std::string> header;                          ///< lines above the first key
   std::map<std::string, std::string> beside;                ///< a top-level key -> a comment ending its line
-  std::map<std::string, std::vector<std::string>> below;    ///< "bench" or "fixed" -> lines after it
+  std::map<std::string, std::vector<std::string>> below;    ///< a top-level key, or "fixed" -> lines after it
 };
 
 /// The spec's TOML: the fields a spec file holds (not path, text nor the sources, which are not in

@@ -298,8 +298,10 @@ std::string offer_spec_text(const UserTypeOffer& o, const std::string& profile_n
   t.determinism = s.determinism;
   t.edge = s.edge;
   for (auto [name, role] : {std::pair{"x", TensorRole::Input}, std::pair{"out", TensorRole::Output}}) {
-    UserTensor tensor{name, role};
-    for (const std::string& d : t.dims) tensor.shape.push_back(SizeTerm{d});
+    UserTensor tensor;
+    tensor.name = name;
+    tensor.role = role;
+    for (const std::string& d : t.dims) tensor.shape.push_back(SizeTerm{d, 0, nullptr});
     t.tensors.push_back(std::move(tensor));
   }
   return user_type_toml(t, c);

@@ -146,3 +146,14 @@ TEST_CASE("a [fixed] value is written as the TOML value the reader keeps it as",
   CHECK(back.fixed[3].second == "True");
   CHECK(back.fixed[4].second == "\"not a number\"");   // no TOML value reads back as bare text
 }
+
+TEST_CASE("a [fixed] name that is no bare key is quoted, so the file stays TOML and the reader names the key", "[user_type]") {
+  UserTypeSpec s = read_back(test::kGeluSpec);
+  s.fixed = {{"a b\n[x]", "1"}};
+  const std::string text = user_type_toml(s);
+  CHECK(text.find("\n\"a b\\n[x]\" = 1\n") != std::string::npos);
+  auto back = parse_user_type(text, "types/t.toml");
+  REQUIRE_FALSE(back.ok());
+  CHECK_THAT(back.error().message, Catch::Contains("fixed.a b"));
+  CHECK_THAT(back.error().message, !Catch::Contains("not valid TOML"));
+}
