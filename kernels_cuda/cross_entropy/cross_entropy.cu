@@ -17,7 +17,7 @@
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 //
 // bench: autokernel bench kernels_cuda/cross_entropy/cross_entropy.cu --kernel cross_entropy --dtype fp16
-// measured: not yet measured
+// measured: 406.11 us median, spread 1.0% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -28,7 +28,7 @@
 // the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
 //
 // bench: autokernel bench kernels_cuda/flash_attention/variants/mma_registers.cu --kernel flash_attention --dtype fp16
-// measured: not yet measured
+// measured: 2808.39 us median, spread 1.1% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

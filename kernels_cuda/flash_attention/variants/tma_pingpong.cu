@@ -54,7 +54,7 @@
 // need sm_90a.
 //
 // bench: autokernel bench kernels_cuda/flash_attention/variants/tma_pingpong.cu --kernel flash_attention --dtype fp16
-// measured: not yet measured
+// measured: 914.27 us median, spread 1.6% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -18,7 +18,7 @@
 // the ak_* constants below and instantiates the template for __half and __nv_bfloat16.
 //
 // bench: autokernel bench kernels_cuda/fused_mlp/variants/mma_pipeline.cu --kernel fused_mlp --dtype fp16
-// measured: not yet measured
+// measured: 4362.11 us median, spread 1.9% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -34,7 +34,7 @@
 // and TMA need sm_90a (the H100's architecture as the harness compiles for it).
 //
 // bench: autokernel bench kernels_cuda/fused_mlp/variants/tma_swiglu.cu --kernel fused_mlp --dtype fp16
-// measured: not yet measured
+// measured: 1546.47 us median, spread 3.5% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -19,7 +19,7 @@
 // wgmma needs sm_90a (the H100's architecture as the harness compiles for it).
 //
 // bench: autokernel bench kernels_cuda/fused_mlp/variants/wgmma_pipeline.cu --kernel fused_mlp --dtype fp16
-// measured: not yet measured
+// measured: 2757.69 us median, spread 2.9% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -16,7 +16,7 @@
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 //
 // bench: autokernel bench kernels_cuda/rotary_embedding/variants/flat_pairs.cu --kernel rotary_embedding --dtype fp16
-// measured: not yet measured
+// measured: 36.73 us median, spread 3.2% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
