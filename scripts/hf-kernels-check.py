@@ -186,6 +186,9 @@ def wire_layer_names(modeling, raw_rotary):
             elif name.endswith("MLP") and not hasattr(cls, "kernel_layer_name"):
                 replace_kernel_forward_from_hub(cls, "GatedMLP")
                 said[name] = "GatedMLP"
+            elif name.endswith("RotaryEmbedding") and not hasattr(cls, "kernel_layer_name"):
+                replace_kernel_forward_from_hub(cls, "RotaryEmbedding")
+                said[name] = "RotaryEmbedding"
     rotary = raw_rotary
     if rotary is not None and not hasattr(rotary, "kernel_layer_name"):
         modeling.apply_rotary_pos_emb = use_kernel_forward_from_hub("rotary_pos_emb")(rotary)
@@ -208,7 +211,7 @@ def attach_rotary(model, func):
 def swapped(model, layers, func):
     """{layer: modules whose forward kernelize replaced with it}."""
     counts = {}
-    for cls in (layers.RMSNorm, layers.GatedMLP):
+    for cls in (layers.RMSNorm, layers.GatedMLP, layers.RotaryEmbedding):
         counts[cls.__name__] = sum(1 for m in model.modules()
                                    if getattr(m.__dict__.get("forward"), "__func__", None) is cls.forward)
     counts["RotaryPosEmb"] = int(getattr(func.__dict__.get("forward"), "__func__", None) is layers.RotaryPosEmb.forward)
@@ -340,7 +343,7 @@ def main():
     attached = attach_rotary(kmodel, func)
     repo = lambda name: LocalLayerRepository(Path(a.hf), layer_name=name)  # noqa: E731
     mapping = {"RMSNorm": {"cuda": repo("RMSNorm")}, "GatedMLP": {"cuda": repo("GatedMLP")},
-               "rotary_pos_emb": {"cuda": repo("RotaryPosEmb")}}
+               "RotaryEmbedding": {"cuda": repo("RotaryEmbedding")}, "rotary_pos_emb": {"cuda": repo("RotaryPosEmb")}}
     kernelized = []
 
     @guarded("kernelize")

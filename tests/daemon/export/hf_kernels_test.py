@@ -185,15 +185,27 @@ class Layers(unittest.TestCase):
             def forward(self, x):
                 return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
+        class Qwen3RotaryEmbedding(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim)))
+                self.rope_type, self.attention_scaling = "default", 1.0
+
+            def forward(self, x, position_ids):
+                freqs = position_ids[:, :, None].float() * self.inv_freq[None, None, :]
+                emb = torch.cat((freqs, freqs), dim=-1)
+                return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
         def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
             return cls.L.rotary_math(q, k, cos, sin, unsqueeze_dim)
 
         from kernels import use_kernel_forward_from_hub
-        cls.norm, cls.mlp = Qwen3RMSNorm(64), Qwen3MLP(64, 96)
+        cls.norm, cls.mlp, cls.tables = Qwen3RMSNorm(64), Qwen3MLP(64, 96), Qwen3RotaryEmbedding(16)
         cls.rotary_func = use_kernel_forward_from_hub("rotary_pos_emb")(apply_rotary_pos_emb)
 
     def test_each_layer_passes_the_librarys_rules_against_the_module_it_replaces(self):
-        for layer, module in ((self.L.RMSNorm, self.norm), (self.L.GatedMLP, self.mlp), (self.L.RotaryPosEmb, self.rotary_func)):
+        for layer, module in ((self.L.RMSNorm, self.norm), (self.L.GatedMLP, self.mlp),
+                              (self.L.RotaryEmbedding, self.tables), (self.L.RotaryPosEmb, self.rotary_func)):
             with self.subTest(layer=layer.__name__):
                 self.validate(check_cls=type(module), cls=layer, repo="autokernel_ops")
                 self.assertTrue(layer.can_torch_compile)
@@ -210,6 +222,7 @@ class Layers(unittest.TestCase):
         self.assertEqual(list(inspect.signature(self.L.RotaryPosEmb.forward).parameters),
                          ["self", "q", "k", "cos", "sin", "unsqueeze_dim"])
         self.assertEqual(list(inspect.signature(self.L.RMSNorm.forward).parameters), ["self", "hidden_states"])
+        self.assertEqual(list(inspect.signature(self.L.RotaryEmbedding.forward).parameters), ["self", "x", "position_ids"])
 
     def test_without_the_ops_each_layer_computes_what_the_module_computes(self):
         from types import MethodType
@@ -217,6 +230,10 @@ class Layers(unittest.TestCase):
         for module, layer in ((self.norm, self.L.RMSNorm), (self.mlp, self.L.GatedMLP)):
             with self.subTest(layer=layer.__name__), torch.no_grad():
                 torch.testing.assert_close(MethodType(layer.forward, module)(x), module.forward(x))
+        with torch.no_grad():
+            x, positions = torch.randn(2, 5, 64), torch.arange(5)[None].expand(2, 5)
+            torch.testing.assert_close(MethodType(self.L.RotaryEmbedding.forward, self.tables)(x, positions),
+                                       self.tables.forward(x, positions))
         q, k = torch.randn(2, 4, 5, 16), torch.randn(2, 2, 5, 16)
         cos, sin = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
         mine = MethodType(self.L.RotaryPosEmb.forward, self.rotary_func)(q, k, cos, sin)

@@ -33,11 +33,12 @@ LOADED, FAILED = load_modules(ops, TYPES) if torch.cuda.is_available() else ([],
 
 
 def _direct_functions(types):
-    """{type: the op as a plain function, without the dispatcher}: build_variant.py builds each op
-    also as the one function of a Python module of its own in the library (PyInit_<namespace>_<type>,
-    ops/common.h), which the layers and the patch call in eager mode; traced calls take the
-    registered op. kernel-builder's build has no such modules and its _ops.py names no LIBRARY: there
-    the registered op serves every call; a library of ours without them is said once."""
+    """{type: the op as a plain function, without the dispatcher}, where the library was built with
+    `build_variant.py --direct-calls` (each op also the one function of a Python module of its own,
+    PyInit_<namespace>_<type>, ops/common.h): the layers and the patch call it for calls that run,
+    the registered op for calls being traced. The default build, abi3 as the kernels library wants
+    it, and kernel-builder's (its _ops.py names no LIBRARY) have none: the registered op serves
+    every call there."""
     from importlib.machinery import ExtensionFileLoader
     from importlib.util import module_from_spec, spec_from_file_location
     library, namespace = getattr(_this_build, "LIBRARY", None), getattr(_this_build, "NAMESPACE", None)
@@ -51,9 +52,9 @@ def _direct_functions(types):
             found[t] = getattr(module_from_spec(spec), t)
         except (ImportError, AttributeError):
             missing.append(t)
-    if missing:
+    if found and missing:  # a build with direct calls that lacks some: not one this package makes
         print(f"autokernel_ops: {', '.join(missing)} without a direct call in {os.path.basename(library)}: the "
-              "registered op serves eager calls too (a few microseconds more a call)", file=sys.stderr)
+              "registered op serves its eager calls", file=sys.stderr)
     return found
 
 

@@ -126,7 +126,7 @@ def this_variant(torch):
                         platform.system().lower())
 
 
-def build(repo, namespace, verbose):
+def build(repo, namespace, verbose, direct_calls=False):
     torch, cpp_extension = toolchain()
     py = os.path.join(repo, "torch-ext", PACKAGE)
     with open(os.path.join(py, "manifest.json")) as f:
@@ -142,9 +142,12 @@ def build(repo, namespace, verbose):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ";".join(sorted({re.sub(r"[af]$", "", capability(a)) for a in archs})))
     with tempfile.TemporaryDirectory(prefix="autokernel-hf-build-") as work:
         # TORCH_EXTENSION_NAME is the namespace: torch-ext/ops/ops_namespace.h registers the ops under it.
-        # AK_HF_DIRECT_CALLS: each op also a function of a Python module of its own in the library
-        # (ops/common.h), which the layers call in eager mode.
-        cpp_extension.load(name=namespace, sources=sources, extra_cflags=["-O3", "-DAK_HF_DIRECT_CALLS"],  # the C++ standard: PyTorch's own
+        # --direct-calls: each op also a function of a Python module of its own in the library
+        # (ops/common.h), which the layers call in eager mode, a few microseconds a call less; it
+        # ties the library to this Python (CPython symbols outside the stable ABI, which
+        # kernel-abi-check refuses), so the default leaves it out.
+        cflags = ["-O3"] + (["-DAK_HF_DIRECT_CALLS"] if direct_calls else [])
+        cpp_extension.load(name=namespace, sources=sources, extra_cflags=cflags,  # the C++ standard: PyTorch's own
                            extra_ldflags=["-ldl"], extra_include_paths=[cuda_dir], with_cuda=True,
                            is_python_module=False, build_directory=work, verbose=verbose)
         library = namespace + ".so"
@@ -166,6 +169,9 @@ def main():
     p.add_argument("--namespace", help="the op namespace of this build: _autokernel_ and 16 hex digits")
     p.add_argument("--variant-name", action="store_true", help="print this machine's variant and exit")
     p.add_argument("--verbose", action="store_true", help="show the compiler's output")
+    p.add_argument("--direct-calls", action="store_true",
+                   help="also build each op as a plain Python function that eager calls take without the dispatcher "
+                        "(faster on a step the CPU issues; ties the build to this Python: not abi3)")
     a = p.parse_args()
     if a.variant_name:
         torch, _ = toolchain()
@@ -178,7 +184,7 @@ def main():
         print(f"build_variant.py: --namespace {a.namespace}: expected _autokernel_ and 16 hex digits", file=sys.stderr)
         return 2
     try:
-        target = build(os.path.abspath(a.repo), a.namespace, a.verbose)
+        target = build(os.path.abspath(a.repo), a.namespace, a.verbose, a.direct_calls)
     except Exception as e:  # the compiler's first errors; all of its output with --verbose
         text = str(e).strip() or type(e).__name__
         errors = [line for line in text.splitlines() if "error" in line][:8] or text.splitlines()[-8:]

@@ -5,6 +5,7 @@ forward of a model's module with this package's op, read from the module's own a
     RMSNorm         transformers' *RMSNorm (weight, variance_epsilon or eps)  rmsnorm
     GatedMLP        *MLP with gate_proj, up_proj, down_proj, act_fn (SiLU)    fused_mlp at its tuned shapes, else swiglu
     RotaryPosEmb    apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)     rotary_embedding
+    RotaryEmbedding *RotaryEmbedding(x, position_ids): the step's cos, sin    rotary_tables (the rotary files' own)
 
 The library holds a layer class to its rules (kernels/layer/layer.py, _validate_layer): no
 constructor, no members beyond forward, can_torch_compile and has_backward, and a forward with as
@@ -20,7 +21,7 @@ from torch import nn
 
 from . import DIRECT, LOADED, SHAPES, VERSIONS
 from ._ops import ops
-from ._replacements import _fused_call, _plain_linears, _traced
+from ._replacements import _checked_on_first_call, _fused_call, _plain_linears, _rotary_tables, _traced
 
 # Each op's overload, bound once: None where the op was not exported or did not load here.
 _RMSNORM = ops.rmsnorm.default if "rmsnorm" in LOADED else None
@@ -28,6 +29,7 @@ _SWIGLU = ops.swiglu.default if "swiglu" in LOADED else None
 _FUSED_MLP = (ops.fused_mlp.default, SHAPES.get("fused_mlp")) if "fused_mlp" in LOADED else None
 # Version 1 of the rotary contract takes q alone, contiguous: its layer runs PyTorch's math.
 _ROTARY = ops.rotary_embedding.default if "rotary_embedding" in LOADED and VERSIONS.get("rotary_embedding", 2) >= 2 else None
+_TABLES = ops.rotary_tables.default if _ROTARY is not None else None
 # The same ops for calls that run rather than are traced: without the dispatcher (DIRECT), as our
 # patch calls them; a traced call (torch.compile) needs the registered op and its fake.
 _EAGER = {t: DIRECT.get(t, op) for t, op in
@@ -95,6 +97,34 @@ def rotary(q, k, cos, sin, unsqueeze_dim=1):
     return (_ROTARY if _traced(q) else _EAGER["rotary_embedding"])(q, k, cos, sin)
 
 
+class _TablesTarget:
+    """What the first-call check names when a model's rotary class disagrees with the op."""
+    op = "rotary_tables"
+
+    def __init__(self, cls):
+        self.name = f"{cls.__module__}.{cls.__qualname__}.forward"
+
+
+# The model's rotary class -> its forward as our patch replaces it: checked against the class's
+# own on its first eager call (a disagreement leaves the class's own for good, said once), fp32
+# tables where the class makes them (OLMo2), the class's own for the rope types whose inv_freq
+# changes with the sequence and under compilation.
+_TABLES_FORWARD = {}
+
+
+def rotary_tables(module, x, position_ids):
+    """module(x, position_ids) for a rotary-embedding module: the step's cos and sin tables in one
+    rotary_tables call, where transformers makes a dozen PyTorch calls before the first layer."""
+    cls = type(module)
+    forward = _TABLES_FORWARD.get(cls)
+    if forward is None:
+        if _TABLES is None:
+            return cls.forward(module, x, position_ids)
+        make, learn = _rotary_tables(_TABLES)
+        forward = _TABLES_FORWARD[cls] = _checked_on_first_call(_TablesTarget(cls), cls.forward, make, learn)
+    return forward(module, x, position_ids)
+
+
 def _rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -130,3 +160,13 @@ class RotaryPosEmb(nn.Module):
 
     def forward(self, q, k, cos, sin, unsqueeze_dim=1):
         return rotary(q, k, cos, sin, unsqueeze_dim)
+
+
+class RotaryEmbedding(nn.Module):
+    """For a model's rotary-embedding module (LlamaRotaryEmbedding, Qwen3RotaryEmbedding and their
+    kin; its layer name "RotaryEmbedding")."""
+    can_torch_compile = True
+    has_backward = False
+
+    def forward(self, x, position_ids):
+        return rotary_tables(self, x, position_ids)

@@ -21,10 +21,11 @@
 #if __has_include("ops_namespace.h")
 #include "ops_namespace.h"
 #if defined(AK_HF_DIRECT_CALLS)
-// build_variant.py's build of the hf-kernels layout: each op is also the one function of a Python
+// build_variant.py --direct-calls (hf-kernels layout): each op is also the one function of a Python
 // module of its own inside the library, PyInit_<namespace>_<type>, for the layers' eager calls
-// (the dispatcher's boxing costs microseconds a call). kernel-builder's build defines no such
-// macro: its Python module is its own, and the registered op serves every call there.
+// (the dispatcher's boxing costs microseconds a call). Off by default: those modules need CPython
+// symbols outside the stable ABI (abi3), which the kernels library's builds keep to; kernel-builder
+// never defines it, and the registered op serves every call there.
 #include "direct_call.h"
 #define AK_DIRECT_CALL(type, fn) \
   AK_DIRECT_MODULE_NAMED(type, fn, AK_DIRECT_CONCAT(AK_DIRECT_CONCAT(AK_OPS_NAMESPACE, _), type))
