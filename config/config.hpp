@@ -42,12 +42,12 @@ struct HarnessConfig {
   /// A user type's baseline also times its module under torch.compile (minutes of autotuning at
   /// KernelBench's sizes); false: PyTorch eager alone.
   bool torch_compile = true;
-  /// Variables the worker gets beyond the minimal environment (harness/worker_environment.hpp).
+  /// Variables the worker gets beyond the minimal environment (harness/process/worker_environment.hpp).
   std::vector<std::string> worker_env;
   /// A user type's launch plan: the most its scratch buffers may take together, in MiB.
   int64_t scratch_cap_mib = 16384;
   /// After each candidate's judged timing, one more launch reads the hardware counters
-  /// (harness/counters_pass.hpp) for the verdict, the results, the report and the proposers.
+  /// (harness/judging/counters_pass.hpp) for the verdict, the results, the report and the proposers.
   bool counters = true;
 };
 

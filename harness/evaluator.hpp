@@ -3,8 +3,8 @@
 /// tests script one. An Error means no verdict could be had (no GPU, no worker); anything the
 /// candidate did, crash and hang included, is a Verdict.
 #include "common/result.hpp"
-#include "harness/evaluate.hpp"
-#include "harness/verdict.hpp"
+#include "harness/evaluation/evaluate.hpp"
+#include "harness/judging/verdict.hpp"
 
 namespace ak {
 

@@ -1,5 +1,5 @@
 // How a tensor-core kernel's blocks reach the GPU beyond its tile rule, as plain C++ over cuda.h
-// with no autokernel type, so that one text serves the harness (harness/grid_launch.cpp) and the
+// with no autokernel type, so that one text serves the harness (harness/module/grid_launch.cpp) and the
 // launchers `autokernel export` writes, which copy this file: clusters of blocks along x
 // (`ak_cluster_blocks`, launched with cuLaunchKernelEx) and persistent grids (`ak_persistent`: as
 // many blocks as the GPU holds at once, measured with the driver's occupancy calls). The block

@@ -1,5 +1,5 @@
 // The tensor-map (TMA) rules, as plain C++ over cuda.h with no autokernel type, so that one text
-// serves two places: the harness (harness/tensor_maps.cpp), which encodes the maps a candidate
+// serves two places: the harness (harness/module/tensor_maps.cpp), which encodes the maps a candidate
 // declares for every call it judges, and the launchers `autokernel export` writes, which copy this
 // file. An exported op thus hands its kernel the very maps the harness did for the same call: the
 // same view of each operand, the same refusals (the file then takes its own fallback path, as it

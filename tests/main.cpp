@@ -1,7 +1,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "harness/compile_sandbox.hpp"
+#include "harness/compile/compile_sandbox.hpp"
 #include "tests/support.hpp"
 
 // Candidates compile in the sandbox's server, a command of the autokernel binary: this test

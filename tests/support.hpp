@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "harness/cuda_driver.hpp"
+#include "harness/gpu/cuda_driver.hpp"
 
 namespace ak::test {
 

@@ -10,7 +10,7 @@
 #include "daemon/loop/bottleneck.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
-#include "harness/worker_evaluator.hpp"
+#include "harness/worker/worker_evaluator.hpp"
 
 namespace ak {
 namespace {

@@ -7,7 +7,7 @@
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
 #include "kernels_cuda/registry.hpp"
-#include "harness/candidate_compile.hpp"
+#include "harness/compile/candidate_compile.hpp"
 
 namespace ak {
 

@@ -1,10 +1,10 @@
-// autokernel compile-server: internal. The compile sandbox (harness/compile_sandbox.hpp) starts
+// autokernel compile-server: internal. The compile sandbox (harness/compile/compile_sandbox.hpp) starts
 // it and sends it candidates to compile; it can read nothing but CUDA's headers.
 #include <cstdlib>
 
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
-#include "harness/compile_server.hpp"
+#include "harness/compile/compile_server.hpp"
 
 namespace ak {
 

@@ -24,7 +24,7 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/profile/user_type_offer.hpp"
 #include "daemon/loop/run_directory.hpp"
-#include "harness/cupti_library.hpp"
+#include "harness/gpu/cupti_library.hpp"
 
 namespace ak {
 const std::map<std::string, std::string>& embedded_python();

@@ -17,9 +17,9 @@
 #include "daemon/commands/logging.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "daemon/loop/run_preflight.hpp"
-#include "harness/cuda_driver.hpp"
-#include "harness/worker_environment.hpp"
-#include "harness/worker_evaluator.hpp"
+#include "harness/gpu/cuda_driver.hpp"
+#include "harness/process/worker_environment.hpp"
+#include "harness/worker/worker_evaluator.hpp"
 #include "llm/api_key.hpp"
 
 namespace ak {

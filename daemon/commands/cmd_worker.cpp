@@ -3,8 +3,8 @@
 
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
-#include "harness/compile_sandbox.hpp"
-#include "harness/worker_main.hpp"
+#include "harness/compile/compile_sandbox.hpp"
+#include "harness/worker/worker_main.hpp"
 
 namespace ak {
 

@@ -4,8 +4,8 @@
 
 #include <regex>
 
-#include "harness/candidate_compile.hpp"
-#include "harness/kernel_contract.hpp"
+#include "harness/compile/candidate_compile.hpp"
+#include "harness/compile/kernel_contract.hpp"
 #include "kernels_cuda/launch_plan.hpp"
 
 namespace ak {

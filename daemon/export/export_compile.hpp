@@ -1,6 +1,6 @@
 #pragma once
 /// What an exported package carries of a kernel file: the modules NVRTC compiled from it, by the
-/// very compile the harness runs (harness/candidate_compile.hpp: the contract, NVRTC in the
+/// very compile the harness runs (harness/compile/candidate_compile.hpp: the contract, NVRTC in the
 /// compile sandbox, the module-state check), one per architecture. Never the file's text: code
 /// that NVRTC does not see (under `#if !defined(__CUDACC_RTC__)`, `#ifndef __CUDA_ARCH__`, or
 /// after a NUL byte) would be seen by a host compiler, and no check of the text can tell.

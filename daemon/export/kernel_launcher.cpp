@@ -5,9 +5,9 @@
 #include <optional>
 #include <regex>
 
-#include "harness/grid_launch.hpp"
-#include "harness/kernel_contract.hpp"
-#include "harness/tensor_maps.hpp"
+#include "harness/module/grid_launch.hpp"
+#include "harness/compile/kernel_contract.hpp"
+#include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/grid_rules.h"
 #include "kernels_cuda/rotary_embedding/rotary_layouts.hpp"
 #include "kernels_cuda/rowwise_reference.hpp"
@@ -266,7 +266,7 @@ std::string product_text(const std::vector<int>& dims) {
 }
 
 /// The generated operand_view: each buffer a map may cover, as the harness views it
-/// (harness/tensor_maps.cpp: rows of its row length; the type's own operands and scratch mapped in
+/// (harness/module/tensor_maps.cpp: rows of its row length; the type's own operands and scratch mapped in
 /// the call's dtype, other buffers in their fixed element type).
 std::string operand_view_source(const KernelSpec& spec) {
   const auto extents = operand_extents(spec);

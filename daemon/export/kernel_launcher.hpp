@@ -1,6 +1,6 @@
 #pragma once
 /// The host code of an exported kernel: a C function that launches the module NVRTC compiled from
-/// a kept kernel file the way the harness does (harness/kernel_launch.cpp): loaded with the CUDA
+/// a kept kernel file the way the harness does (harness/module/kernel_launch.cpp): loaded with the CUDA
 /// driver, the arguments in its spec's order, the launch geometry read from the module's ak_*
 /// constants, the grid of kernels_cuda/grid_rules.h, one entry point for each of the spec's dtypes.
 /// All of it is autokernel's own code; of the kernel file only the compiled module goes in, as bytes.

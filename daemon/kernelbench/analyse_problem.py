@@ -10,7 +10,7 @@ on the CPU at small sizes only where meta cannot run it. It runs as KernelBench 
 
 Sizes are changed by executing the module's source again with the chosen globals assigned anew
 after each of their module-level assignments, so that a global computed from them
-(`bias_shape = (out_features,)`) follows: harness/reference_server.py does the same at every shape.
+(`bias_shape = (out_features,)`) follows: harness/user_types/reference_server.py does the same at every shape.
 
 usage: python3 analyse_problem.py FILE.py...   (one JSON verdict a line, in the files' order; exit 2
 without PyTorch)

@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "harness/child_process.hpp"
+#include "harness/process/child_process.hpp"
 
 extern char** environ;
 

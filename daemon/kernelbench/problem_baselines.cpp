@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/gpu_context.hpp"
-#include "harness/user_reference.hpp"
+#include "harness/gpu/gpu_context.hpp"
+#include "harness/user_types/user_reference.hpp"
 #include "kernels_cuda/user_type.hpp"
 
 namespace ak {

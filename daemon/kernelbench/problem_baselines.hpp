@@ -2,7 +2,7 @@
 /// The PyTorch times of the KernelBench problems that run as built-in types: a built-in type's
 /// evaluation times the type's own CUDA reference, never the problem's module, so its eager and
 /// torch.compile times are measured apart, by the same reference process and the same rule as a
-/// user type's baseline (harness/reference_server.py `baseline`: the module at its timed shape,
+/// user type's baseline (harness/user_types/reference_server.py `baseline`: the module at its timed shape,
 /// the L2 flushed, CUDA events, the median), and kept beside the config in
 /// `<config stem>.baselines.tsv`, which `report` reads.
 #include <functional>

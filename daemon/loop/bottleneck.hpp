@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/hardware_counters.hpp"
+#include "harness/gpu/hardware_counters.hpp"
 
 namespace ak {
 

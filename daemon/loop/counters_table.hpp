@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "harness/hardware_counters.hpp"
+#include "harness/gpu/hardware_counters.hpp"
 
 namespace ak {
 

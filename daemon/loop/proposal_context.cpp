@@ -11,7 +11,7 @@
 #include "daemon/loop/in_flight_ledger.hpp"
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/state_file.hpp"
-#include "harness/device_peaks.hpp"
+#include "harness/judging/device_peaks.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {

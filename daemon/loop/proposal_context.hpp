@@ -28,7 +28,7 @@ struct DeviceFacts {
 DeviceFacts device_facts(const std::vector<KernelProgress>& kernels, size_t index, const std::vector<std::string>& gpu_models);
 
 /// The peak of `unit` ("GB/s" or "TFLOPS") the harness cached for a GPU named `gpu`
-/// (harness/device_peaks.hpp), when exactly one GPU of that name was measured; 0 otherwise.
+/// (harness/judging/device_peaks.hpp), when exactly one GPU of that name was measured; 0 otherwise.
 double cached_peak(const std::string& gpu, const std::string& unit);
 
 /// Everything a run folder holds that a proposal context is made of.

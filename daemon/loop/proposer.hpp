@@ -6,7 +6,7 @@
 
 #include "common/result.hpp"
 #include "daemon/loop/results_table.hpp"
-#include "harness/hardware_counters.hpp"
+#include "harness/gpu/hardware_counters.hpp"
 #include "kernels_cuda/spec.hpp"
 
 namespace ak {

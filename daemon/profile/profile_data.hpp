@@ -1,6 +1,6 @@
 #pragma once
 /// A profile of a CUDA program: its kernels grouped by name and ranked by GPU time, built from
-/// the raw activity records the injection library (harness/profiler_injection.cpp) writes.
+/// the raw activity records the injection library (harness/gpu/profiler_injection.cpp) writes.
 ///
 /// Raw records, one JSON object per line:
 ///   {"k":"kernel","name":M,"start":ns,"end":ns,"corr":C,"grid":[x,y,z],"block":[x,y,z],"regs":R,"smem":B}

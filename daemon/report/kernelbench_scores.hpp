@@ -12,7 +12,7 @@
 #include "daemon/kernelbench/builtin_problem.hpp"
 #include "daemon/kernelbench/problem_baselines.hpp"
 #include "daemon/loop/results_table.hpp"
-#include "harness/verdict.hpp"
+#include "harness/judging/verdict.hpp"
 
 namespace ak {
 

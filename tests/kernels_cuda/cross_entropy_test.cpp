@@ -7,13 +7,13 @@
 #include <cmath>
 #include <set>
 
-#include "harness/inputs.hpp"
-#include "harness/kernel_contract.hpp"
-#include "harness/nvrtc_compile.hpp"
+#include "harness/gpu/inputs.hpp"
+#include "harness/compile/kernel_contract.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
 #include "kernels_cuda/contract_version.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
-#include "tests/harness/gpu_judge.hpp"
+#include "tests/harness/evaluation/gpu_judge.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

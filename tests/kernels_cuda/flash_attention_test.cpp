@@ -11,15 +11,15 @@
 #include <random>
 #include <set>
 
-#include "harness/kernel_contract.hpp"
-#include "harness/nvrtc_compile.hpp"
-#include "harness/roofline.hpp"
-#include "harness/tensor_maps.hpp"
+#include "harness/compile/kernel_contract.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
+#include "harness/judging/roofline.hpp"
+#include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/contract_version.hpp"
 #include "kernels_cuda/flash_attention/attention_layouts.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
-#include "tests/harness/gpu_judge.hpp"
+#include "tests/harness/evaluation/gpu_judge.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

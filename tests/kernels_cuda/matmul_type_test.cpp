@@ -2,7 +2,7 @@
 // bf16 and fp32; version 1 (a @ b) stays registered for files written for it.
 #include <catch2/catch.hpp>
 
-#include "harness/tensor_maps.hpp"
+#include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "tests/support.hpp"

@@ -88,7 +88,7 @@ TEST_CASE("bytes and flops formulas on known shapes", "[spec]") {
 }
 
 TEST_CASE("every declared shape of every spec, older versions too, has positive rows and columns", "[spec]") {
-  // The inputs are drawn row by row (harness/inputs.cpp): a column count of 0 divides by zero in
+  // The inputs are drawn row by row (harness/gpu/inputs.cpp): a column count of 0 divides by zero in
   // the worker, as a shape ending in a flag rather than a row length once did.
   std::vector<const KernelSpec*> specs = all_specs();
   specs.insert(specs.end(), older_specs().begin(), older_specs().end());

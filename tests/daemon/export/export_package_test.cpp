@@ -12,7 +12,7 @@
 #include "daemon/export/kernel_launcher.hpp"
 #include "daemon/export/op_namespace.hpp"
 #include "daemon/loop/run_directory.hpp"
-#include "harness/candidate_compile.hpp"
+#include "harness/compile/candidate_compile.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "tests/support.hpp"
@@ -222,9 +222,9 @@ TEST_CASE("the tensor-map and cluster rules a package carries are byte for byte 
     CHECK(files->at(csrc + "tensor_map_rules.h") == test::read_file(AK_SOURCE_DIR "/kernels_cuda/tensor_map_rules.h"));
     CHECK(files->at(csrc + "grid_launch_rules.h") == test::read_file(AK_SOURCE_DIR "/kernels_cuda/grid_launch_rules.h"));
   }
-  // And those are the headers harness/tensor_maps.cpp and harness/grid_launch.cpp include.
-  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/tensor_maps.hpp"), Catch::Contains("#include \"kernels_cuda/tensor_map_rules.h\""));
-  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/grid_launch.cpp"), Catch::Contains("#include \"kernels_cuda/grid_launch_rules.h\""));
+  // And those are the headers harness/module/tensor_maps.cpp and harness/module/grid_launch.cpp include.
+  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/module/tensor_maps.hpp"), Catch::Contains("#include \"kernels_cuda/tensor_map_rules.h\""));
+  CHECK_THAT(test::read_file(AK_SOURCE_DIR "/harness/module/grid_launch.cpp"), Catch::Contains("#include \"kernels_cuda/grid_launch_rules.h\""));
 }
 
 TEST_CASE("a tensor-core file at a contract version the package has no op for is left out with the reason", "[export]") {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "daemon/export/kernel_launcher.hpp"
-#include "harness/tensor_maps.hpp"
+#include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 

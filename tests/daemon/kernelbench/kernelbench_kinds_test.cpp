@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <map>
 
-#include "harness/candidate_compile.hpp"
-#include "harness/kernel_contract.hpp"
-#include "harness/nvrtc_compile.hpp"
-#include "harness/planned_launch.hpp"
+#include "harness/compile/candidate_compile.hpp"
+#include "harness/compile/kernel_contract.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
+#include "harness/module/planned_launch.hpp"
 #include "kernels_cuda/launch_plan.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "tests/support.hpp"

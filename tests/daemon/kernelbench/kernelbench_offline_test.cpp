@@ -13,7 +13,7 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_baselines.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
-#include "harness/nvrtc_compile.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "tests/support.hpp"

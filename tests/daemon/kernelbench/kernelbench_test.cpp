@@ -11,7 +11,7 @@
 
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
-#include "harness/nvrtc_compile.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "tests/kernels_cuda/user_type_fields.hpp"
 #include "tests/support.hpp"

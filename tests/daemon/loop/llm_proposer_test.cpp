@@ -14,7 +14,7 @@
 #include "daemon/loop/knobs.hpp"
 #include "daemon/loop/llm_proposer.hpp"
 #include "kernels_cuda/variants.hpp"
-#include "harness/candidate_compile.hpp"
+#include "harness/compile/candidate_compile.hpp"
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "kernels_cuda/registry.hpp"

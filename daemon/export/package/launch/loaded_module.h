@@ -1,5 +1,5 @@
 // What every exported launcher shares: the kernels NVRTC compiled, loaded with the CUDA driver
-// and launched on PyTorch's stream, as autokernel's harness does (harness/kernel_launch.cpp).
+// and launched on PyTorch's stream, as autokernel's harness does (harness/module/kernel_launch.cpp).
 // Written by autokernel export. The package holds no kernel source: <type>_module.h carries the
 // compiled module byte for byte, and nothing of a kernel file ever reaches a host compiler.
 //
@@ -126,7 +126,7 @@ inline std::string read_tensor_maps(const Driver& d, CUmodule m, std::vector<ak_
   return "";
 }
 
-/// Clusters and persistent grids as the harness reads them (harness/grid_launch.cpp, the same
+/// Clusters and persistent grids as the harness reads them (harness/module/grid_launch.cpp, the same
 /// grid_launch_rules.h): checked against this GPU, and for a persistent or clustered kernel the
 /// blocks the GPU holds at once measured per entry point, so that a cluster that does not fit is
 /// refused at load, not at the first launch; "" or why not.

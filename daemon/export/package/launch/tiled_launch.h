@@ -1,5 +1,5 @@
 // The launch of a tensor-core kernel (matmul, fused_mlp, flash_attention) as autokernel's harness
-// makes it (harness/kernel_launch.cpp): the tile rule's blocks rounded up to whole clusters, or for
+// makes it (harness/module/kernel_launch.cpp): the tile rule's blocks rounded up to whole clusters, or for
 // a persistent kernel the blocks the GPU holds at once (grid_rules.h); the tensor maps the module
 // declares encoded for this very call over the call's own operands (tensor_map_rules.h: the view,
 // the refusals that leave a map zero with its bit clear, box, swizzle, L2 promotion) and passed as
