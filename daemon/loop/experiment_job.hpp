@@ -10,7 +10,7 @@
 #include <string>
 
 #include "daemon/loop/proposer.hpp"
-#include "harness/evaluator.hpp"
+#include "harness/evaluation/evaluator.hpp"
 
 namespace ak {
 

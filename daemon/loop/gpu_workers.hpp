@@ -6,7 +6,7 @@
 
 #include "common/result.hpp"
 #include "config/config.hpp"
-#include "harness/evaluator.hpp"
+#include "harness/evaluation/evaluator.hpp"
 
 namespace ak {
 

@@ -30,7 +30,7 @@
 #include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/service_notify.hpp"
 #include "daemon/loop/stale_verdicts.hpp"
-#include "harness/evaluator.hpp"
+#include "harness/evaluation/evaluator.hpp"
 
 namespace ak {
 

@@ -13,7 +13,7 @@
 
 #include "harness/process/child_process.hpp"
 #include "harness/compile/compile_limits.hpp"
-#include "harness/evaluator.hpp"
+#include "harness/evaluation/evaluator.hpp"
 
 namespace ak {
 

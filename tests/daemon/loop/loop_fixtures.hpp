@@ -14,7 +14,7 @@
 #include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "config/config.hpp"
-#include "harness/evaluator.hpp"
+#include "harness/evaluation/evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/support.hpp"
 
