@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "harness/process/child_process.hpp"
 #include "harness/compile/module_size.hpp"
+#include "harness/process/child_process.hpp"
 #include "harness/process/worker_environment.hpp"
 
 namespace ak {

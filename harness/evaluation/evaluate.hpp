@@ -2,19 +2,23 @@
 /// The whole evaluation of one candidate inside the worker: contract check, NVRTC compile, the
 /// five stages, then the judged timing at the benchmark shape (paired with the current best when
 /// one is given) and the roofline. The daemon never calls this directly: it goes through an
-/// Evaluator.
+/// Evaluator. The steps common to every type are in evaluate.cpp; the rest of a built-in type's
+/// in builtin_evaluation.cpp, of a user type's in user_evaluation.cpp; the decisions they take,
+/// as pure functions, in evaluation_decisions.hpp.
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
-#include "harness/module/device_inputs.hpp"
 #include "harness/judging/device_peaks.hpp"
-#include "harness/module/kernel_launch.hpp"
+#include "harness/judging/evaluation_seeds.hpp"
 #include "harness/judging/stages.hpp"
-#include "harness/user_types/user_reference.hpp"
 #include "harness/judging/verdict.hpp"
+#include "harness/module/device_inputs.hpp"
+#include "harness/module/kernel_launch.hpp"
+#include "harness/user_types/user_reference.hpp"
 
 namespace ak {
 
@@ -61,7 +65,43 @@ class Harness {
   GpuContext& gpu() { return *gpu_; }
 
  private:
-  /// The reference of a type, compiled once: `validate` writes fp32, `baseline` the input dtype.
+  /// What a request asks for, read and checked before anything is compiled.
+  struct Job {
+    const KernelSpec* spec = nullptr;   ///< the version of the type's contract the file declares
+    DType dtype = DType::F32;           ///< the dtype timed
+    Shape shape;                        ///< the shape timed
+    EvaluationSeeds seeds;
+    std::chrono::steady_clock::time_point started;
+  };
+  /// A candidate that compiled and loaded.
+  struct CompiledCandidate {
+    CompileOutput output;    ///< loaded again for the timing, beside the best
+    LaunchableKernel kernel;
+  };
+
+  // The steps of evaluate(), in order. Each fills the verdict; an empty result ends the evaluation.
+  /// The seeds, the request's user type registered, the file's spec, the dtype and the shape.
+  std::optional<Job> read_request(const EvalRequest& req, Verdict& v);
+  /// The compile stage: the candidate compiled, its statistics recorded, loaded on the GPU.
+  std::optional<CompiledCandidate> compile_step(const EvalRequest& req, const Job& job, Verdict& v,
+                                                const StageListener& on_stage);
+
+  /// The rest of evaluate() for a built-in type, after the compile: the five stages, the
+  /// benchmark, then the counters pass (harness/evaluation/builtin_evaluation.cpp).
+  Verdict evaluate_builtin(const EvalRequest& req, const Job& job, const CompiledCandidate& cand, Verdict v,
+                           const StageListener& on_stage, const VerdictListener& on_settled);
+  /// The benchmark stage of a built-in type: the judged timing, the roofline, the baselines. False
+  /// when the candidate did not pass it; the verdict then says why.
+  bool benchmark_builtin(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
+                         const LaunchableKernel& reference, size_t stages_peak_bytes, Verdict& v,
+                         const StageListener& on_stage);
+  /// The baselines (cuBLAS or the reference kernel, the starter) and the speedup against them.
+  void time_baselines(const EvalRequest& req, const Job& job, double median_us, Verdict& v);
+  /// The hardware counters of a passed candidate, read in one more judged launch, or why not.
+  void read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
+                     const LaunchableKernel& reference, Verdict& v, const StageListener& on_stage,
+                     const VerdictListener& on_settled);
+  /// The reference of a built-in type, compiled once: `validate` writes fp32, `baseline` the input dtype.
   struct Reference {
     LaunchableKernel validate, baseline;
   };
@@ -69,24 +109,38 @@ class Harness {
   /// Times a trusted kernel (reference, starter) at a shape; its outputs are not checked.
   Result<Timing> time_at(const KernelSpec& spec, const LaunchableKernel& k, DType d, const Shape& shape,
                          const EvalRequest& req, bool& sticky);
+  /// The median time of a baseline (baseline_name: cuBLAS, the reference or the starter), once per
+  /// shape and dtype. `sticky` is set when timing them broke the context.
+  Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
+                             const EvalRequest& req, bool& sticky);
+
+  /// The rest of evaluate() for a user type, after the compile: the five stages and the judged
+  /// timing through its reference process, the baseline PyTorch eager
+  /// (harness/evaluation/user_evaluation.cpp).
+  Verdict evaluate_user(const EvalRequest& req, const Job& job, const UserTypeSpec& user, const CompiledCandidate& cand,
+                        Verdict v, const StageListener& on_stage);
+  /// The benchmark stage of a user type: the judged timing, the roofline, the PyTorch baseline.
+  bool benchmark_user(const EvalRequest& req, const Job& job, const CompiledCandidate& cand, UserReference& ref,
+                      size_t stages_peak_bytes, Verdict& v, const StageListener& on_stage);
+  /// PyTorch eager (and torch.compile) at the timed shape, once per shape and dtype, and the
+  /// speedup against it. A failure here is the harness's, said in the notes.
+  void time_pytorch_baseline(const EvalRequest& req, const Job& job, UserReference& ref, double median_us, Verdict& v,
+                             const StageListener& on_stage);
+  /// The reference process of a user type, started at its first evaluation and kept while it runs.
+  Result<UserReference*> user_reference(const UserTypeSpec& user);
+
+  // What both kinds of type share.
   /// The current best of a request, compiled once per source (loaded afresh for each timing).
   Result<const CompileOutput*> best_compiled(const KernelSpec& spec, const std::string& source, const std::string& arch);
   /// The files to time, each loaded afresh, in an order drawn from `choice_seed`; in the order given.
   Result<std::vector<LaunchableKernel>> timing_modules(const KernelSpec& spec,
                                                        const std::vector<const CompileOutput*>& compiled,
                                                        uint64_t choice_seed);
-  /// The median time of the reference (what == "reference") or of the starter, once per
-  /// shape and dtype. `sticky` is set when timing them broke the context.
-  Result<double> cached_time(const std::string& what, const KernelSpec& spec, DType d, const Shape& shape,
-                             const EvalRequest& req, bool& sticky);
-
-  /// The rest of evaluate() for a user type, after the compile: the five stages and the judged
-  /// timing through its reference process, the baseline PyTorch eager (harness/evaluation/evaluate_user.cpp).
-  Verdict evaluate_user(const EvalRequest& req, const KernelSpec& spec, const UserTypeSpec& user,
-                        const LaunchableKernel& cand, const CompileOutput& compiled, DType dtype, const Shape& shape,
-                        uint64_t timing_choices, Verdict v, const StageListener& on_stage);
-  /// The reference process of a user type, started at its first evaluation and kept while it runs.
-  Result<UserReference*> user_reference(const UserTypeSpec& user);
+  /// The candidate, and the current best beside it when the request names one; a best that no
+  /// longer compiles or loads (kept by an older autokernel under older rules) leaves the candidate
+  /// timed alone, and a note says so, rather than failing every candidate after it.
+  Result<std::vector<LaunchableKernel>> files_to_time(const EvalRequest& req, const Job& job,
+                                                      const CompileOutput& candidate, Verdict& v);
 
   std::unique_ptr<GpuContext> gpu_;
   std::unique_ptr<DeviceInputs> inputs_;

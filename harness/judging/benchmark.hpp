@@ -1,6 +1,6 @@
 #pragma once
 /// Statistics of timed launches: medians and spreads, the paired comparison of two kernels, and
-/// how many launches a kernel gets. The launches themselves: judged_timing.hpp.
+/// how many launches a kernel gets. The launches themselves: builtin_timing.hpp and user_timing.hpp.
 #include <functional>
 #include <string>
 #include <vector>

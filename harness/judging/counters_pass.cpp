@@ -1,7 +1,7 @@
 #include "harness/judging/counters_pass.hpp"
 
-#include "harness/judging/evaluation_seeds.hpp"
 #include "harness/gpu/range_profiler.hpp"
+#include "harness/judging/evaluation_seeds.hpp"
 #include "harness/judging/reference_outputs.hpp"
 
 namespace ak {

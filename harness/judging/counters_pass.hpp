@@ -7,9 +7,9 @@
 /// reference): a pass that fails its checks withholds the readings. The occupancy limit comes
 /// from the driver's occupancy calculator, not from counters, so it is there whenever the
 /// kernel loaded.
+#include "harness/gpu/hardware_counters.hpp"
 #include "harness/module/device_checks.hpp"
 #include "harness/module/device_inputs.hpp"
-#include "harness/gpu/hardware_counters.hpp"
 #include "harness/module/kernel_launch.hpp"
 
 namespace ak {

@@ -1,8 +1,26 @@
 #include "harness/judging/reference_outputs.hpp"
 
-#include "harness/judging/stages.hpp"
-
 namespace ak {
+
+/// The rows a sampled validation checks: all when there are few, else the first, the last, and
+/// random others drawn from the run's seed, in increasing order.
+std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed) {
+  std::vector<int32_t> out;
+  if (rows <= want) {
+    for (int64_t r = 0; r < rows; ++r) out.push_back(int32_t(r));
+    return out;
+  }
+  std::vector<bool> taken(size_t(rows), false);
+  taken[0] = taken[size_t(rows - 1)] = true;
+  uint64_t x = seed | 1;
+  for (int n = 2; n < want;) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    if (!taken[size_t(x % uint64_t(rows))]) taken[size_t(x % uint64_t(rows))] = true, ++n;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    if (taken[size_t(r)]) out.push_back(int32_t(r));
+  return out;
+}
 
 Result<Comparison> ExpectedOutputs::judge(size_t i, const DeviceBuffer& got, DType d, Tolerance tol) const {
   const DeviceBuffer& e = values_.at(i);

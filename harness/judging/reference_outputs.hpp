@@ -12,6 +12,10 @@
 
 namespace ak {
 
+/// The rows a sampled validation checks (KernelSpec::validation_rows): every row when there are
+/// no more than `want`, else `want` distinct rows from the seed, the first and last among them.
+std::vector<int32_t> pick_sample_rows(int64_t rows, int want, uint64_t seed);
+
 class ExpectedOutputs {
  public:
   /// Judges output `i` of the candidate (dtype d, on the GPU).

@@ -5,11 +5,11 @@
 #include <tuple>
 #include <vector>
 
+#include "harness/compile/kernel_contract.hpp"
+#include "harness/compile/nvrtc_compile.hpp"
 #include "harness/gpu/gpu_context.hpp"
 #include "harness/module/grid_launch.hpp"
-#include "harness/compile/kernel_contract.hpp"
 #include "harness/module/module_memory.hpp"
-#include "harness/compile/nvrtc_compile.hpp"
 #include "harness/module/planned_launch.hpp"
 #include "harness/module/run_buffers.hpp"
 #include "harness/module/tensor_maps.hpp"

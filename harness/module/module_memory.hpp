@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/module/device_checks.hpp"
-#include "harness/gpu/gpu_context.hpp"
 #include "harness/compile/module_state.hpp"
+#include "harness/gpu/gpu_context.hpp"
+#include "harness/module/device_checks.hpp"
 
 namespace ak {
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "harness/gpu/inputs.hpp"
 #include "harness/module/entry_parameters.hpp"
 #include "harness/module/grid_launch.hpp"
-#include "harness/gpu/inputs.hpp"
 #include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/registry.hpp"
 

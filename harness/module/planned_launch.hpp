@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/gpu/gpu_context.hpp"
 #include "harness/compile/nvrtc_compile.hpp"
+#include "harness/gpu/gpu_context.hpp"
 #include "harness/module/run_buffers.hpp"
 #include "kernels_cuda/launch_plan.hpp"
 #include "kernels_cuda/spec.hpp"

@@ -14,9 +14,9 @@
 
 #include "common/result.hpp"
 #include "harness/gpu/gpu_context.hpp"
+#include "harness/module/run_buffers.hpp"
 #include "harness/user_types/ipc_pool.hpp"
 #include "harness/user_types/reference_process.hpp"
-#include "harness/module/run_buffers.hpp"
 #include "kernels_cuda/user_type.hpp"
 
 namespace ak {

@@ -1,6 +1,6 @@
 #pragma once
 /// The five correctness stages for a user type: the same names, order and verdict fields as
-/// run_five_stages (harness/judging/stages.hpp), judged by the type's reference process instead of a
+/// run_builtin_stages (harness/judging/stages.hpp), judged by the type's reference process instead of a
 /// reference kernel. Each run: the process draws the inputs with the module's get_inputs() under
 /// a fresh seed into the pool and poisons the outputs -> the candidate runs on the pool -> the
 /// process compares in its own memory (and checks that no input changed). The worker checks the
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "harness/judging/stages.hpp"
+#include "harness/judging/verdict.hpp"
 #include "harness/module/device_checks.hpp"
 #include "harness/module/kernel_launch.hpp"
-#include "harness/judging/stages.hpp"
 #include "harness/user_types/user_reference.hpp"
-#include "harness/judging/verdict.hpp"
 
 namespace ak {
 
@@ -34,13 +34,13 @@ struct UserRunCase {
 inline constexpr const char* kEdgeRecipes[] = {"signed", "zeros", "magnitudes", "tiny", "huge"};
 
 struct UserStage {
-  std::string name;                ///< as run_five_stages names it
+  std::string name;                ///< as run_builtin_stages names it
   std::vector<UserRunCase> cases;
   int repeats = 1;                 ///< launches on the same inputs, bitwise equal each time
   std::string detail;              ///< what passing it covers
 };
 
-/// The stages of a user type, in run_five_stages' order: smoke (the smoke shape, the first
+/// The stages of a user type, in run_builtin_stages' order: smoke (the smoke shape, the first
 /// dtype), shape sweep (every sweep shape in every dtype), numerical stability (the stability
 /// shape in every dtype, inputs scaled by kStabilityScales), determinism (3 launches at the
 /// determinism shape in every dtype) and edge cases (every edge shape in every dtype, then each of

@@ -11,9 +11,9 @@ namespace ak {
 namespace {
 
 /// One user timing in progress.
-class Session {
+class UserTimingSession {
  public:
-  Session(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref, const Shape& shape,
+  UserTimingSession(GpuContext& gpu, const DeviceChecks& checks, const KernelSpec& spec, UserReference& ref, const Shape& shape,
           DType d, const std::vector<const LaunchableKernel*>& kernels, const UserTimingPlan& plan)
       : gpu_(gpu), drv_(gpu.driver()), checks_(checks), spec_(spec), ref_(ref), shape_(shape), d_(d), kernels_(kernels),
         plan_(plan), n_(int(kernels.size())) {}
@@ -53,7 +53,7 @@ class Session {
   bool kernelbench_pass_ = true;
 };
 
-Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge, std::pair<CudaEvent*, CudaEvent*> timed,
+Result<std::optional<StageFailure>> UserTimingSession::launch(int pair, int k, bool judge, std::pair<CudaEvent*, CudaEvent*> timed,
                                                     CUresult& cuda) {
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   auto run = ref_.prepare(shape_, d_);
@@ -87,7 +87,7 @@ Result<std::optional<StageFailure>> Session::launch(int pair, int k, bool judge,
   return std::optional<StageFailure>();
 }
 
-Result<UserTiming> Session::run(bool& sticky) {
+Result<UserTiming> UserTimingSession::run(bool& sticky) {
   sticky = false;
   CUresult cuda = CUDA_SUCCESS;
   // An error with no CUDA failure of a launch behind it is the reference process's: the harness's.
@@ -103,7 +103,7 @@ Result<UserTiming> Session::run(bool& sticky) {
 
   UserTiming out;
   out.failures.resize(size_t(n_));
-  // The first pair sizes the plan, as in judged_timing: a slow kernel gets fewer launches.
+  // The first pair sizes the plan, as in builtin_timing: a slow kernel gets fewer launches.
   CudaEvent w0(drv_), w1(drv_);
   double first_ms = 0;
   for (int i = 0; i < n_; ++i) {
@@ -198,7 +198,7 @@ Result<UserTiming> user_timing(GpuContext& gpu, const DeviceChecks& checks, cons
                                const UserTimingPlan& plan, bool& sticky) {
   sticky = false;
   if (kernels.empty() || kernels.size() > 2) return error("user_timing takes one or two kernels");
-  Session session(gpu, checks, spec, ref, shape, d, kernels, plan);
+  UserTimingSession session(gpu, checks, spec, ref, shape, d, kernels, plan);
   return session.run(sticky);
 }
 

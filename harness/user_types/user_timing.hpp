@@ -1,5 +1,5 @@
 #pragma once
-/// The judged timing of a user type: judged_timing's rules (harness/judging/judged_timing.hpp) with the
+/// The judged timing of a user type: builtin_timing's rules (harness/judging/builtin_timing.hpp) with the
 /// reference process drawing the inputs and judging the checked launches. Before every launch,
 /// warm-up ones included, the process draws fresh inputs with get_inputs() into the pool and
 /// poisons the outputs; the module's memory is reset and the L2 flushed; after it the module's
@@ -7,7 +7,7 @@
 /// alternate launch by launch in an order drawn at random; the durations are CUPTI's, the
 /// timing their median.
 ///
-/// Why it is not judged_timing with a seam: judged_timing draws every launch's inputs on the GPU
+/// Why it is not builtin_timing with a seam: builtin_timing draws every launch's inputs on the GPU
 /// from a seed and draws them again to judge a launch, so a pair shares its inputs and the
 /// launches queue back to back. The reference process keeps its seeds and its inputs to itself
 /// and shares one pool with the worker, so here every launch waits for its own prepare, the
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "harness/judging/benchmark.hpp"
+#include "harness/judging/stages.hpp"
 #include "harness/module/device_checks.hpp"
 #include "harness/module/kernel_launch.hpp"
-#include "harness/judging/stages.hpp"
 #include "harness/user_types/user_reference.hpp"
 
 namespace ak {

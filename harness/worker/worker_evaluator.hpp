@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/process/child_process.hpp"
 #include "harness/compile/compile_limits.hpp"
 #include "harness/evaluation/evaluator.hpp"
+#include "harness/process/child_process.hpp"
 
 namespace ak {
 

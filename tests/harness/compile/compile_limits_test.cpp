@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "harness/compile/candidate_compile.hpp"
-#include "harness/process/child_process.hpp"
 #include "harness/compile/compile_sandbox.hpp"
 #include "harness/compile/module_size.hpp"
+#include "harness/process/child_process.hpp"
 #include "harness/process/worker_environment.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/support.hpp"

@@ -6,17 +6,17 @@
 #include <cmath>
 #include <regex>
 
-#include "harness/judging/device_peaks.hpp"
-#include "harness/gpu/host_dtype.hpp"
 #include "harness/compile/kernel_contract.hpp"
-#include "harness/module/kernel_launch.hpp"
+#include "harness/gpu/host_dtype.hpp"
 #include "harness/gpu/inputs.hpp"
-#include "harness/module/run_buffers.hpp"
+#include "harness/judging/device_peaks.hpp"
 #include "harness/judging/stages.hpp"
+#include "harness/module/kernel_launch.hpp"
+#include "harness/module/run_buffers.hpp"
 #include "harness/worker/worker_evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
-#include "tests/harness/evaluation/gpu_judge.hpp"
 #include "kernels_cuda/variants.hpp"
+#include "tests/harness/evaluation/gpu_judge.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

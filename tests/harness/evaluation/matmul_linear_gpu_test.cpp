@@ -6,8 +6,8 @@
 
 #include <sstream>
 
-#include "tests/harness/evaluation/gpu_judge.hpp"
 #include "kernels_cuda/variants.hpp"
+#include "tests/harness/evaluation/gpu_judge.hpp"
 
 using namespace ak;
 

@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include "harness/gpu/allocation_slack.hpp"
-#include "harness/module/device_checks.hpp"
 #include "harness/gpu/gpu_context.hpp"
 #include "harness/gpu/inputs.hpp"
+#include "harness/module/device_checks.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

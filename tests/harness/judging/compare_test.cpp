@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "harness/judging/compare.hpp"
 #include "harness/gpu/host_dtype.hpp"
+#include "harness/judging/compare.hpp"
 
 using namespace ak;
 

@@ -4,12 +4,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "harness/judging/benchmark.hpp"
 #include "harness/compile/candidate_compile.hpp"
-#include "harness/evaluation/evaluate.hpp"
 #include "harness/compile/kernel_contract.hpp"
-#include "harness/module/kernel_launch.hpp"
 #include "harness/compile/nvrtc_compile.hpp"
+#include "harness/evaluation/evaluate.hpp"
+#include "harness/judging/benchmark.hpp"
+#include "harness/module/kernel_launch.hpp"
 #include "harness/module/planned_launch.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"

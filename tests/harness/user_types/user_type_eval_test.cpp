@@ -83,7 +83,7 @@ TEST_CASE("the worker registers a request's user type before it resolves the spe
   CHECK(register_request_type(builtin).ok());
 }
 
-TEST_CASE("a user type runs the five stages in run_five_stages' order over every dtype", "[user_type_eval]") {
+TEST_CASE("a user type runs the five stages in run_builtin_stages' order over every dtype", "[user_type_eval]") {
   const KernelSpec spec = user_kernel_spec(renamed_gelu("eval_gelu_c"));
   const std::vector<UserStage> plan = user_stage_plan(spec);
   std::vector<std::string> names;

@@ -1,4 +1,4 @@
-#include "harness/judging/judged_timing.hpp"
+#include "harness/judging/builtin_timing.hpp"
 
 #include <algorithm>
 
@@ -6,8 +6,8 @@
 
 #include "harness/gpu/cupti_timer.hpp"
 #include "harness/judging/evaluation_seeds.hpp"
-#include "harness/module/module_memory.hpp"
 #include "harness/judging/reference_outputs.hpp"
+#include "harness/module/module_memory.hpp"
 
 namespace ak {
 namespace {
@@ -34,17 +34,25 @@ Result<DeviceBuffer> filled(GpuContext& gpu, size_t bytes, unsigned char value) 
 }
 
 /// One judged timing in progress: the buffers, the logs and the launches of every pair.
-class Session {
+class BuiltinTimingSession {
  public:
-  Session(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks, const KernelSpec& spec,
-          const Shape& shape, DType d, const std::vector<const LaunchableKernel*>& kernels,
-          const LaunchableKernel* reference, const JudgedTimingPlan& plan)
+  BuiltinTimingSession(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
+                       const KernelSpec& spec, const Shape& shape, DType d,
+                       const std::vector<const LaunchableKernel*>& kernels, const LaunchableKernel* reference,
+                       const BuiltinTimingPlan& plan)
       : gpu_(gpu), drv_(gpu.driver()), inputs_(inputs), checks_(checks), spec_(spec), shape_(shape), d_(d),
         kernels_(kernels), reference_(reference), plan_(plan), n_(int(kernels.size())) {}
 
-  Result<JudgedTiming> run(bool& sticky);
+  Result<BuiltinTiming> run();
+  /// The last error lost the CUDA context.
+  bool sticky() const { return sticky_; }
 
  private:
+  /// The launches timed, in launch order: which kernel ran, between which events.
+  struct TimedLaunches {
+    std::vector<CudaEvent> starts, ends;
+    std::vector<int> kernel;
+  };
   /// The entry point of each kernel timed, as CUPTI names their launches.
   std::vector<std::string> timed_names() const {
     std::vector<std::string> names;
@@ -59,7 +67,24 @@ class Session {
     return pair < warm_ ? "warm-up launch " + std::to_string(pair + 1)
                         : "timed launch " + std::to_string(pair - warm_ + 1) + " of " + std::to_string(reps_);
   }
+  // The steps of run(), in order.
   Status allocate();
+  /// The first pair, both kernels: its duration sizes the plan (warm_, reps_, pairs_).
+  Status size_the_plan();
+  /// Fresh logs for `slots` launches, every slot's memory check unset and counters zero.
+  Status open_logs(int slots);
+  /// Per kernel, which of its timed launches are judged (EvaluationSeeds::timing_choices).
+  void choose_checked_launches();
+  /// Every pair after the first: warm-up, then CUPTI on and the timed launches, judging the chosen
+  /// ones as they come; stops at the candidate's first failure.
+  Status launch_pairs(TimedLaunches& timed, BuiltinTiming& out);
+  /// Kernel k's launch of `pair` and, when it is one of its chosen ones, its judging.
+  Status launch_and_judge(int pair, int k, TimedLaunches& timed, BuiltinTiming& out);
+  /// CUPTI off, and the durations of the timed launches into the timings.
+  Status collect_timings(const TimedLaunches& timed, BuiltinTiming& out);
+  /// The logs of every kernel without a failure yet.
+  Status read_all_logs(BuiltinTiming& out);
+
   Status prepare(int pair);
   /// Launches kernel k for `pair` (between the events `timed` brackets, when given) and enqueues
   /// its checks into log slot `slot`.
@@ -69,6 +94,8 @@ class Session {
   /// After the launches: the first slot of kernel k whose counters or module memory were left set.
   Result<std::optional<StageFailure>> read_logs(int k);
   StageFailure failure(const std::string& msg) const;
+  /// A CUDA error `r` of the launches at `when`; sticky_ when it lost the context.
+  Error cuda_failure(CUresult r, const std::string& when);
 
   GpuContext& gpu_;
   const CudaDriver& drv_;
@@ -79,7 +106,7 @@ class Session {
   const DType d_;
   const std::vector<const LaunchableKernel*>& kernels_;
   const LaunchableKernel* reference_;
-  const JudgedTimingPlan& plan_;
+  const BuiltinTimingPlan& plan_;
   const int n_;
   int warm_ = 0, reps_ = 0, pairs_ = 0;
 
@@ -88,16 +115,17 @@ class Session {
   size_t counter_bytes_ = 0;
   std::vector<std::vector<int>> checked_;     ///< per kernel, the timed pairs judged
   std::vector<std::pair<int, int>> slots_;    ///< per log slot: pair, kernel
+  bool sticky_ = false;
 };
 
-StageFailure Session::failure(const std::string& msg) const {
+StageFailure BuiltinTimingSession::failure(const std::string& msg) const {
   StageFailure f;
   f.message = msg;
   f.at = {shape_, d_, Recipe::Normal, plan_.input_seed};
   return f;
 }
 
-Status Session::allocate() {
+Status BuiltinTimingSession::allocate() {
   auto set = allocate_run_set(gpu_, spec_, shape_, d_);
   if (!set) return set.error();
   set_ = std::move(*set);
@@ -117,13 +145,13 @@ Status Session::allocate() {
   return ok();
 }
 
-Status Session::prepare(int pair) {
+Status BuiltinTimingSession::prepare(int pair) {
   if (auto s = inputs_.fill(spec_, shape_, d_, *set_, inputs_of(pair)); !s) return s;
   if (auto s = poison_writable(gpu_, *set_); !s) return s;
   return cu_check(drv_.cuMemsetD8Async(flush_.ptr(), 0, flush_.bytes(), nullptr), "flushing the L2");
 }
 
-Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<CudaEvent*, CudaEvent*> timed) {
+Result<CUresult> BuiltinTimingSession::launch(int pair, int k, size_t slot, std::pair<CudaEvent*, CudaEvent*> timed) {
   const LaunchableKernel& kernel = *kernels_[size_t(k)];
   if (auto s = prepare(pair); !s) return s.error();
   if (CUresult r = kernel.restore_module_memory(); r != CUDA_SUCCESS) return r;
@@ -144,7 +172,7 @@ Result<CUresult> Session::launch(int pair, int k, size_t slot, std::pair<CudaEve
   return CUDA_SUCCESS;
 }
 
-Result<std::optional<StageFailure>> Session::judge(int pair, int k, CUresult& cuda_error) {
+Result<std::optional<StageFailure>> BuiltinTimingSession::judge(int pair, int k, CUresult& cuda_error) {
   const std::string which = launch_name(pair) + " on " + shape_str(shape_) + " " + dtype_name(d_);
   cuda_error = drv_.cuCtxSynchronize();
   if (cuda_error != CUDA_SUCCESS) return error("the " + which + " failed: " + cu_error_text(cuda_error));
@@ -176,7 +204,7 @@ Result<std::optional<StageFailure>> Session::judge(int pair, int k, CUresult& cu
   return found;
 }
 
-Result<std::optional<StageFailure>> Session::read_logs(int k) {
+Result<std::optional<StageFailure>> BuiltinTimingSession::read_logs(int k) {
   std::vector<uint64_t> memory(slots_.size());
   if (auto s = gpu_.download(memory.data(), memory_log_, memory.size() * sizeof(uint64_t)); !s) return s.error();
   std::vector<uint32_t> counters(counter_bytes_ * slots_.size() / sizeof(uint32_t));
@@ -196,120 +224,140 @@ Result<std::optional<StageFailure>> Session::read_logs(int k) {
   return std::optional<StageFailure>();
 }
 
-Result<JudgedTiming> Session::run(bool& sticky) {
-  sticky = false;
-  auto fail = [&](CUresult r, const std::string& when) -> Result<JudgedTiming> {
-    sticky = cu_error_is_sticky(r);
-    return error(when + ": " + cu_error_text(r));
-  };
-  if (auto s = allocate(); !s) return s.error();
-  // The first pair, both kernels, sizes the rest: a slow kernel (a reference attention takes a
-  // tenth of a second) gets fewer launches so one timing stays within seconds, never below 10.
-  // Its logs are read at once, before the logs of the plan exist.
-  {
-    auto log = filled(gpu_, sizeof(uint64_t) * size_t(n_), 0xff);
-    auto counters = filled(gpu_, counter_bytes_ * size_t(n_), 0);
-    if (!log || !counters) return !log ? log.error() : counters.error();
-    memory_log_ = std::move(*log);
-    counter_log_ = std::move(*counters);
-    CudaEvent w0(drv_), w1(drv_);
-    drv_.cuEventRecord(w0.e, nullptr);
-    for (int i = 0; i < n_; ++i) {
-      auto r = launch(0, kernel_at(0, i), size_t(i));
-      if (!r) return r.error();
-      if (*r != CUDA_SUCCESS) return fail(*r, "warm-up launch failed");
-    }
-    drv_.cuEventRecord(w1.e, nullptr);
-    if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-    const BenchmarkPlan sized = fit_plan(plan_.launches, elapsed_us(w0, w1) / 1000.0 / n_);
-    warm_ = std::max(1, sized.warmup), reps_ = sized.repetitions, pairs_ = warm_ + reps_;
-  }
-  JudgedTiming out;
-  out.bytes = set_->bytes;
-  out.failures.resize(size_t(n_));
-  for (int k = 0; k < n_; ++k) {
-    auto f = read_logs(k);
-    if (!f) return f.error();
-    if (*f) out.failures[size_t(k)] = *f;
-  }
-  if (out.failures[0]) return out;
+Error BuiltinTimingSession::cuda_failure(CUresult r, const std::string& when) {
+  sticky_ = cu_error_is_sticky(r);
+  return error(when + ": " + cu_error_text(r));
+}
+
+Status BuiltinTimingSession::open_logs(int slots) {
   slots_.clear();
-  {
-    auto log = filled(gpu_, sizeof(uint64_t) * size_t(pairs_ * n_), 0xff);
-    auto counters = filled(gpu_, counter_bytes_ * size_t(pairs_ * n_), 0);
-    if (!log || !counters) return !log ? log.error() : counters.error();
-    memory_log_ = std::move(*log);
-    counter_log_ = std::move(*counters);
+  auto log = filled(gpu_, sizeof(uint64_t) * size_t(slots), 0xff);
+  auto counters = filled(gpu_, counter_bytes_ * size_t(slots), 0);
+  if (!log || !counters) return !log ? log.error() : counters.error();
+  memory_log_ = std::move(*log);
+  counter_log_ = std::move(*counters);
+  return ok();
+}
+
+Status BuiltinTimingSession::size_the_plan() {
+  // A slow kernel (a reference attention takes a tenth of a second) gets fewer launches so one
+  // timing stays within seconds, never below 10. The pair's logs are read before the plan's exist.
+  if (auto s = open_logs(n_); !s) return s;
+  CudaEvent w0(drv_), w1(drv_);
+  drv_.cuEventRecord(w0.e, nullptr);
+  for (int i = 0; i < n_; ++i) {
+    auto r = launch(0, kernel_at(0, i), size_t(i));
+    if (!r) return r.error();
+    if (*r != CUDA_SUCCESS) return cuda_failure(*r, "warm-up launch failed");
   }
+  drv_.cuEventRecord(w1.e, nullptr);
+  if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return cuda_failure(r, "warm-up failed");
+  const BenchmarkPlan sized = fit_plan(plan_.launches, elapsed_us(w0, w1) / 1000.0 / n_);
+  warm_ = std::max(1, sized.warmup), reps_ = sized.repetitions, pairs_ = warm_ + reps_;
+  return ok();
+}
+
+void BuiltinTimingSession::choose_checked_launches() {
   for (int k = 0; k < n_; ++k)
     checked_.push_back(pick_checked(warm_, plan_.checked_launches, reps_, mix_seed(plan_.choice_seed + uint64_t(k) + 1)));
+}
 
-  std::vector<CudaEvent> starts, ends;
-  std::vector<int> timed_kernel;   // which kernel each timed launch ran, in launch order
-  starts.reserve(size_t(reps_ * n_));
-  ends.reserve(size_t(reps_ * n_));
+Status BuiltinTimingSession::launch_and_judge(int pair, int k, TimedLaunches& timed_launches, BuiltinTiming& out) {
+  const bool timed = pair >= warm_;
+  if (timed) timed_launches.starts.emplace_back(drv_), timed_launches.ends.emplace_back(drv_);
+  auto r = launch(pair, k, slots_.size(),
+                  timed ? std::pair{&timed_launches.starts.back(), &timed_launches.ends.back()}
+                        : std::pair<CudaEvent*, CudaEvent*>{});
+  if (!r || *r != CUDA_SUCCESS) {
+    if (timed) (void)CuptiKernelTimer::stop(timed_names(), 0);
+    if (!r) return r.error();
+    return cuda_failure(*r, std::string(timed ? "timed" : "warm-up") + " launch failed");
+  }
+  if (timed) timed_launches.kernel.push_back(k);
+  const auto& mine = checked_[size_t(k)];
+  if (!timed || out.failures[size_t(k)] || !std::binary_search(mine.begin(), mine.end(), pair)) return ok();
+  CUresult cuda_error = CUDA_SUCCESS;
+  auto judged = judge(pair, k, cuda_error);
+  if (!judged) {
+    (void)CuptiKernelTimer::stop(timed_names(), 0);
+    return cuda_error != CUDA_SUCCESS ? cuda_failure(cuda_error, judged.error().message) : judged.error();
+  }
+  if (*judged) out.failures[size_t(k)] = *judged;
+  if (out.failures[0]) (void)CuptiKernelTimer::stop(timed_names(), 0);
+  return ok();
+}
+
+Status BuiltinTimingSession::launch_pairs(TimedLaunches& timed, BuiltinTiming& out) {
+  timed.starts.reserve(size_t(reps_ * n_));
+  timed.ends.reserve(size_t(reps_ * n_));
   for (int pair = 1; pair < pairs_; ++pair) {
-    const bool timed = pair >= warm_;
     if (pair == warm_) {
-      if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "warm-up failed");
-      if (auto s = CuptiKernelTimer::start(); !s) return s.error();
+      if (CUresult r = drv_.cuCtxSynchronize(); r != CUDA_SUCCESS) return cuda_failure(r, "warm-up failed");
+      if (auto s = CuptiKernelTimer::start(); !s) return s;
     }
     for (int i = 0; i < n_; ++i) {
-      const int k = kernel_at(pair, i);
-      if (timed) starts.emplace_back(drv_), ends.emplace_back(drv_);
-      auto r = launch(pair, k, slots_.size(), timed ? std::pair{&starts.back(), &ends.back()} : std::pair<CudaEvent*, CudaEvent*>{});
-      if (!r || *r != CUDA_SUCCESS) {
-        if (timed) (void)CuptiKernelTimer::stop(timed_names(), 0);
-        if (!r) return r.error();
-        return fail(*r, std::string(timed ? "timed" : "warm-up") + " launch failed");
-      }
-      if (timed) timed_kernel.push_back(k);
-      const auto& mine = checked_[size_t(k)];
-      if (!timed || out.failures[size_t(k)] || !std::binary_search(mine.begin(), mine.end(), pair)) continue;
-      CUresult cuda_error = CUDA_SUCCESS;
-      auto judged = judge(pair, k, cuda_error);
-      if (!judged) {
-        (void)CuptiKernelTimer::stop(timed_names(), 0);
-        return cuda_error != CUDA_SUCCESS ? fail(cuda_error, judged.error().message) : judged.error();
-      }
-      if (*judged) out.failures[size_t(k)] = *judged;
-      if (out.failures[0]) {
-        (void)CuptiKernelTimer::stop(timed_names(), 0);
-        return out;
-      }
+      if (auto s = launch_and_judge(pair, kernel_at(pair, i), timed, out); !s) return s;
+      if (out.failures[0]) return ok();  // the candidate failed: the rest would time nothing it keeps
     }
   }
+  return ok();
+}
+
+Status BuiltinTimingSession::collect_timings(const TimedLaunches& timed, BuiltinTiming& out) {
   CUresult r = drv_.cuCtxSynchronize();
   auto cupti = CuptiKernelTimer::stop(timed_names(), size_t(reps_ * n_));
-  if (r != CUDA_SUCCESS) return fail(r, "timed launches failed");
+  if (r != CUDA_SUCCESS) return cuda_failure(r, "timed launches failed");
   if (!cupti) return cupti.error();
-
   std::vector<double> event_us;
-  for (size_t i = 0; i < timed_kernel.size(); ++i) event_us.push_back(elapsed_us(starts[i], ends[i]));
-  WindowTimings w = window_timings(n_, timed_kernel, event_us, *cupti, CuptiKernelTimer::last_shortfall(),
+  for (size_t i = 0; i < timed.kernel.size(); ++i) event_us.push_back(elapsed_us(timed.starts[i], timed.ends[i]));
+  WindowTimings w = window_timings(n_, timed.kernel, event_us, *cupti, CuptiKernelTimer::last_shortfall(),
                                    kernels_[0]->lowered_name(d_));
   out.timings = std::move(w.timings);
   out.paired = w.paired;
+  return ok();
+}
+
+Status BuiltinTimingSession::read_all_logs(BuiltinTiming& out) {
   for (int k = 0; k < n_; ++k) {
     if (out.failures[size_t(k)]) continue;
     auto f = read_logs(k);
     if (!f) return f.error();
     out.failures[size_t(k)] = *f;
   }
+  return ok();
+}
+
+Result<BuiltinTiming> BuiltinTimingSession::run() {
+  if (auto s = allocate(); !s) return s.error();
+  if (auto s = size_the_plan(); !s) return s.error();
+  BuiltinTiming out;
+  out.bytes = set_->bytes;
+  out.failures.resize(size_t(n_));
+  if (auto s = read_all_logs(out); !s) return s.error();
+  if (out.failures[0]) return out;
+  if (auto s = open_logs(pairs_ * n_); !s) return s.error();
+  choose_checked_launches();
+  TimedLaunches timed;
+  if (auto s = launch_pairs(timed, out); !s) return s.error();
+  if (out.failures[0]) return out;
+  if (auto s = collect_timings(timed, out); !s) return s.error();
+  if (auto s = read_all_logs(out); !s) return s.error();
   return out;
 }
 
 }  // namespace
 
-Result<JudgedTiming> judged_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
+Result<BuiltinTiming> builtin_timing(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
                                    const KernelSpec& spec, const Shape& shape, DType d,
                                    const std::vector<const LaunchableKernel*>& kernels,
-                                   const LaunchableKernel* reference, const JudgedTimingPlan& plan, bool& sticky) {
+                                   const LaunchableKernel* reference, const BuiltinTimingPlan& plan, bool& sticky) {
   sticky = false;
-  if (kernels.empty() || kernels.size() > 2) return error("judged_timing takes one or two kernels");
+  if (kernels.empty() || kernels.size() > 2) return error("builtin_timing takes one or two kernels");
   if (plan.checked_launches > 0 && !reference) return error("checked launches need the reference");
-  Session session(gpu, inputs, checks, spec, shape, d, kernels, reference, plan);
-  return session.run(sticky);
+  BuiltinTimingSession session(gpu, inputs, checks, spec, shape, d, kernels, reference, plan);
+  auto timing = session.run();
+  sticky = session.sticky();
+  return timing;
 }
 
 }  // namespace ak
