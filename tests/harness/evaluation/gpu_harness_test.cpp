@@ -10,7 +10,7 @@
 #include "harness/gpu/host_dtype.hpp"
 #include "harness/gpu/inputs.hpp"
 #include "harness/judging/device_peaks.hpp"
-#include "harness/judging/stages.hpp"
+#include "harness/judging/reference_outputs.hpp"
 #include "harness/module/kernel_launch.hpp"
 #include "harness/module/run_buffers.hpp"
 #include "harness/worker/worker_evaluator.hpp"

@@ -1,6 +1,7 @@
 // What every type's stages share, tested without a GPU: how a stage failure fills the verdict.
 #include <catch2/catch.hpp>
 
+#include "common/result.hpp"
 #include "harness/judging/stages.hpp"
 
 using namespace ak;
