@@ -38,7 +38,7 @@ TEST_CASE("a file of another contract version than the kernel's kept file cannot
   CHECK(contract_mismatch(*v1, kept_v1, v1->bench_shape).empty());
 }
 
-TEST_CASE("a request refused for its file is the candidate's compile error; refused for anything else it only says why",
+TEST_CASE("a request refused for its file is the candidate's compile error, refused for anything else it only says why",
           "[evaluation_decisions]") {
   Verdict file;
   refuse_request(file, "no version of the contract fits", true);
@@ -52,7 +52,7 @@ TEST_CASE("a request refused for its file is the candidate's compile error; refu
   CHECK(other.message == "unknown dtype 'fp8'");
 }
 
-TEST_CASE("seeds derived from a given seed are said to be predictable; fresh ones are not", "[evaluation_decisions]") {
+TEST_CASE("seeds derived from a given seed are said to be predictable, fresh ones are not", "[evaluation_decisions]") {
   Verdict fixed;
   record_seeds(fixed, EvaluationSeeds::from(42), 42);
   CHECK(fixed.fixed_seed);
@@ -165,7 +165,7 @@ TEST_CASE("the speedup is against the configured baseline when given, else the m
   CHECK(none.speedup == 0.0);
 }
 
-TEST_CASE("counters are read for a passed built-in type unless turned off or the context was lost; never for a user type",
+TEST_CASE("counters are read for a passed built-in type unless turned off or the context was lost, never for a user type",
           "[evaluation_decisions]") {
   CHECK_FALSE(counters_skipped(false, true, false));
   CHECK_THAT(*counters_skipped(false, false, false), Catch::Contains("turned off in the config"));

@@ -143,7 +143,7 @@ TEST_CASE("executables are found along PATH, and a path is taken as it is", "[re
 }
 
 TEST_CASE("the embedded server is the repository's reference_server.py", "[reference_process]") {
-  CHECK(reference_server_source() == test::read_file(std::string(AK_SOURCE_DIR) + "/harness/reference_server.py"));
+  CHECK(reference_server_source() == test::read_file(std::string(AK_SOURCE_DIR) + "/harness/user_types/reference_server.py"));
 }
 
 TEST_CASE("the pool places every tensor at a 256-byte aligned offset after the previous one", "[ipc_pool]") {

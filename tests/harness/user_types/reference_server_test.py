@@ -642,7 +642,7 @@ class Expressions(unittest.TestCase):
 
 class ModuleAgain(unittest.TestCase):
     def test_the_importer_assigns_sizes_as_the_reference_does(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/kernelbench"))
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../daemon/kernelbench"))
         import analyse_problem as A
         source = "a = 4\nb: int = a * 2\nc = d = (a, b)\ne = 1\ne += a\nx, y = 1, 2\n"
         for overrides in ({}, {"a": 7}, {"b": 3, "e": 9}, {"d": (1,), "y": 5}):
@@ -805,7 +805,7 @@ class ImportedProblems(unittest.TestCase):
         cls.torch = R.torch
         cls.device = R.DEVICE
         R.DEVICE = "cpu"
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/kernelbench"))
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../daemon/kernelbench"))
         import analyse_problem as A
         A.torch = R.torch
         cls.A = A
@@ -851,7 +851,7 @@ class ImportedProblems(unittest.TestCase):
         self.assertFalse(server.check({})["pass"], path)
 
     def test_every_kind_is_judged_with_the_tensors_the_importer_found(self):
-        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../data/kernelbench")
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../data/kernelbench")
         for name in sorted(os.listdir(folder)):
             if name.endswith(".py") and name != "dropout_training.py":
                 with self.subTest(problem=name):
