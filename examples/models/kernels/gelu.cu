@@ -1,6 +1,6 @@
 // gelu, honest: out = 0.5 x (1 + erf(x / sqrt 2)), elementwise: the kernel of the user type that
 // `autokernel plan --user-types` offers for the nn.GELU() modules of examples/models/vit_mlp.py
-// (entry gelu_kernel; dims batch_size, seq_len, dim; dtypes fp16 and fp32). scripts/gpu-kernelbench.sh
+// (entry gelu_kernel; dims batch_size, seq_len, dim; dtypes fp16 and fp32). tests/gpu/gpu-kernelbench.sh
 // serves it as a scripted LLM's first file, then edits of its knobs.
 //
 // v1 (as served first): one element per load, AK_ITEMS of them a block-width apart (coalesced),

@@ -715,10 +715,10 @@ TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the
   auto files = package_files(kernels, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
-  // scripts/check-exported-ops.py: every stage shape and dtype against PyTorch, calls outside the
+  // tests/gpu/check-exported-ops.py: every stage shape and dtype against PyTorch, calls outside the
   // contract, torch.compile, an unseen norm class; exit 0 only when all hold.
   auto r = test::run_shell("cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
-                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 scripts/check-exported-ops.py --autokernel " +
+                           " PYTHONPATH=" + (dir.path / "pkg").string() + " python3 tests/gpu/check-exported-ops.py --autokernel " +
                            test::autokernel_binary() + " --repetitions 20 --json " + (dir.path / "ops.json").string());
   INFO(r.out);
   CHECK(r.exit_code == 0);

@@ -3,7 +3,7 @@ library's own code: the variant name it resolves (daemon/export/package/hf/build
 metadata.json it parses, the digest it computes, the package it imports from a variant, and the layer
 classes (daemon/export/package/hf/layers.py) against its rules for a layer. No GPU and no compiler:
 the variant here holds a stand-in package; the built one is checked on the GPU machine
-(scripts/gpu-models.sh hf-kernels). Run by ctest with the Python of the virtual environment
+(tests/gpu/gpu-models.sh hf-kernels). Run by ctest with the Python of the virtual environment
 scripts/install-deps.sh makes (kernels 0.17, the system's PyTorch): python -m unittest hf_kernels_test.py"""
 import importlib.util
 import inspect

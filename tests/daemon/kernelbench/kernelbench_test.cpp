@@ -513,7 +513,7 @@ TEST_CASE("autokernel kernelbench exits 2 when nothing is accepted, on bad usage
 }
 
 TEST_CASE("the example kernels compile with NVRTC in the user-type contract", "[kernelbench][nvrtc]") {
-  // kernels/kb6: honest files for six KernelBench problems (scripts/gpu-kernelbench.sh kb6).
+  // kernels/kb6: honest files for six KernelBench problems (tests/gpu/gpu-kernelbench.sh kb6).
   std::vector<fs::directory_entry> files;
   for (const char* folder : {"kernels", "kernels/kb6"})
     for (auto& entry : fs::directory_iterator(kExamples + folder)) files.push_back(entry);

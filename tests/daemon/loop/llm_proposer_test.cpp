@@ -356,7 +356,7 @@ TEST_CASE("the prompt lists the edits being judged on other GPUs so that the mod
 
 namespace {
 
-/// scripts/scripted-llm-server.py with `flags`, on a free port of the loopback, stopped (by its
+/// tests/fixtures/scripted-llm-server.py with `flags`, on a free port of the loopback, stopped (by its
 /// pid) when the test ends.
 struct ScriptedModelServer {
   int port = 0;
@@ -366,7 +366,7 @@ struct ScriptedModelServer {
     close(probe);
     pid = fork();
     if (pid == 0) {
-      const std::string script = std::string(AK_SOURCE_DIR) + "/scripts/scripted-llm-server.py";
+      const std::string script = std::string(AK_SOURCE_DIR) + "/tests/fixtures/scripted-llm-server.py";
       const std::string command = "exec python3 " + script + " " + std::to_string(port) + " " + flags + " 2>/dev/null";
       execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
       _exit(127);

@@ -5,10 +5,10 @@
 # (KernelBench's setting), timed as kernel time from torch.profiler's CUPTI records with L2
 # flushed before each call. Writes gemm.md (the table), bench-N.json (our verdicts), torch.jsonl
 # and gemm.log to $OUT. Meant to end within 4 minutes: each bench is cut at 45 s.
-# On the GPU machine, from the repository root, after scripts/gpu-round.sh bundle.
+# On the GPU machine, from the repository root, after tests/gpu/gpu-round.sh bundle.
 #   AK_GEMM_TESTS=1   also run the [gpu][matmul] tests first (several more minutes)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
@@ -71,7 +71,7 @@ with open(sys.argv[1], "w") as f:
                 F.linear(x, w, b)
             torch.cuda.synchronize()
         # Per call, the summed CUPTI durations of its kernels (the flush opens each call), as
-        # scripts/pytorch-baselines.py measures; the median over the calls.
+        # tests/gpu/pytorch-baselines.py measures; the median over the calls.
         kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
                          key=lambda e: e.time_range.start)
         flush_name = kernels[0].name

@@ -2,7 +2,7 @@
 five stages (every dtype, normal and adversarial values, bitwise repeatability), inside
 torch.compile, and its time at the shape the run measured beside the harness's time for the file it was exported from.
 
-    PYTHONPATH=PKG python3 scripts/check-exported-ops.py --autokernel BIN --json OUT.json
+    PYTHONPATH=PKG python3 tests/gpu/check-exported-ops.py --autokernel BIN --json OUT.json
 
 Time of an op, three ways, each the median of --repetitions calls:
   kernel        the CUPTI duration of its kernel (torch.profiler), L2 flushed before each call: the

@@ -1,4 +1,4 @@
-"""scripts/kernelbench-kinds-summary.py on made-up run folders: each problem's three served files
+"""tests/gpu/kernelbench-kinds-summary.py on made-up run folders: each problem's three served files
 in order, the honest file's speedups from its verdict, fast_p over every problem (a missing one in
 the denominator), the report's KernelBench section copied, and the exit status.
 Run by ctest: python3 -m unittest kernelbench_kinds_summary_test.py"""
@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("kinds_summary", os.path.join(HERE, "../../scripts/kernelbench-kinds-summary.py"))
+spec = importlib.util.spec_from_file_location("kinds_summary", os.path.join(HERE, "kernelbench-kinds-summary.py"))
 S = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(S)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the measured times of scripts/gpu-bench-variants.sh into the kernel files' headers.
+"""Writes the measured times of tests/gpu/gpu-bench-variants.sh into the kernel files' headers.
 
-usage: scripts/write-measured-times.py TSV [--root DIR]
+usage: tests/gpu/write-measured-times.py TSV [--root DIR]
 
 TSV has the columns file, type, median_us, spread, device, date (a header line first); `file` is
 a path relative to DIR (default: the repository holding this script). Each file's one line
@@ -76,8 +76,8 @@ def plan(rows, root, tsv_path):
 
 def main(argv):
     parser = argparse.ArgumentParser(description="Writes measured times into the kernel files' `// measured:` lines.")
-    parser.add_argument("tsv", help="the TSV scripts/gpu-bench-variants.sh wrote")
-    parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."),
+    parser.add_argument("tsv", help="the TSV tests/gpu/gpu-bench-variants.sh wrote")
+    parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
                         help="the folder the TSV's paths are relative to (default: the repository)")
     args = parser.parse_args(argv)
     try:

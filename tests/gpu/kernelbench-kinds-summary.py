@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The summary of the launch-plan problems through the loop (scripts/gpu-kernelbench.sh kinds): for
+"""The summary of the launch-plan problems through the loop (tests/gpu/gpu-kernelbench.sh kinds): for
 each problem, the verdicts of the three files the scripted server served it in order (its honest
 file, then its .wrong and its .cheating one), the honest file's speedups against PyTorch eager and
 torch.compile, and fast_p over every problem of the runs given; then each run's KernelBench section
 of its report.md, as `autokernel report` wrote it.
 
-usage: scripts/kernelbench-kinds-summary.py [--expect TYPE,...] RUN_DIR...
+usage: tests/gpu/kernelbench-kinds-summary.py [--expect TYPE,...] RUN_DIR...
 
 RUN_DIR   a run folder (results.tsv, experiments/NNNN-<tag>.verdict.json, report.md when reported)
 --expect  the user types the runs should hold: one missing is a problem not evaluated

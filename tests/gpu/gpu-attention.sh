@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # flash_attention (contract version 2) against PyTorch's SDPA, in one call on the GPU machine, from
-# the repository root, with .gpu-bundle/ holding the binaries (scripts/gpu-round.sh bundle):
-#   scripts/gpu-attention.sh
+# the repository root, with .gpu-bundle/ holding the binaries (tests/gpu/gpu-round.sh bundle):
+#   tests/gpu/gpu-attention.sh
 # Every flash_attention file (the starter and each variant) through `autokernel bench` (the five
 # stages, then CUPTI's median kernel time) at:
 #   bench    B4 Hq32 Hkv32 S4096 D128 causal, contiguous      fp16 and bf16
@@ -9,12 +9,12 @@
 #   long     B2 Hq16 Hkv4  S8192 D128 causal, the projections' views   fp16
 # then F.scaled_dot_product_attention at the same shapes, layouts and dtypes (is_causal=True,
 # enable_gqa=True where Hq != Hkv), its kernel time from torch.profiler's CUPTI records with the L2
-# flushed before each call, as scripts/pytorch-baselines.py measures. Writes to $OUT/attention/:
+# flushed before each call, as tests/gpu/pytorch-baselines.py measures. Writes to $OUT/attention/:
 #   bench.jsonl (one verdict a line), sdpa.jsonl, table.md (µs, TFLOPS, our time / SDPA's time),
 #   bench.log, gpu.txt. Stops starting new benches past ATTENTION_BUDGET_S seconds (default 200)
 #   so that the whole call stays under four minutes; what was skipped is said in table.md.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=${OUT:-$PWD/gpu-round-out}/attention
 mkdir -p "$out"
@@ -43,7 +43,7 @@ import importlib.util, json, sys
 import torch
 import torch.nn.functional as F
 
-spec = importlib.util.spec_from_file_location("baselines", "scripts/pytorch-baselines.py")
+spec = importlib.util.spec_from_file_location("baselines", "tests/gpu/pytorch-baselines.py")
 baselines = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(baselines)
 torch.manual_seed(0)

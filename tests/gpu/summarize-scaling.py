@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The scaling measurement's numbers, from the folder scripts/gpu-scaling.sh fills: for each leg
+"""The scaling measurement's numbers, from the folder tests/gpu/gpu-scaling.sh fills: for each leg
 (1, 2, 4, 8 GPUs) the experiments per hour over the whole run and over the window when every GPU
 was busy, the verdicts paired with a best replaced while they ran, reverts per kept best and after
 the last one, the loop thread's time per decision; then each kernel's best per leg, as the leg
 measured it and benched again on one GPU. Prints markdown (docs/results.md takes it as it is).
 
-    python3 scripts/summarize-scaling.py DIR
+    python3 tests/gpu/summarize-scaling.py DIR
 
 DIR holds, per leg N: leg-N-results.tsv, leg-N-state.json, leg-N-daemon.log, and wall.txt
 ("N wall_ms" lines); rebench.jsonl (bench --json lines, each with the file it timed) when the

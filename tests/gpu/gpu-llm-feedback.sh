@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The LLM path on the GPU machine, end to end: `autokernel run` on the built-in rmsnorm (the real
-# harness) against scripts/scripted-llm-server.py --needs-feedback, a model that writes a fix only
+# harness) against tests/fixtures/scripted-llm-server.py --needs-feedback, a model that writes a fix only
 # when the prompt shows it the failed file as a diff and the compiler's log. Expected: the first
 # edit (a real gain with a typo) is a COMPILE_ERROR that spends no revert, the next one keeps the
 # gain; then `propose --run` prints the prompt the daemon would send next. From the repository
@@ -10,7 +10,7 @@ out=${OUT:-$PWD/gpu-llm-out}
 mkdir -p "$out"
 ak=$PWD/.gpu-bundle/autokernel
 work=$(mktemp -d /tmp/ak-llm-feedback.XXXX)
-python3 scripts/scripted-llm-server.py 8781 --needs-feedback > "$work/server.log" 2>&1 &
+python3 tests/fixtures/scripted-llm-server.py 8781 --needs-feedback > "$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 sleep 1

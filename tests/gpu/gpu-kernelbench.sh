@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The user types on the GPU machine, from the repository root, with .gpu-bundle/ beside it and a
 # Python with torch:
-#   scripts/gpu-kernelbench.sh tests   the [gpu] tests of the reference process and of user types
-#   scripts/gpu-kernelbench.sh loop    examples/kernelbench imported by `autokernel kernelbench`, run by
-#                                      the loop against scripts/scripted-llm-server.py --kernelbench
+#   tests/gpu/gpu-kernelbench.sh tests   the [gpu] tests of the reference process and of user types
+#   tests/gpu/gpu-kernelbench.sh loop    examples/kernelbench imported by `autokernel kernelbench`, run by
+#                                      the loop against tests/fixtures/scripted-llm-server.py --kernelbench
 #                                      (the honest file first, then the wrong, the cheating, and the
 #                                      honest one with its block halved and doubled), then `report`
-#   scripts/gpu-kernelbench.sh offer   examples/models/vit_mlp.py under `profile --modules`, `plan
+#   tests/gpu/gpu-kernelbench.sh offer   examples/models/vit_mlp.py under `profile --modules`, `plan
 #                                      --user-types`, and the loop on the user type it offers (its
 #                                      nn.GELU), the scripted server serving examples/models/kernels/gelu.cu
-#   scripts/gpu-kernelbench.sh vision  examples/models/vision_blocks.py under `profile --modules` and `plan
+#   tests/gpu/gpu-kernelbench.sh vision  examples/models/vision_blocks.py under `profile --modules` and `plan
 #                                      --user-types`: the convolutions, norms and pooling it offers
-#   scripts/gpu-kernelbench.sh eval-time  the built-in softmax at kb_log_softmax's size (4096 x 32768
+#   tests/gpu/gpu-kernelbench.sh eval-time  the built-in softmax at kb_log_softmax's size (4096 x 32768
 #                                      fp32) under the same scripted loop: each row's seconds are a
 #                                      whole evaluation, to set beside the user type's
-#   scripts/gpu-kernelbench.sh kb6     six KernelBench problems at their own timed sizes together in ONE
+#   tests/gpu/gpu-kernelbench.sh kb6     six KernelBench problems at their own timed sizes together in ONE
 #                                      `autokernel run` on one GPU: level 1's 29_Softplus (4096 x 393216
 #                                      fp32) and 39_L2Norm_ (32768 x 65535 fp32), level 2's
 #                                      12_Gemm_Multiply_LeakyReLU, 59_Matmul_Swish_Scaling, 63_Gemm_ReLU_Divide
@@ -29,23 +29,23 @@
 #                                      Bounded by KB6_MAX_EXPERIMENTS (default 18: each first file, then
 #                                      edits), 2 reverts in a row, and KB6_TIMEOUT seconds (default 420).
 #                                      GPU memory is sampled every 0.5 s, the GPU's and each process's
-#                                      (scripts/gpu-memory-sampler.py). Writes only $OUT/summary.txt
+#                                      (tests/gpu/gpu-memory-sampler.py). Writes only $OUT/summary.txt
 #                                      (the import; per type its verdicts, its first file kept or not,
 #                                      the worker's pool and the reference process's peak; the
 #                                      out-of-memory and HARNESS_ERROR lines; whether the claim was met,
-#                                      scripts/kernelbench-round-summary.py, also the exit status: 0 met)
+#                                      tests/gpu/kernelbench-round-summary.py, also the exit status: 0 met)
 #                                      and $OUT/kb6.tar.gz (the config and types, the run folder, the
 #                                      run's log raw and filtered, the memory samples, report.md).
-#   scripts/gpu-kernelbench.sh kinds [PROBLEM...]
+#   tests/gpu/gpu-kernelbench.sh kinds [PROBLEM...]
 #                                      the launch-plan problems of examples/kernelbench/specs/ (a 2-D and a
 #                                      transposed convolution, max pooling, GroupNorm, RMS over channels, a
 #                                      cumsum, an argmax, an MSE loss, a batched matmul, a Linear + row max,
 #                                      an MLP; PROBLEM is a spec's stem without kb_, default all eleven) in
 #                                      one `autokernel run` with a config naming their specs, against
-#                                      scripts/scripted-llm-server.py --kernelbench, which serves each its
+#                                      tests/fixtures/scripted-llm-server.py --kernelbench, which serves each its
 #                                      honest file first, then its .wrong and its .cheating one; the run
 #                                      stops a kernel after those two reverts. Then `autokernel report`.
-#                                      Writes $OUT/kinds-summary.txt (scripts/kernelbench-kinds-summary.py:
+#                                      Writes $OUT/kinds-summary.txt (tests/gpu/kernelbench-kinds-summary.py:
 #                                      per problem the three verdicts, honest PASS with its speedups over
 #                                      eager and torch.compile, wrong and cheat not passing; fast_p; the
 #                                      report's KernelBench section) over every kinds run kept in $KB_WORK
@@ -60,7 +60,7 @@
 #                                        kinds mse_loss batched_matmul linear_rowmax mlp
 #                                      KINDS_TIMEOUT (default 540 s) bounds the run; KINDS_TORCH_COMPILE=0
 #                                      skips torch.compile (no speedup against it then).
-#   scripts/gpu-kernelbench.sh offline 1|2
+#   tests/gpu/gpu-kernelbench.sh offline 1|2
 #                                      one KernelBench level with no LLM: all its problems through
 #                                      `autokernel kernelbench --offline` (a built-in type's entry where one
 #                                      computes the problem, a first file written from elementwise ops, the
@@ -82,7 +82,7 @@
 #                                      timed launches, each on fresh inputs at KernelBench's own sizes).
 # Everything else goes to $OUT (or ./gpu-kernelbench-out): *.log, results, report.md.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-kernelbench-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
@@ -105,7 +105,7 @@ tests() {
 # Starts the scripted server on $1 with the rest as its options; stopped by stop_server.
 # Its log is $server_log, else $out/llm-server.log.
 start_server() {
-  python3 scripts/scripted-llm-server.py "$@" 2>> "${server_log:-$out/llm-server.log}" &
+  python3 tests/fixtures/scripted-llm-server.py "$@" 2>> "${server_log:-$out/llm-server.log}" &
   server=$!
   sleep 1
 }
@@ -200,7 +200,7 @@ kb6() {
   } > "$summary"
   local files=("$problems"/*.py)
   if [ ! -e "${files[0]}" ]; then
-    echo "kb6: no problem files in $problems: copy KernelBench's six there (scripts/gpu-kernelbench.sh's header)" | tee -a "$summary"
+    echo "kb6: no problem files in $problems: copy KernelBench's six there (tests/gpu/gpu-kernelbench.sh's header)" | tee -a "$summary"
     return 2
   fi
   "$ak" kernelbench "${files[@]}" --out "$dir/kb6.toml" > "$logs/import.log" 2>&1
@@ -224,7 +224,7 @@ kb6() {
   scripted_llm "$dir/kb6.toml" 8770 2
   server_log=$logs/llm-server.log start_server 8770 "${serve[@]}"
   nvidia-smi > "$logs/nvidia-smi-before.txt" 2>&1
-  python3 scripts/gpu-memory-sampler.py "$logs/gpu-memory.log" --interval-s 0.5 2> "$logs/sampler.log" &
+  python3 tests/gpu/gpu-memory-sampler.py "$logs/gpu-memory.log" --interval-s 0.5 2> "$logs/sampler.log" &
   local sampler=$!
   timeout -s TERM -k 30 "${KB6_TIMEOUT:-420}" "$ak" run --config "$dir/kb6.toml" 2>&1 |
     tee "$logs/run-raw.log" | quiet > "$logs/run.log"
@@ -237,11 +237,11 @@ kb6() {
   "$ak" report --run "$run" --out "$logs/report" > "$logs/report.log" 2>&1
   grep -E "stopp|converged|budget|reverts in a row|HARNESS_ERROR" "$logs/run.log" | cut -c1-220 | tail -15 >> "$summary"
   echo >> "$summary"
-  python3 scripts/kernelbench-round-summary.py "$run" "$logs/run-raw.log" "$logs/gpu-memory.log" "${types[@]}" >> "$summary" 2>&1
+  python3 tests/gpu/kernelbench-round-summary.py "$run" "$logs/run-raw.log" "$logs/gpu-memory.log" "${types[@]}" >> "$summary" 2>&1
   local claim=$?
   tar -czf "$out/kb6.tar.gz" -C "$work" kb6
   cat "$summary"
-  return "$claim"   # 0: the claim met (scripts/kernelbench-round-summary.py)
+  return "$claim"   # 0: the claim met (tests/gpu/kernelbench-round-summary.py)
 }
 
 kinds() {
@@ -281,7 +281,7 @@ kinds() {
   local runs=() expect=() r
   for r in "$work"/kinds/*/runs/kinds-*; do [ -f "$r/results.tsv" ] && runs+=("$r"); done
   for r in "$specs"/kb_*.toml; do r=${r##*/}; expect+=("${r%.toml}"); done
-  python3 scripts/kernelbench-kinds-summary.py --expect "$(IFS=,; echo "${expect[*]}")" "${runs[@]}" > "$out/kinds-summary.txt"
+  python3 tests/gpu/kernelbench-kinds-summary.py --expect "$(IFS=,; echo "${expect[*]}")" "${runs[@]}" > "$out/kinds-summary.txt"
   local rc=$?
   cat "$out/kinds-summary.txt"
   return "$rc"
@@ -315,7 +315,7 @@ offline() {
   rm -rf "$dir" && mkdir -p "$dir/logs"
   local files=("$problems"/*.py)
   if [ ! -e "${files[0]}" ]; then
-    echo "offline: no problem files in $problems: copy KernelBench/level$level/ there (scripts/gpu-kernelbench.sh's header)" | tee "$summary"
+    echo "offline: no problem files in $problems: copy KernelBench/level$level/ there (tests/gpu/gpu-kernelbench.sh's header)" | tee "$summary"
     return 2
   fi
   {
@@ -407,5 +407,5 @@ case ${1:-} in
   kb6) kb6; exit ;;
   kinds) shift; kinds "$@"; exit ;;
   offline) shift; offline "$@"; exit ;;
-  *) echo "usage: scripts/gpu-kernelbench.sh tests|loop|offer|vision|eval-time|kb6|kinds [PROBLEM...]|offline 1|2" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/gpu-kernelbench.sh tests|loop|offer|vision|eval-time|kb6|kinds [PROBLEM...]|offline 1|2" >&2; exit 2 ;;
 esac

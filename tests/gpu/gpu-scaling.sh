@@ -4,12 +4,12 @@
 # run to convergence with 1, 2, 4 and 8 GPUs (those the machine has), one leg after the other; each
 # leg's bests benched again on GPU 0 (chips differ by a few percent); then, on every GPU, a kill -9
 # with an experiment in flight on each and the resume, checked for numbers lost or recorded twice.
-# On the GPU machine, from the repository root, after scripts/gpu-round.sh bundle. Writes
-# scaling.tar.gz and scaling-summary.md (scripts/summarize-scaling.py) to $OUT.
+# On the GPU machine, from the repository root, after tests/gpu/gpu-round.sh bundle. Writes
+# scaling.tar.gz and scaling-summary.md (tests/gpu/summarize-scaling.py) to $OUT.
 #   AK_SCALING_LEGS="1 2 4 8"   the GPU counts to run (default: 1, 2, 4, 8 up to the machine's count)
 #   AK_SCALING_KILL=0           leave out the kill -9 leg
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
 w=$out/scaling
 mkdir -p "$w"
@@ -91,7 +91,7 @@ if [ "${AK_SCALING_KILL:-1}" = 1 ]; then
   say "kill -9: $(grep -c '"experiment"' "$w/kill9-in-flight-at-kill.json") in flight at the kill; duplicates: $(wc -l < "$w/kill9-duplicates.txt"), gaps: $(wc -l < "$w/kill9-gaps.txt")"
 fi
 
-python3 scripts/summarize-scaling.py "$w" > "$out/scaling-summary.md"
+python3 tests/gpu/summarize-scaling.py "$w" > "$out/scaling-summary.md"
 cat "$out/scaling-summary.md"
 tar -czf "$out/scaling.tar.gz" -C "$out" scaling
 say done

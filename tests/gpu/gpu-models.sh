@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# The model round, on the GPU machine, from the repository root, after scripts/gpu-round.sh bundle
+# The model round, on the GPU machine, from the repository root, after tests/gpu/gpu-round.sh bundle
 # on the build machine: a model from profile to verified export, the way a user would go.
-#   scripts/gpu-models.sh tune MODEL     profile --modules, plan, the loop on the memory-bound types
+#   tests/gpu/gpu-models.sh tune MODEL     profile --modules, plan, the loop on the memory-bound types
 #                                        the plan ranks, export, the exported ops checked
-#                                        (scripts/check-exported-ops.py); in /tmp/ak-models/MODEL
-#   scripts/gpu-models.sh verify MODEL [ARGS]  autokernel verify of the export above (ARGS: verify's,
+#                                        (tests/gpu/check-exported-ops.py); in /tmp/ak-models/MODEL
+#   tests/gpu/gpu-models.sh verify MODEL [ARGS]  autokernel verify of the export above (ARGS: verify's,
 #                                        e.g. --compile --dtype bf16); VERIFY_LABEL=L names the
 #                                        output MODEL-L-verify.*
-#   scripts/gpu-models.sh restore ARCHIVE  the run folders of an earlier tune round (a tar.gz of
+#   tests/gpu/gpu-models.sh restore ARCHIVE  the run folders of an earlier tune round (a tar.gz of
 #                                        /tmp/ak-models without pkg/), each exported again
-#   scripts/gpu-models.sh round MODEL...  tune, then verify --compile in fp16 and in bf16, each model
+#   tests/gpu/gpu-models.sh round MODEL...  tune, then verify --compile in fp16 and in bf16, each model
 #                                        (VERIFY_ARGS: more of verify's); MODEL-runs.tar.gz for restore
-#   scripts/gpu-models.sh patched-profile  the transformers LLaMA profiled with its export patched in
+#   tests/gpu/gpu-models.sh patched-profile  the transformers LLaMA profiled with its export patched in
 #                                        (after tune hf_llama): where the step's time goes now
-#   scripts/gpu-models.sh starters       the seven row-wise starters exported as one package (from a
+#   tests/gpu/gpu-models.sh starters       the seven row-wise starters exported as one package (from a
 #                                        folder laid out as a run's) and checked the same way
-#   scripts/gpu-models.sh step-round [MODEL...]  (default hf_qwen3 hf_olmo2 hf_phi3) the Liger wheel of
+#   tests/gpu/gpu-models.sh step-round [MODEL...]  (default hf_qwen3 hf_olmo2 hf_phi3) the Liger wheel of
 #                                        .whl/ installed, then each model as a user goes: profile,
 #                                        plan, a short builtin run, export, and verify in fp16 and bf16
 #                                        with --cuda-graphs (capture() among the rows) and --liger, and
@@ -25,22 +25,22 @@
 #                                        not fit is skipped and said (run step-round again with the
 #                                        models left). Everything in $OUT/step-round.tar.gz, the summary
 #                                        table also in $OUT/step-round.txt
-#   scripts/gpu-models.sh gemm-round [MODEL]  (default hf_qwen3) a decoder's GEMMs tuned as a set:
+#   tests/gpu/gpu-models.sh gemm-round [MODEL]  (default hf_qwen3) a decoder's GEMMs tuned as a set:
 #                                        profile --modules, plan, the plan's matmul entries (matmul
 #                                        v2, one a Linear shape) and a fused_mlp entry of its MLP's
 #                                        shape through the builtin tuner briefly, export (a file only
 #                                        where it beat cuBLAS at its shape), verify in fp16 with
 #                                        --cuda-graphs; within GEMM_BUDGET_S (default 285 s). The
 #                                        table in $OUT/gemm-round.txt, everything in $OUT/gemm-round.tar.gz
-#   scripts/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul and fused_mlp
+#   tests/gpu/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul and fused_mlp
 #                                        serving a small decoder, through its check script and verify;
 #                                        $OUT/tensor-core-tests.log
-#   scripts/gpu-models.sh hf-kernels [MODEL]  (default hf_qwen3) the Hugging Face kernels library as a
+#   tests/gpu/gpu-models.sh hf-kernels [MODEL]  (default hf_qwen3) the Hugging Face kernels library as a
 #                                        user takes it: its wheel and kernel-abi-check's from .whl/
 #                                        (huggingface_hub from .whl/hub/ only where kernels does not
 #                                        import without it), a short builtin run as step-round's,
 #                                        export in both layouts (hf-kernels builds its variant here),
-#                                        scripts/hf-kernels-check.py (get_local_kernel, opcheck of every
+#                                        tests/gpu/hf-kernels-check.py (get_local_kernel, opcheck of every
 #                                        op, kernel-abi-check, the model kernelized eager and compiled
 #                                        with a full graph against unpatched and fp32, the step of our
 #                                        patch, kernelized and both compiled, interleaved in one
@@ -53,7 +53,7 @@
 # MODEL is a file of examples/models/ without .py (hf_llama, llama_block, bert_encoder). Writes
 # MODEL-* to $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
@@ -101,7 +101,7 @@ tune() {
   "$ak" export --run "$work/runs/$model" --out "$work/hf" --format hf-kernels --source-only >> "$out/$model-export.log" 2>&1
   tar -czf "$out/$model-pkg.tar.gz" -C "$work" pkg hf
   t0=$(date +%s)
-  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/$model-ops.json" \
+  PYTHONPATH=$work/pkg python3 tests/gpu/check-exported-ops.py --autokernel "$ak" --json "$out/$model-ops.json" \
       > "$out/$model-ops.log" 2>&1
   echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/$model-ops.log"
 }
@@ -141,7 +141,7 @@ starters() {
   echo "{\"kernels\": [$entries]}" > "$work/run/state.json"
   "$ak" export --run "$work/run" --out "$work/pkg" > "$out/starters-export.log" 2>&1
   local t0=$(date +%s)
-  PYTHONPATH=$work/pkg python3 scripts/check-exported-ops.py --autokernel "$ak" --json "$out/starters-ops.json" \
+  PYTHONPATH=$work/pkg python3 tests/gpu/check-exported-ops.py --autokernel "$ak" --json "$out/starters-ops.json" \
       > "$out/starters-ops.log" 2>&1
   echo "ops check exit $? after $(( $(date +%s) - t0 )) s (the first import builds the extensions)" >> "$out/starters-ops.log"
 }
@@ -392,7 +392,7 @@ print(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers
   cp "$work"/hf/build/*/metadata.json "$out/$model-hf-metadata.json" 2>/dev/null
   pack
   t0=$(date +%s)
-  timeout "$(left)" python3 scripts/hf-kernels-check.py --hf "$work/hf" --torch-pkg "$work/pkg" --model "examples/models/$model.py" \
+  timeout "$(left)" python3 tests/gpu/hf-kernels-check.py --hf "$work/hf" --torch-pkg "$work/pkg" --model "examples/models/$model.py" \
       --dtype "${DTYPE:-fp16}" --steps "${STEPS:-10}" --json "$out/$model-hf-check.json" > "$out/$model-hf-check.log" 2>&1
   rc=$?
   say "hf-kernels-check exit $rc after $(( $(date +%s) - t0 )) s$( (( rc == 124 )) && echo ': timed out')"

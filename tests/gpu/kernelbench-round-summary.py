@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The summary of a GPU round of KernelBench user types run together in one `autokernel run`
-(scripts/gpu-kernelbench.sh kb6): per type, its verdicts, what was kept or reverted and the memory
+(tests/gpu/gpu-kernelbench.sh kb6): per type, its verdicts, what was kept or reverted and the memory
 it took; then the run's out-of-memory and HARNESS_ERROR lines, and whether the round met its claim.
 
-usage: scripts/kernelbench-round-summary.py RUN_DIR RUN_LOG MEMORY_LOG [--min-big-gb G] [--big N] TYPE...
+usage: tests/gpu/kernelbench-round-summary.py RUN_DIR RUN_LOG MEMORY_LOG [--min-big-gb G] [--big N] TYPE...
 
 RUN_DIR     the run folder (results.tsv, experiments/NNNN-<tag>.verdict.json)
 RUN_LOG     the output of `autokernel run` (the worker's and the reference processes' logs in it)
-MEMORY_LOG  scripts/gpu-memory-sampler.py's samples
+MEMORY_LOG  tests/gpu/gpu-memory-sampler.py's samples
 TYPE...     the user types the round expects, each with at least one row
 
 The claim: every type's first file passes and is kept (the baseline every later file is timed

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Prints the numbers of a GPU round (scripts/gpu-round.sh run) for docs/harness-benchmarks.md.
+"""Prints the numbers of a GPU round (tests/gpu/gpu-round.sh run) for docs/harness-benchmarks.md.
 
-usage: scripts/summarize-gpu-round.py OUT_DIR
+usage: tests/gpu/summarize-gpu-round.py OUT_DIR
 """
 import json
 import statistics

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # The measured time in each kernel file's header: every built-in type's starter and each of its
 # variants benched at the type's benchmark shape in fp16, one worker per type, on the GPU machine.
-#   scripts/gpu-round.sh bundle                  on the build machine: .gpu-bundle/
-#   scripts/gpu-bench-variants.sh [OUT_DIR]      on the GPU machine, from the repository root
+#   tests/gpu/gpu-round.sh bundle                  on the build machine: .gpu-bundle/
+#   tests/gpu/gpu-bench-variants.sh [OUT_DIR]      on the GPU machine, from the repository root
 #                                                (OUT_DIR: default $OUT, else ./gpu-bench-out)
-#   scripts/write-measured-times.py OUT_DIR/measured.tsv    back here: each file's `measured:` line
+#   tests/gpu/write-measured-times.py OUT_DIR/measured.tsv    back here: each file's `measured:` line
 # Writes OUT_DIR/measured.tsv (file, type, median_us, spread, device, date: one row per file; a
 # file that did not pass has its verdict in median_us and no spread), OUT_DIR/<type>.jsonl (the
 # verdicts) and OUT_DIR/<type>.log (bench's own output).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=${1:-${OUT:-$PWD/gpu-bench-out}}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64
 export AUTOKERNEL_CACHE_DIR=/tmp/autokernel-cache
 ak=${AK:-$PWD/.gpu-bundle/autokernel}
-[ -x "$ak" ] || { echo "gpu-bench-variants.sh: no $ak: run scripts/gpu-round.sh bundle on the build machine first" >&2; exit 2; }
+[ -x "$ak" ] || { echo "gpu-bench-variants.sh: no $ak: run tests/gpu/gpu-round.sh bundle on the build machine first" >&2; exit 2; }
 
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)
 [ -n "$device" ] || { echo "gpu-bench-variants.sh: nvidia-smi names no GPU 0: run this on the GPU machine" >&2; exit 2; }

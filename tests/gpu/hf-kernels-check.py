@@ -1,7 +1,7 @@
 """An hf-kernels export as a user of the Hugging Face `kernels` library takes it, beside the torch
-layout of the same run, in one process (scripts/gpu-models.sh hf-kernels runs it on the GPU machine):
+layout of the same run, in one process (tests/gpu/gpu-models.sh hf-kernels runs it on the GPU machine):
 
-    python3 scripts/hf-kernels-check.py --hf DIR --torch-pkg DIR --model examples/models/hf_qwen3.py --json OUT
+    python3 tests/gpu/hf-kernels-check.py --hf DIR --torch-pkg DIR --model examples/models/hf_qwen3.py --json OUT
 
 1. get_local_kernel(DIR): the variant the library picks, the package's op namespace, the ops loaded.
 2. torch.library.opcheck on every compute op of the build (schema, fake tensor, autograd

@@ -1,53 +1,53 @@
 #!/usr/bin/env bash
 # The GPU round, always the same: build and bundle here, run there, read the numbers back.
-#   scripts/gpu-round.sh bundle   on the build machine: Release build + .gpu-bundle/
-#   scripts/gpu-round.sh loop     on the GPU machine: the quickstart run, stopped by SIGTERM, killed
+#   tests/gpu/gpu-round.sh bundle   on the build machine: Release build + .gpu-bundle/
+#   tests/gpu/gpu-round.sh loop     on the GPU machine: the quickstart run, stopped by SIGTERM, killed
 #                                 with SIGKILL, resumed to convergence; writes run.log, status.txt,
 #                                 results.tsv, gitlog.txt, report.md, progress.svg to $OUT
-#   scripts/gpu-round.sh llm      on the GPU machine: a run with provider openai against
-#                                 scripts/scripted-llm-server.py on 127.0.0.1; writes llm-* to $OUT
-#   scripts/gpu-round.sh profile  on the GPU machine: the example models under autokernel profile,
+#   tests/gpu/gpu-round.sh llm      on the GPU machine: a run with provider openai against
+#                                 tests/fixtures/scripted-llm-server.py on 127.0.0.1; writes llm-* to $OUT
+#   tests/gpu/gpu-round.sh profile  on the GPU machine: the example models under autokernel profile,
 #                                 torch.profiler beside it, and plan; writes <model>.log/.json to $OUT
-#   scripts/gpu-round.sh library  on the GPU machine: the [gpu] tests, then every kernel type's
+#   tests/gpu/gpu-round.sh library  on the GPU machine: the [gpu] tests, then every kernel type's
 #                                 starter benched at its benchmark shape (fp16, and bf16 for the
 #                                 tensor-core types); writes library-tests.log, library.jsonl
-#   scripts/gpu-round.sh tune     on the GPU machine: the [gpu] tests, then config/tensor-cores.toml
+#   tests/gpu/gpu-round.sh tune     on the GPU machine: the [gpu] tests, then config/tensor-cores.toml
 #                                 (the builtin tuner on matmul, flash_attention, fused_mlp for six
 #                                 minutes); writes tune-tests.log, tune.log, tune-* to $OUT
-#   scripts/gpu-round.sh bundle-before REV   on the build machine: REV built in a worktree and
+#   tests/gpu/gpu-round.sh bundle-before REV   on the build machine: REV built in a worktree and
 #                                 bundled into .gpu-bundle/before/, to time it beside this build
-#   scripts/gpu-round.sh integrity on the GPU machine: the starters benched by the bundled REV and
+#   tests/gpu/gpu-round.sh integrity on the GPU machine: the starters benched by the bundled REV and
 #                                 by this build (paired with the starter: the loop's evaluation),
 #                                 10 candidates' full evaluation time, compile times of both, the
-#                                 loop against scripts/scripted-llm-server.py --cheats, the
+#                                 loop against tests/fixtures/scripted-llm-server.py --cheats, the
 #                                 [sandbox] and [gpu] tests; writes integrity.tar.gz to $OUT
-#   scripts/gpu-round.sh parallel on a GPU machine with two GPUs of one model: config/two-gpus.toml
+#   tests/gpu/gpu-round.sh parallel on a GPU machine with two GPUs of one model: config/two-gpus.toml
 #                                 with one GPU, then with two (same budget), then a kill -9 with
 #                                 two experiments in flight and the resume; writes parallel.tar.gz
-#   scripts/gpu-round.sh variants on the GPU machine: the [variants] tests (every variant through the
+#   tests/gpu/gpu-round.sh variants on the GPU machine: the [variants] tests (every variant through the
 #                                 five stages), then each type's starter and variants benched at
 #                                 the benchmark shape (fp16); writes variants.tar.gz to $OUT
-#   scripts/gpu-round.sh nine     on the GPU machine: config/nine-types.toml (all nine types, the
+#   tests/gpu/gpu-round.sh nine     on the GPU machine: config/nine-types.toml (all nine types, the
 #                                 builtin tuner with its variants, a wall-time budget), then
-#                                 scripts/pytorch-baselines.py on the same GPU; writes nine.tar.gz
-#   scripts/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
+#                                 tests/gpu/pytorch-baselines.py on the same GPU; writes nine.tar.gz
+#   tests/gpu/gpu-round.sh run      on the GPU machine, from the repository root; writes to $OUT
 #                                 (or ./gpu-round-out): gpu.txt, tests.log, bench.jsonl (one verdict a line), round.log
-#   scripts/gpu-round.sh trust    on the GPU machine: the [gpu][cheat] suite, the rest of [gpu], the
+#   tests/gpu/gpu-round.sh trust    on the GPU machine: the [gpu][cheat] suite, the rest of [gpu], the
 #                                 starters benched 5 times paired with themselves, 10 candidates'
 #                                 full evaluation (and the same by the build bundle-before left, if
-#                                 any), the loop against scripts/scripted-llm-server.py --cheats,
+#                                 any), the loop against tests/fixtures/scripted-llm-server.py --cheats,
 #                                 and the processes left behind; writes trust.tar.gz
-#   scripts/gpu-round.sh tensor   on the GPU machine: the tensor-map and cluster tests, the tensor-core
+#   tests/gpu/gpu-round.sh tensor   on the GPU machine: the tensor-map and cluster tests, the tensor-core
 #                                 variants benched in fp16 and bf16, the libraries timed the same
 #                                 way, then config/tensor-cores.toml (TENSOR_LOOP=0 skips it);
 #                                 writes tensor.tar.gz to $OUT
-#   scripts/gpu-round.sh short-rows on the GPU machine: rmsnorm's starter and variants benched at a
+#   tests/gpu/gpu-round.sh short-rows on the GPU machine: rmsnorm's starter and variants benched at a
 #                                 decoder's q/k-norm rows (65536 and 16384 rows of 128, fp16 and
 #                                 bf16), config/short-rows.toml (the builtin tuner there), then
 #                                 PyTorch at the same shapes; writes short-rows.tar.gz to $OUT
-# Then docs/harness-benchmarks.md gets the numbers (scripts/summarize-gpu-round.py prints them).
+# Then docs/harness-benchmarks.md gets the numbers (tests/gpu/summarize-gpu-round.py prints them).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 bundle() {
   set -e
@@ -128,12 +128,12 @@ run() {
   date -u
 }
 
-# The loop against scripts/scripted-llm-server.py --cheats, for at most $2 seconds: run log,
+# The loop against tests/fixtures/scripted-llm-server.py --cheats, for at most $2 seconds: run log,
 # status, results, git log and the files holding a marker of the daemon's environment in $1.
 cheat_loop() {
   local work=$1 limit=$2
   echo "== the loop against an LLM server that answers with cheats"
-  python3 scripts/scripted-llm-server.py 8766 --cheats --marker AKGPUMARKER9981 2> "$work/cheat-server.log" &
+  python3 tests/fixtures/scripted-llm-server.py 8766 --cheats --marker AKGPUMARKER9981 2> "$work/cheat-server.log" &
   local server=$!
   sleep 1
   AK_DAEMON_SECRET=AKGPUMARKER9981 timeout "$limit" "$ak" run --config config/cheating-llm.toml > "$work/cheat-run.log" 2>&1; echo "run exit $?"
@@ -363,7 +363,7 @@ loop() {
 llm() {
   device_env
   rm -rf runs/scripted-llm
-  python3 scripts/scripted-llm-server.py 8765 2> "$out/llm-server.log" &
+  python3 tests/fixtures/scripted-llm-server.py 8765 2> "$out/llm-server.log" &
   local server=$!
   sleep 1
   "$ak" run --config config/scripted-llm.toml > "$out/llm-run.log" 2>&1; echo "exit $?" >> "$out/llm-run.log"
@@ -426,7 +426,7 @@ short_rows() {
   "$ak" run --config config/short-rows.toml > "$w/run.log" 2>&1; echo "exit $? after $(( $(date +%s) - t0 )) s" >> "$w/run.log"
   "$ak" status --run runs/short-rows > "$w/status.txt" 2>&1
   cp runs/short-rows/results.tsv "$w/" 2>/dev/null
-  python3 scripts/pytorch-baselines.py rmsnorm@65536x128 rmsnorm@16384x128 > "$w/torch.jsonl" 2> "$w/torch.err"
+  python3 tests/gpu/pytorch-baselines.py rmsnorm@65536x128 rmsnorm@16384x128 > "$w/torch.jsonl" 2> "$w/torch.err"
   tar -czf "$out/short-rows.tar.gz" -C "$out" short-rows && rm -rf "$w"
 }
 
@@ -447,14 +447,14 @@ nine() {
     "$ak" bench "$f" --kernel "$(basename "$f" .cu)" --json >> "$w/best-bench.jsonl" 2>> "$w/best-bench.log"
   done
   (cd runs/nine-types && git log --format='%h %s') > "$w/gitlog.txt"
-  python3 scripts/pytorch-baselines.py > "$w/torch.jsonl" 2> "$w/torch.err"
+  python3 tests/gpu/pytorch-baselines.py > "$w/torch.jsonl" 2> "$w/torch.err"
   tar -czf "$out/nine.tar.gz" -C "$out" nine && rm -rf "$w"
 }
 
 # The tensor-core types against the libraries: the TMA/cluster contract's [gpu] tests, every
 # matmul, flash_attention and fused_mlp variant benched in fp16 and bf16 at the benchmark shape
 # (matmul's also at the decoder's shapes), then cuBLAS, SDPA and torch.compile timed the same way
-# (scripts/tensor-core-library.py) in this call; then config/tensor-cores.toml to convergence.
+# (tests/gpu/tensor-core-library.py) in this call; then config/tensor-cores.toml to convergence.
 tensor() {
   device_env
   local w="$out/tensor"
@@ -471,7 +471,7 @@ tensor() {
         >> "$w/decoder.jsonl" 2>> "$w/bench.log"
     done
   done
-  python3 scripts/tensor-core-library.py > "$w/library.jsonl" 2> "$w/library.err"
+  python3 tests/gpu/tensor-core-library.py > "$w/library.jsonl" 2> "$w/library.err"
   if [ "${TENSOR_LOOP:-1}" = 1 ]; then
     rm -rf runs/tensor-cores
     "$ak" run --config config/tensor-cores.toml > "$w/run.log" 2>&1; echo "exit $?" >> "$w/run.log"
@@ -498,5 +498,5 @@ case ${1:-} in
   compile-times) compile_times ;;
   bundle-before) bundle_before "${2:-}" ;;
   tune) tune ;;
-  *) echo "usage: scripts/gpu-round.sh tensor|bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile|parallel|variants|nine" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/gpu-round.sh tensor|bundle|bundle-before REV|run|library|integrity|tune|loop|llm|profile|parallel|variants|nine" >&2; exit 2 ;;
 esac

@@ -4,7 +4,7 @@ eager steps and graph replays in alternating phases while nvidia-smi samples the
 power and the throttle reasons every 50 ms; then the kernels of a step of each under a GPU-only
 profiler; and what the model passes to scaled_dot_product_attention eagerly and while captured.
 
-usage: scripts/cuda-graph-clocks.py [MODEL]     (default hf_llama: examples/models/MODEL.py, fp16)
+usage: tests/gpu/cuda-graph-clocks.py [MODEL]     (default hf_llama: examples/models/MODEL.py, fp16)
 """
 import statistics
 import subprocess

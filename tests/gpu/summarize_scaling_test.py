@@ -1,4 +1,4 @@
-"""scripts/summarize-scaling.py on a made-up folder of two legs: the busy window, experiments per
+"""tests/gpu/summarize-scaling.py on a made-up folder of two legs: the busy window, experiments per
 hour, reverts per best and after the last one, stale verdicts and the bests benched again.
 Run by ctest: python3 -m unittest summarize_scaling_test.py"""
 import importlib.util
@@ -10,7 +10,7 @@ import unittest
 from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("summarize_scaling", os.path.join(HERE, "../../scripts/summarize-scaling.py"))
+spec = importlib.util.spec_from_file_location("summarize_scaling", os.path.join(HERE, "summarize-scaling.py"))
 S = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(S)
 

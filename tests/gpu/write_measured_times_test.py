@@ -1,4 +1,4 @@
-"""scripts/write-measured-times.py on made-up kernel files and a made-up TSV in a temporary folder:
+"""tests/gpu/write-measured-times.py on made-up kernel files and a made-up TSV in a temporary folder:
 only the `// measured:` line changes, a second run changes nothing, bad input changes no file.
 Run by ctest: python3 -m unittest write_measured_times_test.py"""
 import os
@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "../../scripts/write-measured-times.py")
+SCRIPT = os.path.join(HERE, "write-measured-times.py")
 HEADER = "file\ttype\tmedian_us\tspread\tdevice\tdate\n"
 
 STARTER = ("// rmsnorm starter: y = x * rsqrt(mean(x^2) + eps) * weight\n"

@@ -8,7 +8,7 @@ per-process part empty where nvidia-smi shows no process (in a container with it
 namespace it may show none). Every sample is flushed at once, so a sampler killed with the
 run still leaves every line it took.
 
-usage: scripts/gpu-memory-sampler.py OUT_FILE [--device N] [--interval-s S]   (default 0, 0.5)
+usage: tests/gpu/gpu-memory-sampler.py OUT_FILE [--device N] [--interval-s S]   (default 0, 0.5)
 """
 import re
 import signal
