@@ -7,7 +7,7 @@
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
-#include "daemon/loop/bottleneck.hpp"
+#include "daemon/proposers/bottleneck.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "harness/worker/worker_evaluator.hpp"

@@ -10,7 +10,6 @@
 #include "daemon/commands/kernel_file.hpp"
 #include "daemon/export/export_package.hpp"
 #include "daemon/export/op_namespace.hpp"
-#include "daemon/loop/run_directory.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;

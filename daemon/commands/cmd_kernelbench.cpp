@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "common/text_escape.hpp"
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
@@ -15,7 +17,6 @@
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_baselines.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
-#include "daemon/loop/run_directory.hpp"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -46,7 +47,7 @@ Result<std::vector<PendingFile>> user_type_files(const nlohmann::json& analysis,
                                                  const std::string& name, const fs::path& types_dir,
                                                  const std::optional<std::string>& starter) {
   const std::string reference = name + ".py";
-  auto source = read_text(problem);
+  auto source = read_file_text(problem);
   if (!source) return source.error();
   std::vector<PendingFile> files{{types_dir / reference, *source}};
   if (starter) files.emplace_back(types_dir / (name + ".cu"), *starter);
@@ -61,7 +62,7 @@ std::vector<std::string> overwritten(const std::vector<PendingFile>& files) {
   for (auto& [path, text] : files) {
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
-    auto old = read_text(path.string());
+    auto old = read_file_text(path.string());
     if (!old || *old != text) out.push_back(path.string());
   }
   return out;

@@ -6,18 +6,18 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "config/config.hpp"
+#include "common/atomic_write.hpp"
 #include "common/text_escape.hpp"
 #include "common/untrusted_text.hpp"
+#include "config/config.hpp"
 #include "daemon/commands/arg_parser.hpp"
-#include "daemon/loop/builtin_tuner.hpp"
-#include "daemon/loop/combined_proposer.hpp"
-#include "daemon/loop/proposal_context.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/kernel_file.hpp"
+#include "daemon/proposers/builtin_tuner.hpp"
+#include "daemon/proposers/combined_proposer.hpp"
+#include "daemon/proposers/llm_proposer.hpp"
+#include "daemon/proposers/proposal_context.hpp"
 #include "kernels_cuda/registry.hpp"
-#include "daemon/loop/llm_proposer.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "llm/api_key.hpp"
 
 namespace ak {

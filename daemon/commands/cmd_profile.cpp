@@ -13,17 +13,17 @@
 #include <cupti.h>
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_write.hpp"
 #include "common/parse_number.hpp"
 #include "common/text_escape.hpp"
 #include "config/config.hpp"
-#include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
-#include "daemon/profile/profile_data.hpp"
 #include "daemon/kernelbench/problem_analysis.hpp"
+#include "daemon/profile/amdahl_plan.hpp"
+#include "daemon/profile/profile_data.hpp"
 #include "daemon/profile/user_type_offer.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "harness/gpu/cupti_library.hpp"
 
 namespace ak {

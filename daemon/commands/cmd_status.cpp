@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/atomic_write.hpp"
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "daemon/report/run_report.hpp"
 
 namespace ak {

@@ -8,12 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "common/result.hpp"
 #include "daemon/commands/arg_parser.hpp"
 #include "daemon/commands/commands.hpp"
 #include "daemon/commands/foreground_command.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "daemon/verify/verify_report.hpp"
 #include "daemon/verify/model_agreement.hpp"
 
@@ -89,7 +90,7 @@ int verify_command(const Args& args) {
   if (!root) return std::fprintf(stderr, "autokernel verify: %s\n", root.error().message.c_str()), kExitUsage;
   ops = *root;
   const std::string manifest_path = ops + "/autokernel_ops/manifest.json";
-  auto manifest_text = read_text(manifest_path);
+  auto manifest_text = read_file_text(manifest_path);
   if (!manifest_text)
     return std::fprintf(stderr, "autokernel verify: %s is not a package autokernel export wrote (no %s)\n", ops.c_str(),
                         manifest_path.c_str()), kExitUsage;
@@ -112,7 +113,7 @@ int verify_command(const Args& args) {
   if (liger) runner.push_back("--liger");
   if (int rc = run_runner(python, fs::absolute(ops).string(), runner); rc != 0)
     return std::fprintf(stderr, "autokernel verify: the model run failed (exit %d): its output is above\n", rc), kExitFailure;
-  auto text = read_text(report_path);
+  auto text = read_file_text(report_path);
   auto report = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   if (report.is_discarded() || !report.contains("eager") || !report.contains("autokernel"))
     return std::fprintf(stderr, "autokernel verify: %s: no report from the model run\n", report_path.c_str()), kExitFailure;

@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "daemon/export/export_compile.hpp"
 #include "daemon/export/kernel_launcher.hpp"
-#include "daemon/loop/run_directory.hpp"
-#include "daemon/loop/state_file.hpp"
+#include "daemon/run_folder/run_directory.hpp"
+#include "daemon/run_folder/state_file.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
 
@@ -201,7 +203,7 @@ Result<std::vector<ExportedKernel>> kept_kernels(const std::string& run_dir, boo
     e.type = k.value("type", "");
     e.tag = k.value("tag", "");
     e.origin = run.path(run.kernel_file(e.tag));
-    auto source = read_text(e.origin);
+    auto source = read_file_text(e.origin);
     if (!source) return error(e.origin + ": " + source.error().message + " (the run kept no file for " + e.tag + ")");
     e.source = *source;
     e.shape = k.value("shape", "");

@@ -1,6 +1,6 @@
 #include "daemon/loop/experiment_job.hpp"
 
-#include "daemon/loop/run_directory.hpp"
+#include "common/atomic_write.hpp"
 
 namespace ak {
 

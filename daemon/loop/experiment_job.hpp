@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/loop/proposer.hpp"
+#include "daemon/proposers/proposer.hpp"
 #include "harness/evaluation/evaluator.hpp"
 
 namespace ak {

@@ -20,16 +20,17 @@
 #include "daemon/loop/clock.hpp"
 #include "daemon/loop/decision_times.hpp"
 #include "daemon/loop/experiment_job.hpp"
-#include "daemon/loop/git_history.hpp"
 #include "daemon/loop/gpu_workers.hpp"
-#include "daemon/loop/in_flight_ledger.hpp"
-#include "daemon/loop/kernel_progress.hpp"
-#include "daemon/loop/model_notes.hpp"
-#include "daemon/loop/proposal_context.hpp"
-#include "daemon/loop/proposer.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "daemon/loop/service_notify.hpp"
 #include "daemon/loop/stale_verdicts.hpp"
+#include "daemon/proposers/model_notes.hpp"
+#include "daemon/proposers/proposal_context.hpp"
+#include "daemon/proposers/proposer.hpp"
+#include "daemon/run_folder/commit_trailers.hpp"
+#include "daemon/run_folder/git_history.hpp"
+#include "daemon/run_folder/in_flight_ledger.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
+#include "daemon/run_folder/run_directory.hpp"
 #include "harness/evaluation/evaluator.hpp"
 
 namespace ak {
@@ -156,10 +157,5 @@ inline constexpr double kBestNoiseAllowance = 0.05;
 inline constexpr double kKeptSpreadCap = 0.05;
 /// The spread of a kept (or re-judged) file's own launches, as best_out_of_line credits it.
 double kept_spread(const Verdict& v);
-
-/// The commit message of a kept experiment, metrics as trailers.
-std::string commit_message(const ResultRow& row, double previous_best_us, const std::string& unit);
-/// The row a kept experiment's commit describes (to replace one lost in a crash).
-Result<ResultRow> row_from_commit(const CommitInfo& c);
 
 }  // namespace ak

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "common/untrusted_text.hpp"
 
@@ -24,7 +26,7 @@ Status RunLoop::dispatch_best_rejudgements() {
       ExperimentJob job = new_job(k, w, next_experiment_++, false);
       job.rejudge_best = true;
       job.request.best_source.clear();
-      job.request.source = job.proposal.source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+      job.request.source = job.proposal.source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
       job.proposal.description = "the best judged again on its own";
       if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
       kp.best_to_rejudge = false;
@@ -60,7 +62,7 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
     row.failure = untrusted_line(v.message, kMessageBytes);
   } else {
     const ResultRow& back = chain[chain.size() - 2];
-    auto source = read_text(dir_.path(dir_.experiment_file(back.experiment, k.tag)));
+    auto source = read_file_text(dir_.path(dir_.experiment_file(back.experiment, k.tag)));
     if (!source)
       return error("demoting the best of " + k.tag + ": the file of experiment " + std::to_string(back.experiment) +
                    ", the best before it, cannot be read (" + source.error().message + "); the run folder is damaged");

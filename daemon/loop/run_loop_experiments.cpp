@@ -1,17 +1,31 @@
 // The experiments of the loop (daemon/loop/run_loop.hpp): handing work to free GPUs, and the
 // keep/revert decision on each one that finishes, on the loop's thread, in order of completion.
 #include "daemon/loop/run_loop.hpp"
-#include "daemon/loop/counters_table.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
 #include "common/untrusted_text.hpp"
 #include "daemon/loop/scheduler.hpp"
+#include "daemon/proposers/bottleneck.hpp"
+#include "daemon/run_folder/counters_table.hpp"
 
 namespace ak {
+namespace {
+
+/// The counters table's row of a verdict that carried counters, with what they say limits it.
+CountersRow counters_row(long long n, const std::string& tag, const Verdict& v) {
+  CountersRow row{n, tag, v.registers, v.spill_bytes, *v.counters, ""};
+  if (row.counters.available()) row.bottleneck = limit_name(diagnose(row.counters, row.registers, row.spill_bytes).limit);
+  return row;
+}
+
+}  // namespace
+
 std::string RunLoop::gpu_model_filter(size_t w) const {
   // Only a mixed box holds kernels to a model: elsewhere every GPU may take every kernel.
   if (cfg_.gpu.mixed_models != "per-kernel") return "";
@@ -37,7 +51,7 @@ Status RunLoop::dispatch_free_gpus() {
     if (!w) return ok();
     to_rerun_.erase(to_rerun_.begin());
     ExperimentJob job = new_job(k, *w, e.experiment, !kernels_[k].has_baseline);
-    job.proposal.source = read_text(job.candidate_path).value_or("");
+    job.proposal.source = read_file_text(job.candidate_path).value_or("");
     job.proposal.description = e.description.empty() ? "(proposed before a restart)" : e.description;
     job.proposal.move = e.structure_move ? MoveKind::Structure : MoveKind::Edit;
     job.proposal.tokens = e.tokens;
@@ -80,7 +94,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   req.arch = cfg_.gpu.arch == "auto" ? "" : cfg_.gpu.arch;
   req.baseline_us = baseline ? kp.entry->baseline_us : std::optional<double>(kp.baseline_us);
   req.time_starter = false;
-  if (!baseline) req.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  if (!baseline) req.best_source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   req.warmup = cfg_.harness.warmup;
   req.repetitions = cfg_.harness.repetitions;
   req.torch_compile = cfg_.harness.torch_compile;
@@ -191,7 +205,7 @@ Status RunLoop::judge_again(ExperimentJob job) {
   KernelProgress& kp = kernels_[job.kernel];
   job.times_judged++;
   job.best_version = kp.best_version;
-  job.request.best_source = read_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  job.request.best_source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   job.propose_on_thread = false;
   spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
                "judging it again beside that one", job.experiment, kp.tag);
@@ -291,7 +305,7 @@ Status RunLoop::finish(FinishedJob f) {
   // its row may carry the verdict's correctness, and the report reads every judged row's).
   (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
   if (v.counters)   // a table to plot from; the verdict file keeps them whole
-    if (auto s = append_counters(counters_table_path(dir_.root()), {n, k.tag, v.registers, v.spill_bytes, *v.counters}); !s)
+    if (auto s = append_counters(counters_table_path(dir_.root()), counters_row(n, k.tag, v)); !s)
       spdlog::warn("experiment {} {}: its counters are in its verdict file only: {}", n, k.tag, s.error().message);
   if (job.rejudge_best) return finish_best_rejudgement(job, v);
   const bool baseline = job.baseline;

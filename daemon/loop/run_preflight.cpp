@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/loop/kernel_progress.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {

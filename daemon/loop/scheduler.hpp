@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/loop/kernel_progress.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
 
 namespace ak {
 

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_write.hpp"
 #include "common/file_text.hpp"
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
 #include "daemon/kernelbench/problem_analysis.hpp"
 #include "daemon/kernelbench/problem_spec.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/user_type.hpp"
 #include "kernels_cuda/user_type_writer.hpp"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/loop/kernel_progress.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {

@@ -11,7 +11,7 @@
 #include "common/result.hpp"
 #include "daemon/kernelbench/builtin_problem.hpp"
 #include "daemon/kernelbench/problem_baselines.hpp"
-#include "daemon/loop/results_table.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "harness/judging/verdict.hpp"
 
 namespace ak {

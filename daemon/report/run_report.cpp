@@ -1,10 +1,10 @@
 #include "daemon/report/run_report.hpp"
 
 #include "common/format.hpp"
-#include "daemon/report/kernelbench_scores.hpp"
 #include "common/text_escape.hpp"
-#include "daemon/loop/bottleneck.hpp"
-#include "daemon/loop/state_file.hpp"
+#include "daemon/proposers/bottleneck.hpp"
+#include "daemon/report/kernelbench_scores.hpp"
+#include "daemon/run_folder/state_file.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
-#include "daemon/loop/counters_table.hpp"
-#include "daemon/loop/results_table.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
+#include "daemon/run_folder/counters_table.hpp"
+#include "daemon/run_folder/results_table.hpp"
 
 namespace ak {
 
@@ -40,7 +40,7 @@ Result<RunSnapshot> read_run(const std::string& dir);
 std::string status_text(const RunSnapshot& s);
 std::string markdown_report(const RunSnapshot& s, const std::string& svg_name);
 /// With `counters`, each kept point is labelled with what limited it ("memory 91%": the reading
-/// that decided, daemon/loop/bottleneck.hpp) and its tooltip gives the main readings.
+/// that decided, daemon/proposers/bottleneck.hpp) and its tooltip gives the main readings.
 std::string progress_svg(const std::vector<ResultRow>& rows, const std::vector<CountersRow>& counters = {});
 
 /// Several run folders that split one program's kernels between them (one daemon per box, see

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/loop/results_table.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "tests/kernels_cuda/user_type_specs.hpp"
 #include "tests/support.hpp"
 

@@ -17,12 +17,12 @@
 #include <spdlog/spdlog.h>
 
 #include "config/config.hpp"
-#include "daemon/loop/results_table.hpp"
-#include "daemon/loop/state_file.hpp"
 #include "daemon/profile/amdahl_plan.hpp"
 #include "daemon/profile/profile_data.hpp"
 #include "daemon/profile/user_type_offer.hpp"
 #include "daemon/report/run_report.hpp"
+#include "daemon/run_folder/results_table.hpp"
+#include "daemon/run_folder/state_file.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;

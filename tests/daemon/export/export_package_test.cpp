@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "common/file_text.hpp"
 #include "daemon/export/export_package.hpp"
 #include "daemon/export/kernel_launcher.hpp"
 #include "daemon/export/op_namespace.hpp"
-#include "daemon/loop/run_directory.hpp"
 #include "harness/compile/candidate_compile.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
@@ -121,7 +121,7 @@ TEST_CASE("the rotary launcher passes q and k with the strides the op computes, 
 }
 
 TEST_CASE("a rotary file of contract version 1, from an older run, exports with the op of its version", "[export]") {
-  auto v1 = read_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
+  auto v1 = read_file_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
   REQUIRE(v1);
   std::vector<std::string> left_out;
   auto files = package_files({{"rotary_embedding", "", "kept.cu", *v1, "", "", 0, 0, 0}}, PackageFormat::Torch, left_out);
@@ -381,7 +381,7 @@ TEST_CASE("a type's kept files share one launcher that carries each file's modul
 }
 
 TEST_CASE("a file of another contract version than its type's first is left out, saying why", "[export]") {
-  auto v1 = read_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
+  auto v1 = read_file_text(AK_SOURCE_DIR "/tests/data/rotary_embedding_v1.cu");
   REQUIRE(v1);
   ExportedKernel old_file{"rotary_embedding", "old_rope", "kept.cu", *v1, "2x16x2048x128", "fp16", 0, 0, 0};
   std::vector<std::string> left_out;

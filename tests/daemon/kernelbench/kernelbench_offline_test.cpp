@@ -177,7 +177,7 @@ TEST_CASE("a matched problem becomes the type's [[kernel]] entry, linked to the 
   REQUIRE(r.ok());
   std::vector<BuiltinProblem> all{*p, *q, *r};
   assign_builtin_tags(all);
-  // as the run tags them (daemon/loop/kernel_progress.cpp): several entries of a type are numbered
+  // as the run tags them (daemon/run_folder/kernel_progress.cpp): several entries of a type are numbered
   CHECK(all[0].tag == "softmax-1");
   CHECK(all[1].tag == "softmax-2");
   CHECK(all[2].tag == "reduce");

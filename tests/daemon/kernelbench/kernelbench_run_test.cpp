@@ -10,7 +10,7 @@
 #include <map>
 #include <mutex>
 
-#include "daemon/loop/results_table.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "tests/llm/fake_llm_server.hpp"
 #include "tests/support.hpp"
 

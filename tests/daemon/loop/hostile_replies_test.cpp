@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/untrusted_text.hpp"
-#include "daemon/loop/git_history.hpp"
-#include "daemon/loop/llm_proposer.hpp"
-#include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/proposers/llm_proposer.hpp"
+#include "daemon/run_folder/git_history.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 #include "tests/llm/fake_llm_server.hpp"
 

@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/loop/clock.hpp"
-#include "daemon/loop/proposer.hpp"
-#include "daemon/loop/results_table.hpp"
-#include "daemon/loop/run_loop.hpp"
 #include "config/config.hpp"
+#include "daemon/loop/clock.hpp"
+#include "daemon/loop/run_loop.hpp"
+#include "daemon/proposers/proposer.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "harness/evaluation/evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "tests/support.hpp"

@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/loop/builtin_tuner.hpp"
-#include "daemon/loop/knobs.hpp"
-#include "daemon/loop/results_table.hpp"
+#include "common/atomic_write.hpp"
+#include "common/file_text.hpp"
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/proposers/builtin_tuner.hpp"
+#include "daemon/proposers/knobs.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 
 using namespace ak;
@@ -70,7 +72,7 @@ TEST_CASE("with two GPUs two experiments run at once and rows are written in ord
   nlohmann::json state_while_busy;
   loop.crash_point = [&](const std::string& p) {
     if (p == "evaluated" && state_while_busy.is_null())
-      state_while_busy = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+      state_while_busy = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
   };
   auto out = loop.run();
   REQUIRE(out.ok());
@@ -90,7 +92,7 @@ TEST_CASE("with two GPUs two experiments run at once and rows are written in ord
   CHECK(state_while_busy["gpus"][0]["device"] == 0);
   CHECK(state_while_busy["gpus"][0]["model"] == "NVIDIA H200");
   // The ledger is empty once everything in flight was recorded.
-  CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
+  CHECK(nlohmann::json::parse(read_file_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
 }
 
 TEST_CASE("status shows what each GPU is doing while experiments are in flight", "[loop][parallel]") {
@@ -103,7 +105,7 @@ TEST_CASE("status shows what each GPU is doing while experiments are in flight",
   std::vector<std::string> doing;
   loop.crash_point = [&](const std::string& p) {
     if (p != "dispatched") return;
-    auto j = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"), nullptr, false);
+    auto j = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"), nullptr, false);
     if (j.contains("gpus"))
       for (auto& g : j["gpus"]) doing.push_back(g["doing"].get<std::string>());
   };
@@ -111,7 +113,7 @@ TEST_CASE("status shows what each GPU is doing while experiments are in flight",
   // state.json is read at each dispatch, before that dispatch is written: when B is dispatched,
   // GPU 0 is judging A.
   CHECK(std::find(doing.begin(), doing.end(), "experiment 2 rmsnorm: A") != doing.end());
-  auto final_state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  auto final_state = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
   CHECK(final_state["gpus"][0]["doing"] == "idle");
   CHECK(final_state["gpus"][1]["doing"] == "idle");
 }
@@ -138,7 +140,7 @@ TEST_CASE("a candidate paired with a best that was replaced meanwhile is judged 
   // A and C were each judged twice: beside the starter, then beside the newer best.
   CHECK(ev.judge.calls == 6);
   // Both first verdicts were stale, and state.json counts them for the scaling measurement.
-  auto state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  auto state = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
   CHECK(state["stale_verdicts"]["judged_again"] == 2);
   CHECK(state["stale_verdicts"]["count"].get<int>() >= 2);
 }
@@ -196,7 +198,7 @@ TEST_CASE("the builtin tuner gives each GPU a different knob move", "[loop][para
   REQUIRE(rows.size() >= 7);
   std::set<std::string> keys;
   for (auto& r : rows) {
-    auto src = read_text(loop.directory().path(loop.directory().experiment_file(r.experiment, r.tag)));
+    auto src = read_file_text(loop.directory().path(loop.directory().experiment_file(r.experiment, r.tag)));
     REQUIRE(src.ok());
     CHECK(keys.insert(knob_key(read_knobs(*src))).second);   // no configuration measured twice
   }
@@ -222,7 +224,7 @@ TEST_CASE("a slow proposer is asked from the experiments threads and at most as 
   CHECK(row_of(rows, "A").llm_tokens == 10);
   CHECK(row_of(rows, "B").llm_tokens == 20);
   CHECK(row_of(rows, "C").llm_tokens == 30);
-  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.06"));
+  CHECK_THAT(read_file_text(loop.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.06"));
 }
 
 TEST_CASE("a stop request with experiments in flight lets them finish and records them", "[loop][parallel]") {
@@ -241,7 +243,7 @@ TEST_CASE("a stop request with experiments in flight lets them finish and record
   REQUIRE(out.ok());
   CHECK(out->kind == RunOutcome::Stopped);
   CHECK(rows_of(loop).size() == 3);
-  CHECK(nlohmann::json::parse(read_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
+  CHECK(nlohmann::json::parse(read_file_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
 }
 
 TEST_CASE("an experiment in flight on a kernel the config no longer lists is dropped and its number stays unused", "[loop][parallel][resume]") {
@@ -292,7 +294,7 @@ TEST_CASE("with eight GPUs finishing in reverse order every verdict is recorded 
   }
   CHECK(loop.kernels()[0].best_us == Approx(92));
   // The loop thread's time per decision (here with real commits in a temp dir) is in state.json.
-  auto state = nlohmann::json::parse(read_text(loop.directory().state()).value_or("{}"));
+  auto state = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
   REQUIRE(state.contains("decisions"));
   CHECK(state["decisions"]["count"] == 9);
   CHECK(state["decisions"]["median_ms"].get<double>() > 0);

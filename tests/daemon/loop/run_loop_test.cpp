@@ -5,13 +5,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/loop/git_history.hpp"
-#include "daemon/loop/in_flight_ledger.hpp"
-#include "daemon/loop/kernel_progress.hpp"
-#include "daemon/loop/results_table.hpp"
-#include "daemon/loop/model_notes.hpp"
-#include "daemon/loop/proposal_context.hpp"
+#include "common/file_text.hpp"
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/proposers/model_notes.hpp"
+#include "daemon/proposers/proposal_context.hpp"
+#include "daemon/run_folder/git_history.hpp"
+#include "daemon/run_folder/in_flight_ledger.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 
 using namespace ak;
@@ -50,7 +51,7 @@ TEST_CASE("the starter is measured first, a faster candidate is kept and committ
   CHECK(rows[4].kept);
   CHECK(rows[4].speedup == Approx(100.0 / 80));      // the same baseline throughout
   // The kept file is what the run folder holds now, and the history has one commit per keep.
-  CHECK(read_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=80.000000\nfaster again\n");
+  CHECK(read_file_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=80.000000\nfaster again\n");
   auto git = GitHistory::open(loop.directory().root(), "autokernel/t");
   REQUIRE(git.ok());
   auto log = (*git)->log();
@@ -140,14 +141,14 @@ TEST_CASE("a best that runs slower beside a candidate than when kept is judged a
     CHECK(rows[3].kept);
     // The verdict of the judgement alone is kept beside it, as every judged experiment's is.
     REQUIRE(rows[3].experiment == 4);
-    CHECK_THAT(read_text(loop.directory().path("experiments/0004-rmsnorm.verdict.json")).value_or(""),
+    CHECK_THAT(read_file_text(loop.directory().path("experiments/0004-rmsnorm.verdict.json")).value_or(""),
                Catch::Contains("\"correctness\": \"FAIL\""));
     CHECK(rows[3].latency_us == Approx(100));   // the starter's numbers: it is the best again
     CHECK_THAT(rows[3].description, Catch::Contains("experiment 1 is the best again"));
     CHECK(ev.best_sources[3].empty());          // judged alone
     CHECK(rows[4].kept);                        // C beside the starter: 0.9x
     CHECK(rows[4].description == "C");
-    CHECK(read_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=90.000000\nC\n");
+    CHECK(read_file_text(loop.directory().path("kernels/rmsnorm.cu")).value_or("") == "// us=90.000000\nC\n");
   }
   // A restart finds the same best from results.tsv alone.
   ScriptedProposer none;
@@ -472,7 +473,7 @@ TEST_CASE("the token and cost budgets end the run cleanly", "[loop][budget]") {
   REQUIRE(out2.ok());
   CHECK_THAT(out2->why, Catch::Contains("cost budget ($0.50)"));
   CHECK(rows_of(loop2).size() == 3);
-  CHECK_THAT(read_text(loop2.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.5"));
+  CHECK_THAT(read_file_text(loop2.directory().state()).value_or(""), Catch::Contains("\"llm_cost_usd\": 0.5"));
 }
 
 TEST_CASE("the scheduler measures every starter, then goes where the Amdahl gain is largest", "[loop][scheduler]") {
@@ -697,7 +698,7 @@ TEST_CASE("a stop request ends the run before the next experiment, with the stat
   REQUIRE(out.ok());
   CHECK(out->kind == RunOutcome::Stopped);
   CHECK(rows_of(loop).size() == 1);
-  CHECK_THAT(read_text(loop.directory().state()).value_or(""), Catch::Contains("\"status\": \"stopped\""));
+  CHECK_THAT(read_file_text(loop.directory().state()).value_or(""), Catch::Contains("\"status\": \"stopped\""));
 }
 
 TEST_CASE("a best judged again after another GPU replaced it changes neither the best nor the reverts", "[loop][best]") {

@@ -2,10 +2,10 @@
 // (docs/user-types.md, "The first candidate").
 #include <catch2/catch.hpp>
 
-#include "daemon/loop/kernel_progress.hpp"
-#include "daemon/loop/llm_proposer.hpp"
-#include "daemon/loop/results_table.hpp"
 #include "daemon/loop/run_loop.hpp"
+#include "daemon/proposers/llm_proposer.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
+#include "daemon/run_folder/results_table.hpp"
 #include "llm/prompt_template.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 #include "tests/kernels_cuda/user_type_specs.hpp"

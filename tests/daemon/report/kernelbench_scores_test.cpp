@@ -6,12 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "daemon/loop/kernel_progress.hpp"
-#include "daemon/loop/results_table.hpp"
-#include "daemon/loop/run_directory.hpp"
+#include "common/atomic_write.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
 #include "daemon/report/run_report.hpp"
+#include "daemon/run_folder/kernel_progress.hpp"
+#include "daemon/run_folder/results_table.hpp"
+#include "daemon/run_folder/run_directory.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
 #include "tests/kernels_cuda/user_type_specs.hpp"
 

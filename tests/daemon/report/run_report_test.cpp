@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/atomic_write.hpp"
 #include "daemon/loop/run_loop.hpp"
 #include "daemon/report/run_report.hpp"
 #include "tests/daemon/loop/loop_fixtures.hpp"
