@@ -141,6 +141,139 @@ bool outside_its_module(const std::string& module_type, const std::string& kerne
   return module_type == "swiglu" && classify_kernel(kernel).bound == "compute";
 }
 
+/// What the records say besides the kernels: each launch call's thread and time (by correlation
+/// id), the NVTX ranges, paired start to end, and when the first kernel started.
+struct RecordIndex {
+  std::map<long long, std::pair<long long, double>> launches;   // corr -> (tid, time)
+  std::vector<Range> ranges;
+  double first_kernel_ns = -1;
+};
+
+/// `gpu` takes the meta record's GPU name, when there is one.
+RecordIndex index_records(const std::vector<nlohmann::json>& records, std::string& gpu) {
+  RecordIndex index;
+  std::map<long long, nlohmann::json> open_markers;
+  for (auto& r : records) {
+    const std::string k = r.value("k", "");
+    if (k == "meta") gpu = r.value("gpu", gpu);
+    if (k == "api") index.launches[r.value("corr", 0LL)] = {r.value("tid", 0LL), r.value("start", 0.0)};
+    if (k == "kernel") {
+      double s = r.value("start", 0.0);
+      if (index.first_kernel_ns < 0 || s < index.first_kernel_ns) index.first_kernel_ns = s;
+    }
+    if (k == "marker") {
+      if (r.value("flag", "") == "start") open_markers[r.value("id", 0LL)] = r;
+      else if (auto it = open_markers.find(r.value("id", 0LL)); it != open_markers.end()) {
+        index.ranges.push_back({it->second.value("tid", 0LL), it->second.value("t", 0.0), r.value("t", 0.0),
+                                it->second.value("name", "")});
+        open_markers.erase(it);
+      }
+    }
+  }
+  return index;
+}
+
+/// The kernel records past the warm-up, each with its launch call's (tid, time), (-1, -1) when
+/// the call was not recorded.
+struct TimedLaunches {
+  std::vector<const nlohmann::json*> kernels;
+  std::vector<std::pair<long long, double>> launch_at;
+};
+
+/// Counts the kernels seen and those left out in `p`.
+TimedLaunches launches_after_warmup(const std::vector<nlohmann::json>& records, const RecordIndex& index, double warmup_s,
+                                    Profile& p) {
+  TimedLaunches out;
+  for (auto& r : records) {
+    if (r.value("k", "") != "kernel") continue;
+    ++p.kernels_seen;
+    if ((r.value("start", 0.0) - index.first_kernel_ns) * 1e-9 < warmup_s) {
+      ++p.kernels_dropped_in_warmup;
+      continue;
+    }
+    auto it = index.launches.find(r.value("corr", -1LL));
+    out.kernels.push_back(&r);
+    out.launch_at.push_back(it != index.launches.end() ? it->second : std::pair<long long, double>{-1, -1.0});
+  }
+  return out;
+}
+
+/// Adds one launch of `name`, `us` long, to the row of the kernel itself.
+void add_kernel_launch(Group& g, const nlohmann::json& r, const std::string& name, const Enclosing& e, double us) {
+  if (g.k.calls == 0) {
+    g.k.name = name;
+    g.k.grid = r.value("grid", std::vector<int>{});
+    g.k.block = r.value("block", std::vector<int>{});
+    g.k.registers = r.value("regs", 0);
+    g.k.shared_bytes = r.value("smem", 0);
+  }
+  g.k.total_us += us;
+  g.k.calls++;
+  if (e.op) g.nvtx[e.op->name]++;
+  if (!e.linear_gemm.empty()) {
+    LinearGemm& lg = g.linear_gemms[e.linear_gemm];
+    lg.shape = e.linear_gemm;
+    lg.dtype = e.linear_dtype;
+    lg.calls++;
+    lg.total_us += us;
+  }
+}
+
+/// Groups the launches into rows: by the module candidate that holds a launch (a module of one
+/// of autokernel's types, or an "other" leaf module), else by the kernel's name.
+std::map<std::string, Group> group_launches(const std::vector<const nlohmann::json*>& kernels,
+                                            const std::vector<std::string>& names, const std::vector<Enclosing>& enclosing) {
+  const std::set<std::string> typed_leaves = leaves_holding_a_type(enclosing, names);
+  std::map<std::string, Group> groups;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const nlohmann::json& r = *kernels[i];
+    const Enclosing& e = enclosing[i];
+    const std::string& name = names[i];
+    const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
+    const bool own_row = e.module && outside_its_module(e.module_type, name);
+    const Range* module = own_row ? nullptr
+                          : e.module ? e.module
+                          : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
+    if (!module) {
+      add_kernel_launch(groups["kernel\n" + name], r, name, e, us);
+      continue;
+    }
+    const std::string module_type = e.module ? e.module_type : "other";
+    Group& g = groups["module\n" + module_type + "\n" + module->name];
+    if (g.instances.empty()) start_module_group(g, *module, e.module ? e.parsed : e.leaf_parsed, module_type);
+    g.k.total_us += us;
+    g.instances.insert(module);
+    g.parts[name] += us;
+  }
+  return groups;
+}
+
+/// A group's row: a module candidate's calls (its ranges), bound and parts, largest first; a
+/// kernel's classification, dtype, most frequent NVTX range and Linear shapes, largest first.
+ProfiledKernel profiled_kernel(const Group& g) {
+  ProfiledKernel k = g.k;
+  if (!k.module.empty()) {
+    k.calls = (long long)g.instances.size();
+    k.bound = k.type == "other" || (find_spec(k.type) && find_spec(k.type)->is_memory_bound()) ? "memory" : "compute";
+    std::vector<std::pair<double, std::string>> parts;
+    for (auto& [n, us] : g.parts) parts.push_back({-us, n});
+    std::sort(parts.begin(), parts.end());
+    for (auto& [us, n] : parts) k.parts.push_back(n);
+  } else {
+    Classification c = classify_kernel(k.name);
+    k.type = c.type;
+    k.bound = c.bound;
+    k.dtype = dtype_hint(k.name);
+    int best = 0;
+    for (auto& [range, n] : g.nvtx)
+      if (n > best) best = n, k.nvtx = range;
+    for (auto& [shape, lg] : g.linear_gemms) k.linear_gemms.push_back(lg);
+    std::sort(k.linear_gemms.begin(), k.linear_gemms.end(), [](auto& a, auto& b) { return a.total_us > b.total_us; });
+  }
+  k.mean_us = k.total_us / double(k.calls);
+  return k;
+}
+
 }  // namespace
 
 Result<std::vector<nlohmann::json>> read_records(const std::string& path) {
@@ -161,104 +294,14 @@ Result<std::vector<nlohmann::json>> read_records(const std::string& path) {
 Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double warmup_s) {
   Profile p;
   p.warmup_s = warmup_s;
-  std::map<long long, std::pair<long long, double>> launches;   // corr -> (tid, time)
-  std::map<long long, nlohmann::json> open_markers;
-  std::vector<Range> ranges;
-  double first = -1;
-  for (auto& r : records) {
-    const std::string k = r.value("k", "");
-    if (k == "meta") p.gpu = r.value("gpu", p.gpu);
-    if (k == "api") launches[r.value("corr", 0LL)] = {r.value("tid", 0LL), r.value("start", 0.0)};
-    if (k == "kernel") {
-      double s = r.value("start", 0.0);
-      if (first < 0 || s < first) first = s;
-    }
-    if (k == "marker") {
-      if (r.value("flag", "") == "start") open_markers[r.value("id", 0LL)] = r;
-      else if (auto it = open_markers.find(r.value("id", 0LL)); it != open_markers.end()) {
-        ranges.push_back({it->second.value("tid", 0LL), it->second.value("t", 0.0), r.value("t", 0.0),
-                          it->second.value("name", "")});
-        open_markers.erase(it);
-      }
-    }
-  }
-  std::vector<const nlohmann::json*> kernels;
-  std::vector<std::pair<long long, double>> launch_at;
-  for (auto& r : records) {
-    if (r.value("k", "") != "kernel") continue;
-    ++p.kernels_seen;
-    if ((r.value("start", 0.0) - first) * 1e-9 < warmup_s) {
-      ++p.kernels_dropped_in_warmup;
-      continue;
-    }
-    auto it = launches.find(r.value("corr", -1LL));
-    kernels.push_back(&r);
-    launch_at.push_back(it != launches.end() ? it->second : std::pair<long long, double>{-1, -1.0});
-  }
-  const std::vector<Enclosing> enclosing = enclosing_all(ranges, launch_at);
+  RecordIndex index = index_records(records, p.gpu);
+  const TimedLaunches timed = launches_after_warmup(records, index, warmup_s, p);
+  const std::vector<Enclosing> enclosing = enclosing_all(index.ranges, timed.launch_at);
   std::vector<std::string> names;
-  for (auto* r : kernels) names.push_back(demangle(r->value("name", "?")));
-  const std::set<std::string> typed_leaves = leaves_holding_a_type(enclosing, names);
-  std::map<std::string, Group> groups;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const nlohmann::json& r = *kernels[i];
-    const Enclosing& e = enclosing[i];
-    const std::string& name = names[i];
-    const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
-    const bool own_row = e.module && outside_its_module(e.module_type, name);
-    const Range* module = own_row ? nullptr
-                          : e.module ? e.module
-                          : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
-    const std::string module_type = e.module ? e.module_type : "other";
-    const std::string key = module ? "module\n" + module_type + "\n" + module->name : "kernel\n" + name;
-    Group& g = groups[key];
-    if (g.k.calls == 0 && g.instances.empty()) {
-      if (module) start_module_group(g, *module, e.module ? e.parsed : e.leaf_parsed, module_type);
-      else {
-        g.k.name = name;
-        g.k.grid = r.value("grid", std::vector<int>{});
-        g.k.block = r.value("block", std::vector<int>{});
-        g.k.registers = r.value("regs", 0);
-        g.k.shared_bytes = r.value("smem", 0);
-      }
-    }
-    g.k.total_us += us;
-    if (module) {
-      g.instances.insert(module);
-      g.parts[name] += us;
-    } else {
-      g.k.calls++;
-      if (e.op) g.nvtx[e.op->name]++;
-      if (!e.linear_gemm.empty()) {
-        LinearGemm& lg = g.linear_gemms[e.linear_gemm];
-        lg.shape = e.linear_gemm;
-        lg.dtype = e.linear_dtype;
-        lg.calls++;
-        lg.total_us += us;
-      }
-    }
-  }
+  for (auto* r : timed.kernels) names.push_back(demangle(r->value("name", "?")));
+  const std::map<std::string, Group> groups = group_launches(timed.kernels, names, enclosing);
   for (auto& [key, g] : groups) {
-    ProfiledKernel k = g.k;
-    if (!k.module.empty()) {
-      k.calls = (long long)g.instances.size();
-      k.bound = k.type == "other" || (find_spec(k.type) && find_spec(k.type)->is_memory_bound()) ? "memory" : "compute";
-      std::vector<std::pair<double, std::string>> parts;
-      for (auto& [n, us] : g.parts) parts.push_back({-us, n});
-      std::sort(parts.begin(), parts.end());
-      for (auto& [us, n] : parts) k.parts.push_back(n);
-    } else {
-      Classification c = classify_kernel(k.name);
-      k.type = c.type;
-      k.bound = c.bound;
-      k.dtype = dtype_hint(k.name);
-      int best = 0;
-      for (auto& [range, n] : g.nvtx)
-        if (n > best) best = n, k.nvtx = range;
-      for (auto& [shape, lg] : g.linear_gemms) k.linear_gemms.push_back(lg);
-      std::sort(k.linear_gemms.begin(), k.linear_gemms.end(), [](auto& a, auto& b) { return a.total_us > b.total_us; });
-    }
-    k.mean_us = k.total_us / double(k.calls);
+    ProfiledKernel k = profiled_kernel(g);
     p.total_gpu_us += k.total_us;
     p.kernels.push_back(std::move(k));
   }
