@@ -19,28 +19,6 @@
 
 namespace ak {
 
-bool faster_than_best(const Verdict& v, double best_us, double keep_threshold) {
-  if (v.paired.pairs > 0) return v.paired.clears(keep_threshold);
-  return v.timing && v.timing->median_us <= best_us * (1 - keep_threshold);
-}
-
-double kept_spread(const Verdict& v) {
-  return v.timing ? std::clamp(v.timing->spread(), 0.0, kKeptSpreadCap) : 0.0;
-}
-
-std::string best_out_of_line(const Verdict& v, double kept_us, double kept_spread) {
-  if (v.paired.pairs == 0) return "";
-  if (!v.paired.best_failure.empty()) return "the best failed its own checks beside it (" + v.paired.best_failure + ")";
-  const double allowed = kept_us * (1 + kBestSlowdownAllowance + kept_spread);
-  if (kept_us > 0 && v.paired.best_us > allowed)
-    return format_numbers("the best ran %.2f us beside it, %.0f%% slower than the %.2f us it was kept at", v.paired.best_us,
-                          (v.paired.best_us / kept_us - 1) * 100, kept_us);
-  if (v.paired.best_spread > kept_spread + kBestNoiseAllowance)
-    return format_numbers("the best's launches spread %.1f%% beside it, against %.1f%% when it was kept", v.paired.best_spread * 100,
-                          kept_spread * 100);
-  return "";
-}
-
 RunLoop::RunLoop(Config cfg, std::vector<GpuWorker> gpus, Proposer& proposer, Clock& clock, LoopSignals signals,
                  ServiceNotifier* notifier)
     : cfg_(std::move(cfg)), gpus_(std::move(gpus)), proposer_(proposer), clock_(clock), signals_(signals),

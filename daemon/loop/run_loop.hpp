@@ -23,6 +23,7 @@
 #include "daemon/loop/gpu_workers.hpp"
 #include "daemon/loop/service_notify.hpp"
 #include "daemon/loop/stale_verdicts.hpp"
+#include "daemon/loop/verdict_decision.hpp"
 #include "daemon/proposers/model_notes.hpp"
 #include "daemon/proposers/proposal_context.hpp"
 #include "daemon/proposers/proposer.hpp"
@@ -79,8 +80,17 @@ class RunLoop {
   Result<bool> dispatch(size_t k, size_t w);
   Status start(ExperimentJob job, const std::string& description);
   ExperimentJob new_job(size_t k, size_t w, long long n, bool baseline);
-  /// The keep/revert decision on a finished experiment, its commit and its row.
+  /// What comes of a finished experiment: an unused number, a failed proposal, an error, the harness
+  /// failing, the best judged again, or a candidate's verdict (finish_candidate).
   Status finish(FinishedJob f);
+  /// The keep or revert of a judged candidate (decide_candidate), its commit, its row and the state.
+  Status finish_candidate(ExperimentJob job, const Verdict& v);
+  /// The verdict's file beside the candidate, and its counters' row in counters.tsv.
+  void keep_verdict(long long n, const std::string& tag, const Verdict& v);
+  /// Writes `source` as the kernel's file and commits it with `row`'s metrics; the commit's id.
+  Result<std::string> commit_best(const std::string& tag, const std::string& source, const ResultRow& row,
+                                  double previous_best_us, const std::string& unit);
+  void log_candidate(const ExperimentJob& job, const Verdict& v, const CandidateDecision& d) const;
   /// finish(), with whatever it throws recorded as the experiment's ERROR row.
   Status finish_guarded(FinishedJob f);
   Status record_error(const ExperimentJob& job, const std::string& why);
@@ -139,23 +149,5 @@ class RunLoop {
   StaleVerdicts stale_;                 ///< verdicts on candidates whose best was replaced meanwhile
   std::map<std::string, ModelNotes> notes_;   ///< by kernel tag: the model's notes (notes/<tag>.json)
 };
-
-/// The keep rule for a candidate that passed: when the harness timed it beside the best, the
-/// paired ratio must clear the threshold by more than its noise; an evaluator that times alone
-/// (a scripted one) is judged on its median against the recorded best.
-bool faster_than_best(const Verdict& v, double best_us, double keep_threshold);
-
-/// Why the best timed beside a candidate cannot be trusted in that pairing: it failed its own
-/// checks there, it ran slower than the time it was kept at by more than kBestSlowdownAllowance
-/// plus the spread it had when kept (`kept_spread`), or its launches spread wider than then by
-/// more than kBestNoiseAllowance; "" when it can. A best that sandbags, or makes its own timing
-/// noisy, when paired would otherwise make every candidate look fast.
-std::string best_out_of_line(const Verdict& v, double kept_us, double kept_spread);
-inline constexpr double kBestSlowdownAllowance = 0.05;
-inline constexpr double kBestNoiseAllowance = 0.05;
-/// The most spread a best is credited with: a file that times noisily buys no wider allowance.
-inline constexpr double kKeptSpreadCap = 0.05;
-/// The spread of a kept (or re-judged) file's own launches, as best_out_of_line credits it.
-double kept_spread(const Verdict& v);
 
 }  // namespace ak

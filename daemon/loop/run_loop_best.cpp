@@ -11,8 +11,6 @@
 
 #include "common/atomic_write.hpp"
 #include "common/file_text.hpp"
-#include "common/format.hpp"
-#include "common/untrusted_text.hpp"
 
 namespace ak {
 
@@ -41,44 +39,19 @@ Status RunLoop::dispatch_best_rejudgements() {
 }
 
 Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict& v) {
+  using Outcome = BestRejudgementDecision::Outcome;
   KernelProgress& k = kernels_[job.kernel];
   k.best_rejudging = false;
-  const long long n = job.experiment;
-  const double latency = v.timing ? v.timing->median_us : 0;
-  ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
-                v.peak_vram_mb, false, "", 0, clock_.now_s() - job.started_s, ""};
-  const std::vector<ResultRow> chain = standing_bests(rows_, k.tag);
-  if (job.best_version != k.best_version) {
-    // Another GPU kept a newer best while this one was judged: demoting now would undo that keep.
-    row.correctness = kBestReplaced;
-    row.description = "the best judged again on its own (" + std::string(correctness_name(v.correctness)) +
-                      "), but a newer best was kept meanwhile: nothing changes";
-  } else if (v.passed()) {
-    row.correctness = kBestJudgedAgain;
-    k.best_spread = kept_spread(v);
-    row.description = format_numbers("the best judged again on its own: %.2f us now, kept at %.2f us", latency, k.best_us);
-  } else if (chain.size() < 2) {
-    row.description = "the best judged again on its own fails, with no earlier best to go back to";
-    row.failure = untrusted_line(v.message, kMessageBytes);
-  } else {
-    const ResultRow& back = chain[chain.size() - 2];
-    auto source = read_file_text(dir_.path(dir_.experiment_file(back.experiment, k.tag)));
+  BestRejudgementDecision d = decide_best_rejudgement(job, v, k, standing_bests(rows_, k.tag));
+  ResultRow& row = d.row;
+  row.seconds = clock_.now_s() - job.started_s;
+  if (d.outcome == Outcome::StillPasses) k.best_spread = kept_spread(v);
+  if (d.outcome == Outcome::Demoted) {
+    auto source = read_file_text(dir_.path(dir_.experiment_file(d.back_to, k.tag)));
     if (!source)
-      return error("demoting the best of " + k.tag + ": the file of experiment " + std::to_string(back.experiment) +
+      return error("demoting the best of " + k.tag + ": the file of experiment " + std::to_string(d.back_to) +
                    ", the best before it, cannot be read (" + source.error().message + "); the run folder is damaged");
-    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), *source); !s) return s;
-    const double failed_best_us = k.best_us;
-    row = back;
-    row.experiment = n;
-    row.correctness = kBestDemoted;
-    row.kept = true;
-    row.llm_tokens = 0;
-    row.seconds = clock_.now_s() - job.started_s;
-    row.description = "the best judged again on its own fails: demoted; experiment " + std::to_string(back.experiment) +
-                      " is the best again";
-    row.failure = untrusted_line(v.message, kMessageBytes);
-    row.move = MoveKind::Edit;
-    auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, failed_best_us, v.throughput_unit));
+    auto sha = commit_best(k.tag, *source, row, k.best_us, v.throughput_unit);
     if (!sha) return sha.error();
     row.commit = *sha;
     push_history();
@@ -86,8 +59,8 @@ Status RunLoop::finish_best_rejudgement(const ExperimentJob& job, const Verdict&
     k.best_spread = 0;  // the earlier best's spread was not kept: the strictest allowance until judged again
   }
   if (auto s = record(row); !s) return s;
-  if (auto s = ledger_->remove(n); !s) return s;
-  spdlog::info("experiment {} {}: {} -> {}", n, k.tag, row.description, row.correctness);
+  if (auto s = ledger_->remove(job.experiment); !s) return s;
+  spdlog::info("experiment {} {}: {} -> {}", job.experiment, k.tag, row.description, row.correctness);
   return ok();
 }
 

@@ -300,62 +300,38 @@ Status RunLoop::finish(FinishedJob f) {
   at("evaluated");
   const Verdict& v = *f.verdict;
   if (v.harness_error) return harness_failed(std::move(job), v);
+  keep_verdict(n, k.tag, v);
+  if (job.rejudge_best) return finish_best_rejudgement(job, v);
+  return finish_candidate(std::move(job), v);
+}
+
+void RunLoop::keep_verdict(long long n, const std::string& tag, const Verdict& v) {
   // The whole verdict beside the candidate: the compile log and the worst element, for the
   // proposer's next prompt and for a person reading the run (a best judged again has one too:
   // its row may carry the verdict's correctness, and the report reads every judged row's).
-  (void)write_file_atomic(dir_.path(verdict_file(n, k.tag)), json_dump(nlohmann::json(v), 2) + "\n");
+  (void)write_file_atomic(dir_.path(verdict_file(n, tag)), json_dump(nlohmann::json(v), 2) + "\n");
   if (v.counters)   // a table to plot from; the verdict file keeps them whole
-    if (auto s = append_counters(counters_table_path(dir_.root()), counters_row(n, k.tag, v)); !s)
-      spdlog::warn("experiment {} {}: its counters are in its verdict file only: {}", n, k.tag, s.error().message);
-  if (job.rejudge_best) return finish_best_rejudgement(job, v);
-  const bool baseline = job.baseline;
-  const Proposal& proposal = job.proposal;
+    if (auto s = append_counters(counters_table_path(dir_.root()), counters_row(n, tag, v)); !s)
+      spdlog::warn("experiment {} {}: its counters are in its verdict file only: {}", n, tag, s.error().message);
+}
+
+Status RunLoop::finish_candidate(ExperimentJob job, const Verdict& v) {
+  KernelProgress& k = kernels_[job.kernel];
   if (!v.gpu.empty()) k.gpu = v.gpu, k.arch = v.arch;
   if (v.peak_used > 0) k.peak = v.peak_used, k.unit = v.throughput_unit;
-  // Paired with a best that was replaced while it ran: its ratio says nothing about the new one,
-  // which is measured against another file's time.
-  const bool stale = job.best_version != k.best_version;
-  if (!baseline && stale) stale_.count++;
-  if (!baseline && stale && v.passed() && v.paired.pairs > 0 && faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold))
-    return stale_.judged_again++, judge_again(std::move(job));
-  cost_usd_ += proposal.cost_usd;
-  const double latency = v.timing ? v.timing->median_us : 0;
-  const std::string doubt = baseline || !v.passed() || stale ? "" : best_out_of_line(v, k.best_us, k.best_spread);
-  const bool keep = v.passed() && doubt.empty() && (baseline || faster_than_best(v, k.best_us, cfg_.convergence.keep_threshold));
-
-  ResultRow row{n, k.tag, k.spec->type, v.throughput, latency, v.pct_peak, v.speedup, correctness_name(v.correctness),
-                v.peak_vram_mb, keep, "", proposal.tokens, 0, proposal.description};
-  row.move = baseline ? MoveKind::Baseline : proposal.move;
-  // The harness's message can quote the compiler, which quotes the candidate: outside text.
-  const std::string message = untrusted_line(v.message, kMessageBytes);
-  if (baseline) {
-    // What the user runs today: their baseline_us, cuBLAS for a GEMM, or for a user type its
-    // module in PyTorch eager; else the starter itself, since the harness's plain reference
-    // kernels are slower than the starters and a "2x" over them would mean nothing (docs/design.md).
-    const bool library = v.baseline_source == "cuBLAS" || v.baseline_source == "PyTorch eager";
-    const bool starter = !k.entry->baseline_us && !library;
-    if (starter && v.passed()) row.speedup = 1.0;
-    const char* first = k.llm_writes_first ? "the starter (the LLM's first passing file)" : "the starter";
-    row.description = baseline_description(k.entry->baseline_us ? "baseline_us in the config" : starter ? first : v.baseline_source);
-    // A first file of the LLM that fails is one try of a few, and keeps the LLM's own words.
-    if (k.llm_writes_first && !keep) row.description = "first file, not passing: " + proposal.description;
-  }
-  row.paired_best_us = v.paired.best_us;
-  row.paired_ratio = v.paired.ratio;
-  row.paired_noise = v.paired.noise;
-  row.predicted_us = proposal.predicted_us;
-  if (!v.passed()) row.failure = message;
-  if (!doubt.empty()) {
-    row.failure = untrusted_line("not kept: " + doubt + "; the best is judged again on its own", kMessageBytes);
-    spdlog::warn("experiment {} {}: {}: the best is judged again on its own before anything is kept beside it", n, k.tag,
-                 row.failure);
+  CandidateDecision d = decide_candidate(job, v, k, cfg_.convergence.keep_threshold);
+  if (d.stale) stale_.count++;
+  if (d.judge_again) return stale_.judged_again++, judge_again(std::move(job));
+  cost_usd_ += job.proposal.cost_usd;
+  ResultRow& row = d.row;
+  if (!d.doubt.empty()) {
+    spdlog::warn("experiment {} {}: {}: the best is judged again on its own before anything is kept beside it",
+                 job.experiment, k.tag, row.failure);
     k.best_to_rejudge = true;
   }
   row.seconds = clock_.now_s() - job.started_s;
-  const double best_before = k.best_us;
-  if (keep) {
-    if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(k.tag)), proposal.source); !s) return s;
-    auto sha = git_->commit_file(dir_.kernel_file(k.tag), commit_message(row, baseline ? 0 : k.best_us, v.throughput_unit));
+  if (d.keep) {
+    auto sha = commit_best(k.tag, job.proposal.source, row, d.previous_best_us, v.throughput_unit);
     if (!sha) return sha.error();
     row.commit = *sha;
     at("committed");
@@ -364,19 +340,34 @@ Status RunLoop::finish(FinishedJob f) {
     k.best_spread = kept_spread(v);
   }
   if (auto s = record(row); !s) return s;
-  if (auto s = ledger_->remove(n); !s) return s;
-  const std::string on_gpu = gpus_.size() > 1 ? " [GPU " + std::to_string(gpus_[job.worker].device) + "]" : "";
-  if (v.passed())
-    spdlog::info("experiment {} {}{}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", n, k.tag, on_gpu,
-                 proposal.description, latency, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
-                 keep ? "kept" : "reverted",
-                 v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
-                 : keep && !baseline ? format_numbers(" (%+.1f%%)", (latency / best_before - 1) * 100) : "");
-  else
-    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", n, k.tag, on_gpu, proposal.description, row.correctness, message);
-  if (notifier_)
-    notifier_->status("experiment " + std::to_string(n) + ", " + k.tag + ": best " + format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
+  if (auto s = ledger_->remove(job.experiment); !s) return s;
+  log_candidate(job, v, d);
   return ok();
+}
+
+Result<std::string> RunLoop::commit_best(const std::string& tag, const std::string& source, const ResultRow& row,
+                                         double previous_best_us, const std::string& unit) {
+  if (auto s = write_file_atomic(dir_.path(dir_.kernel_file(tag)), source); !s) return s.error();
+  return git_->commit_file(dir_.kernel_file(tag), commit_message(row, previous_best_us, unit));
+}
+
+void RunLoop::log_candidate(const ExperimentJob& job, const Verdict& v, const CandidateDecision& d) const {
+  const KernelProgress& k = kernels_[job.kernel];
+  const ResultRow& row = d.row;
+  const std::string on_gpu = gpus_.size() > 1 ? " [GPU " + std::to_string(gpus_[job.worker].device) + "]" : "";
+  const std::string& what = job.proposal.description;
+  if (v.passed())
+    spdlog::info("experiment {} {}{}: {}: PASS {:.2f} us ({:.0f} {}, {:.1f}% of peak, {:.2f}x) -> {}{}", row.experiment, k.tag,
+                 on_gpu, what, row.latency_us, v.throughput, v.throughput_unit, v.pct_peak * 100, v.speedup,
+                 d.keep ? "kept" : "reverted",
+                 v.paired.pairs ? format_numbers(" (paired with the best: %.4fx +- %.4f)", v.paired.ratio, v.paired.noise)
+                 : d.keep && !job.baseline ? format_numbers(" (%+.1f%%)", (row.latency_us / d.previous_best_us - 1) * 100) : "");
+  else
+    spdlog::info("experiment {} {}{}: {}: {} -> reverted: {}", row.experiment, k.tag, on_gpu, what, row.correctness,
+                 untrusted_line(v.message, kMessageBytes));
+  if (notifier_)
+    notifier_->status("experiment " + std::to_string(row.experiment) + ", " + k.tag + ": best " +
+                      format_numbers("%.2f us (%.2fx)", k.best_us, k.speedup()));
 }
 
 }  // namespace ak

@@ -201,54 +201,6 @@ TEST_CASE("a best judged again that passes keeps its place at the time it takes 
   CHECK(loop.kernels()[0].consecutive_reverts == 1);   // B's alone
 }
 
-TEST_CASE("a best is out of line when it fails its own checks or runs slower than kept beyond its noise", "[loop][best]") {
-  Verdict v;
-  v.correctness = Correctness::Pass;
-  v.paired = {100, 104, 0.9, 0.002, 0.02, ""};
-  CHECK(best_out_of_line(v, 100, 0.02).empty());           // within 5% + its spread when kept
-  v.paired.best_us = 140;
-  CHECK_THAT(best_out_of_line(v, 100, 0.02), Catch::Contains("40% slower"));
-  v.paired.best_us = 100;
-  v.paired.best_failure = "wrong output during timing (timed launch 3 of 100)";
-  CHECK_THAT(best_out_of_line(v, 100, 0.02), Catch::Contains("failed its own checks"));
-  CHECK_FALSE(v.paired.clears(0.01));
-  v.paired.pairs = 0;
-  CHECK(best_out_of_line(v, 100, 0.02).empty());
-}
-
-TEST_CASE("a best that makes its own timing noisy when paired widens no allowance: it is judged again", "[loop][best]") {
-  // Seen: a best whose launches spread 0.225 beside a candidate ran 1.07x its kept time, and the
-  // allowance, 5% plus the spread of that very pairing, let it run up to 1.27x before any doubt.
-  Verdict v;
-  v.correctness = Correctness::Pass;
-  v.paired = {100, 107, 0.95, 0.01, 0.225, ""};
-  CHECK_THAT(best_out_of_line(v, 100, 0.01), Catch::Contains("7% slower"));
-  v.paired.best_us = 103;  // inside its kept allowance, but far noisier than it was kept
-  CHECK_THAT(best_out_of_line(v, 100, 0.01), Catch::Contains("spread 22.5%") && Catch::Contains("1.0% when it was kept"));
-  v.paired.best_spread = 0.03;
-  CHECK(best_out_of_line(v, 100, 0.01).empty());
-}
-
-TEST_CASE("the spread a best is credited with is its own when kept, capped", "[loop][best]") {
-  Verdict v;
-  CHECK(kept_spread(v) == 0);  // no timing: nothing credited
-  v.timing = Timing{100, 100, 90, 130, 98, 102};
-  CHECK(kept_spread(v) == Approx(0.04));
-  v.timing->p90_us = 160;
-  CHECK(kept_spread(v) == Approx(kKeptSpreadCap));
-}
-
-TEST_CASE("the keep rule: paired when the harness paired, else the median against the best", "[loop]") {
-  Verdict v;
-  v.correctness = Correctness::Pass;
-  v.timing = Timing{100, 98.0};
-  CHECK(faster_than_best(v, 100, 0.01));
-  v.paired = {100, 100, 0.98, 0.02};
-  CHECK_FALSE(faster_than_best(v, 100, 0.01));
-  v.paired.noise = 0.001;
-  CHECK(faster_than_best(v, 100, 0.01));
-}
-
 TEST_CASE("with [run] git_remote every kept step reaches the remote's copy of the run's branch", "[loop][git]") {
   TempDir dir;
   const auto bare = dir.path / "shared.git";
