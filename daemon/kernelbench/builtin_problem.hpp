@@ -29,7 +29,7 @@ struct BuiltinProblem {
 Result<BuiltinProblem> builtin_problem_of(const nlohmann::json& analysis, const std::string& problem,
                                           const std::string& spec, const std::string& dtype = "fp32");
 
-/// Tags as the run gives them (daemon/loop/kernel_progress.cpp: the type, type-1, type-2... where
+/// Tags as the run gives them (daemon/run_folder/kernel_progress.cpp: the type, type-1, type-2... where
 /// several entries of the config share a type), in the order the entries are written.
 void assign_builtin_tags(std::vector<BuiltinProblem>& problems);
 
