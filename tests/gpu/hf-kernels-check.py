@@ -16,7 +16,6 @@ layout of the same run, in one process (tests/gpu/gpu-models.sh hf-kernels runs 
 Every check runs whatever failed before it; each failure is a line starting "FAIL" and the exit
 status is 1 if there is any."""
 import argparse
-import importlib.util
 import json
 import shutil
 import statistics
@@ -46,33 +45,6 @@ def guarded(what):
             traceback.print_exc()
             return None
     return run
-
-
-def load_model_file(path):
-    spec = importlib.util.spec_from_file_location("ak_model", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ak_model"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def first_tensor(out):
-    if isinstance(out, torch.Tensor):
-        return out
-    if hasattr(out, "logits"):
-        return out.logits
-    return first_tensor(out[0])
-
-
-def build(module, dtype):
-    torch.manual_seed(0)
-    model, inputs = module.build(dtype)
-    return model, tuple(inputs)
-
-
-def run(model, inputs):
-    with torch.inference_mode():
-        return first_tensor(model(*inputs)).float()
 
 
 def max_err(out, ref):
@@ -222,6 +194,7 @@ def time_rounds(entries, steps, warmup, rounds):
     """Median ms a step of each entry (name -> (state, step)), the entries interleaved round by
     round so that a drift of the GPU's clock falls on all alike, each run in its state (use()); the
     median of the rounds' medians and every round's."""
+    from autokernel_ops._timing import time_steps  # the torch layout's, on the path once main put it there
     with torch.inference_mode():
         for name, (state, step) in list(entries.items()):
             USE(state)
@@ -237,15 +210,7 @@ def time_rounds(entries, steps, warmup, rounds):
         for _ in range(rounds):
             for name, (state, step) in entries.items():
                 USE(state)
-                one = []
-                for _ in range(steps):
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    step()
-                    end.record()
-                    end.synchronize()
-                    one.append(start.elapsed_time(end))
-                times[name].append(statistics.median(one))
+                times[name].append(time_steps(step, steps, 0)["median_ms"])
     USE("none")
     return {n: {"median_ms": statistics.median(t), "rounds_ms": t} for n, t in times.items()}
 
@@ -307,9 +272,10 @@ def main():
     guarded("opcheck")(lambda: opcheck_all(ak, dtype))
     guarded("abi check")(lambda: abi_check(variant))
 
-    module = load_model_file(a.model)
     sys.path.insert(0, a.torch_pkg)
     import autokernel_ops  # the torch layout: builds its extensions at the first import
+    from autokernel_ops.verify import _MODULE, build, load_model_file, run  # the model as verify loads it
+    module = load_model_file(a.model)
     REPORT["torch_layout_loaded"] = autokernel_ops.LOADED
 
     fp32_model, inputs = build(module, torch.float32)
@@ -330,7 +296,7 @@ def main():
     # The model's transformers module: where its MLP class is defined.
     modeling = sys.modules[next(type(m).__module__ for m in model.modules() if type(m).__name__.endswith("MLP"))]
     raw_rotary = modeling.apply_rotary_pos_emb
-    patches = autokernel_ops.patch(also=("ak_model",))
+    patches = autokernel_ops.patch(also=(_MODULE,))
     REPORT["patched"] = list(patches.names)
     autokernel_ops.set_compile_ops(autokernel_ops.LOADED)  # every op under compilation, as kernelize does
     func = wire_layer_names(modeling, raw_rotary)
