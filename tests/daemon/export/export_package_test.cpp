@@ -310,6 +310,16 @@ TEST_CASE("a run's kept kernels are read from its state, every file of a type (t
   auto all = kept_kernels(run.path.string(), true, left_out);
   REQUIRE(all.ok());
   CHECK(all->size() == 4);
+  left_out.clear();
+  // A kernel whose starter failed keeps no file: left out with the run's reason, the rest export.
+  run.write("state.json", R"({"kernels": [
+    {"tag": "norm_a", "type": "rmsnorm", "shape": "4096x2048", "dtype": "fp16", "weight": 0.05, "speedup": 4},
+    {"tag": "gone", "type": "matmul", "shape": "64x64x64x0", "dtype": "fp32", "converged": "the starter itself fails: shape sweep"}]})");
+  auto partial = kept_kernels(run.path.string(), false, left_out);
+  REQUIRE(partial.ok());
+  CHECK(partial->size() == 1);
+  REQUIRE(left_out.size() == 1);
+  CHECK_THAT(left_out[0], Catch::StartsWith("gone: the run kept no file (the starter itself fails: shape sweep)"));
   auto missing = kept_kernels((run.path / "nope").string(), false, left_out);
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("not a run folder"));
