@@ -15,7 +15,7 @@
 //   ("small"), and the product is big*big + big*small + small*big (small*small is below fp32's
 //   precision), three tf32 wmma steps accumulated in fp32.
 // Still plain: no swizzle, no register-level double buffering, wmma rather than mma.sync or
-// wgmma. The accumulator goes through shared memory on its way out, so any M, N, K works.
+// wgmma, fp32 far from the tensor cores. The accumulator goes through shared memory on its way out, so any M, N, K works.
 //
 // workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
 // launch, to be left zero) are the contract's room for split-K and stream-K; unused here.
@@ -25,7 +25,7 @@
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 //
 // bench: autokernel bench kernels_cuda/matmul/matmul.cu --kernel matmul --dtype fp16
-// measured: FAIL, no time: its fp32 instantiation is wrong on 64x4096x4096 (shape sweep, 1.23x the tolerance; NVIDIA H200, 2026-11-27)
+// measured: not yet for v3 (its fp32 path changed)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -56,7 +56,13 @@ constexpr int kStageElems = (AK_TILE_M + AK_TILE_N) * kLd;   // one stage's slic
 // Sized for the widest element (fp32): the module's shared memory is one number for every dtype.
 constexpr int kSmemStages = kStageElems * 4 * AK_STAGES;
 constexpr int kSmemC = AK_TILE_M * kLdC * 4;
-constexpr int kSmem = kSmemStages > kSmemC ? kSmemStages : kSmemC;
+// fp32's path (plain_fp32_tile): slices of kPlainK along K of a piece of kPlainRows x 64 outputs.
+constexpr int kPlainK = 16;
+constexpr int kPlainRows = kThreads / 4;
+constexpr int kPlainLdX = kPlainRows + 4, kPlainLdW = 64 + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainSmem = kPlainK * (kPlainLdX + kPlainLdW) * 4;
+constexpr int kSmem16 = kSmemStages > kSmemC ? kSmemStages : kSmemC;
+constexpr int kSmem = kSmem16 > kPlainSmem ? kSmem16 : kPlainSmem;
 static_assert(AK_STAGES >= 1, "at least one stage");
 static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (sized for fp32)");
 
@@ -140,65 +146,72 @@ __device__ __forceinline__ void multiply_slice(wmma::fragment<wmma::accumulator,
   }
 }
 
-// fp32: split TF32 in 16x16x8 steps. A fragment's elements are split one by one (which element is
-// which does not matter for an elementwise split): big = tf32(v), small = tf32(v - big).
-template <typename Frag>
-__device__ __forceinline__ void split_tf32(Frag& big, Frag& small) {
-#pragma unroll
-  for (int e = 0; e < big.num_elements; ++e) {
-    const float v = big.x[e];
-    const float b = wmma::__float_to_tf32(v);
-    big.x[e] = b;
-    small.x[e] = wmma::__float_to_tf32(v - b);
-  }
-}
+// fp32: CUDA-core FMAs along K in order, each output's sum exactly as the reference kernel forms
+// it (from 0, one fmaf per k, then the bias), so the result is the reference's to the bit. Split
+// TF32 on the tensor cores cannot pass fp32's check: where one row's huge product cancels (the
+// one-huge-per-row inputs), the reference's own fp32 rounding lies 6 to 17 times the tolerance
+// from the exact sum (tests/kernels_cuda/split_tf32_test.cpp), so only its own order agrees.
+// A piece of kPlainRows x 64 outputs at a time: 16 threads across its 64 columns, kThreads / 16
+// down its rows, each thread a 4 x 4 block; slices of kPlainK along K staged in shared memory.
+static_assert(kThreads % 16 == 0, "the fp32 path lays 16 threads across 64 columns");
 
-__device__ __forceinline__ void multiply_slice(wmma::fragment<wmma::accumulator, 16, 16, 8, float> (&acc)[kFragM][kFragN],
-                                               const float* xs, const float* ws, int wm, int wn) {
+__device__ void plain_fp32_tile(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+                                float* __restrict__ y, int M, int N, int K, int has_bias, int m0, int n0, float* smem) {
+  float* xs = smem;                          // [kPlainK][kPlainLdX]: a K slice of the piece's rows of x
+  float* ws = smem + kPlainK * kPlainLdX;    // [kPlainK][kPlainLdW]: the same of its 64 rows of w
+  const int t = threadIdx.x, ty = t / 16, tx = t % 16;
+  const int m_end = min(M, m0 + AK_TILE_M), n_end = min(N, n0 + AK_TILE_N);
+  for (int pm = m0; pm < m_end; pm += kPlainRows)
+    for (int pn = n0; pn < n_end; pn += 64) {
+      float acc[4][4];
 #pragma unroll
-  for (int kk = 0; kk < AK_TILE_K; kk += 8) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa[kFragM], fa_small[kFragM];
-    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> fb[kFragN], fb_small[kFragN];
+      for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int i = 0; i < kFragM; ++i) {
-      wmma::load_matrix_sync(fa[i], xs + (wm + i * 16) * kLd + kk, kLd);
-      split_tf32(fa[i], fa_small[i]);
-    }
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+      for (int k0 = 0; k0 < K; k0 += kPlainK) {
+        __syncthreads();   // every thread done with the last slice
+        for (int i = t; i < kPlainRows * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, kk = i % kPlainK;
+          xs[kk * kPlainLdX + r] = pm + r < m_end && k0 + kk < K ? x[(long long)(pm + r) * K + k0 + kk] : 0.f;
+        }
+        for (int i = t; i < 64 * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, kk = i % kPlainK;
+          ws[kk * kPlainLdW + r] = pn + r < n_end && k0 + kk < K ? w[(long long)(pn + r) * K + k0 + kk] : 0.f;
+        }
+        __syncthreads();
+        // Past K the slice holds zeros: fmaf(0, 0, acc) is acc itself (acc is never -0, starting at +0).
 #pragma unroll
-    for (int j = 0; j < kFragN; ++j) {
-      wmma::load_matrix_sync(fb[j], ws + (wn + j * 16) * kLd + kk, kLd);
-      split_tf32(fb[j], fb_small[j]);
-    }
+        for (int k = 0; k < kPlainK; ++k) {
+          const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLdX + ty * 4);
+          const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLdW + tx * 4);
+          const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-    for (int i = 0; i < kFragM; ++i)
+          for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < kFragN; ++j) {
-        // The small terms first, so that they are not lost against a large running sum.
-        wmma::mma_sync(acc[i][j], fa_small[i], fb[j], acc[i][j]);
-        wmma::mma_sync(acc[i][j], fa[i], fb_small[j], acc[i][j]);
-        wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
       }
-  }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
+          if (r < m_end && c < n_end) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
+        }
+    }
 }
 
-// The accumulator fragment of an element type: 16x16x16 for 16-bit inputs, 16x16x8 for TF32.
-template <typename T> struct Acc { using type = wmma::fragment<wmma::accumulator, 16, 16, 16, float>; };
-template <> struct Acc<float> { using type = wmma::fragment<wmma::accumulator, 16, 16, 8, float>; };
-
+// fp16 and bf16: wmma 16x16x16 steps from cp.async stages.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
-              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
-  extern __shared__ __align__(128) unsigned char smem[];
+__device__ void tensor_core_tile(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                 T* __restrict__ y, int M, int N, int K, int has_bias, int m0, int n0, unsigned char* smem) {
   T* stages = reinterpret_cast<T*>(smem);
   float* Cs = reinterpret_cast<float*>(smem);  // reused once the main loop is done
 
-  const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;
-  const int m0 = (blockIdx.x / tiles_n) * AK_TILE_M, n0 = (blockIdx.x % tiles_n) * AK_TILE_N;
   const int warp = threadIdx.x / 32;
   const int wm = (warp / AK_WARPS_N) * kWarpM, wn = (warp % AK_WARPS_N) * kWarpN;
 
-  typename Acc<T>::type acc[kFragM][kFragN];
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragM][kFragN];
 #pragma unroll
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
@@ -240,4 +253,15 @@ matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
       y[(long long)(m0 + r) * N + n0 + col] = ak_from_float<T>(v);
     }
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;
+  const int m0 = (blockIdx.x / tiles_n) * AK_TILE_M, n0 = (blockIdx.x % tiles_n) * AK_TILE_N;
+  if constexpr (sizeof(T) == 4) plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, m0, n0, reinterpret_cast<float*>(smem));
+  else tensor_core_tile<T>(x, w, bias, y, M, N, K, has_bias, m0, n0, smem);
 }

@@ -1,7 +1,9 @@
 #pragma once
-/// The arithmetic matmul's fp32 files run on the tensor cores (split TF32), on the host: each
-/// operand is split into a TF32 part and the TF32 rounding of the rest, and each product is taken
-/// as big*big + big*small + small*big. The tests hold it against double precision without a GPU.
+/// The arithmetic of fp32 on the tensor cores (split TF32), on the host: each operand is split into
+/// a TF32 part and the TF32 rounding of the rest, and each product is taken as big*big + big*small
+/// + small*big. The tests hold it against double precision and against matmul's in-order fp32
+/// reference without a GPU: accurate, yet not the reference's order, which fp32's check needs on
+/// one-huge-per-row inputs (why matmul's fp32 files sum on the CUDA cores, in that order).
 #include <cstddef>
 
 namespace ak::split_tf32 {

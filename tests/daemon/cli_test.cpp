@@ -55,7 +55,7 @@ TEST_CASE("compile needs no GPU: the starter compiles, a broken file exits 1 wit
   CHECK_THAT(variant.out, Catch::Contains("matmul_kernel<__half>"));
   auto unknown = run_autokernel("compile no_such_thing --kernel matmul");
   CHECK(unknown.exit_code == 2);
-  CHECK_THAT(unknown.out, Catch::Contains("matmul has no structure of that name (starter, mma_pipeline, tma_warp_specialized, wgmma_pipeline, wgmma_split_tf32)"));
+  CHECK_THAT(unknown.out, Catch::Contains("matmul has no structure of that name (starter, mma_pipeline, tma_pingpong, tma_warp_specialized, wgmma_pipeline)"));
 }
 
 TEST_CASE("bad usage of compile and bench exits 2", "[cli]") {
@@ -95,7 +95,7 @@ TEST_CASE("kernels lists every built-in type with its ABI, metric, baseline, val
   CHECK_THAT(r.out, Catch::Contains("256 sampled output rows per run"));
   CHECK_THAT(r.out, Catch::Contains("TFLOPS (compute-bound)"));
   CHECK_THAT(r.out, Catch::Contains("baseline:   the starter timed on the same GPU"));
-  CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_warp_specialized, wgmma_pipeline, wgmma_split_tf32\n"));   // matmul
+  CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_pingpong, tma_warp_specialized, wgmma_pipeline\n"));   // matmul
   CHECK_THAT(r.out, Catch::Contains("structures: starter, mma_pipeline, tma_swiglu, wgmma_pipeline\n"));   // fused_mlp
 }
 

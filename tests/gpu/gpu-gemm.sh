@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # matmul (y = x W^T + bias, contract version 2) against PyTorch's F.linear, in one GPU call:
 # our files through `autokernel bench` (the five stages, then CUPTI kernel time) in fp16, bf16 and
-# fp32 (split TF32), and PyTorch's cuBLAS GEMM at the same shapes and dtypes, fp32 with TF32 off
+# fp32 (CUDA-core FMAs in the reference's order), and PyTorch's cuBLAS GEMM at the same shapes and dtypes, fp32 with TF32 off
 # (KernelBench's setting), timed as kernel time from torch.profiler's CUPTI records with L2
 # flushed before each call. Writes gemm.md (the table), bench-N.json (our verdicts), torch.jsonl
 # and gemm.log to $OUT. Meant to end within 4 minutes: each bench is cut at 45 s.
@@ -30,7 +30,7 @@ fi
 # run in all three dtypes whatever the timed one.
 cases="tma_warp_specialized fp16 4096x4096x4096x0
 tma_warp_specialized bf16 4096x4096x4096x0
-wgmma_split_tf32 fp32 4096x4096x4096x0
+starter fp32 4096x4096x4096x0
 mma_pipeline fp32 4096x4096x4096x0
 tma_warp_specialized bf16 4096x6144x2048x1"
 echo "$cases" > "$out/cases.txt"

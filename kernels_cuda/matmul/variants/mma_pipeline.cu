@@ -1,21 +1,20 @@
-// matmul variant mma_pipeline: mma.sync fed from padded shared memory through a multi-stage cp.async pipeline; fp32 at fp32 accuracy as split TF32 (three m16n8k8 products)
+// matmul variant mma_pipeline: mma.sync fed from padded shared memory through a multi-stage cp.async pipeline; fp32 on the CUDA cores in the reference's order
 //
 // What it changes and why: the starter's wmma fragments hide the register layout, load through
 // generic shared-memory reads, and send the accumulator through shared memory on its way out.
 // Here each warp issues the PTX the tensor cores execute. For fp16 and bf16, ldmatrix.x4 loads
 // four 8x8 tiles of x (and of w, whose [N, K] rows are exactly the column-major b that
-// mma.sync.m16n8k16 wants, so no transpose) straight into the fragment registers. For fp32, the
-// tensor cores' TF32 keeps 10 bits of mantissa, far from fp32's 23: each element v is split into
-// big = tf32(v) and small = tf32(v - big), and each m16n8k8 step is issued three times,
-// small*big + big*small + big*big, accumulated in fp32 (small*small lies below fp32's precision).
-// That is within fp32's own error of the CUDA-core product, at three tensor-core steps where the
-// CUDA cores would need sixteen FMA instructions per thread. Shared-memory rows are padded by 16
-// bytes, so the eight rows one ldmatrix phase reads (or the eight rows of one scalar fp32
-// fragment load) fall in different banks. AK_STAGES slices of x and w are in flight with cp.async
-// (zero-filled past the matrix edge) while the tensor cores work on the oldest one. Blocks are
-// numbered in groups of AK_GROUP_M tile rows, so blocks that run together share slices in L2. The
-// accumulator goes from registers straight to global memory, the bias added on the way. Rows
-// whose length is not a multiple of 16 bytes cannot use 16-byte copies and load element by element.
+// mma.sync.m16n8k16 wants, so no transpose) straight into the fragment registers. Shared-memory
+// rows are padded by 16 bytes, so the eight rows one ldmatrix phase reads fall in different
+// banks. AK_STAGES slices of x and w are in flight with cp.async (zero-filled past the matrix
+// edge) while the tensor cores work on the oldest one. Blocks are numbered in groups of
+// AK_GROUP_M tile rows, so blocks that run together share slices in L2. The accumulator goes from
+// registers straight to global memory, the bias added on the way. Rows whose length is not a
+// multiple of 16 bytes cannot use 16-byte copies and load element by element.
+// fp32 was split TF32 (each element as big = tf32(v) plus small = tf32(v - big), three m16n8k8
+// steps): it failed fp32's check on one-huge-per-row inputs at 48x the tolerance (H200), and no
+// reordered sum can pass there (plain_fp32_tile says why), so fp32 now runs CUDA-core FMAs
+// along K in order, the reference's result to the bit.
 // Not yet: wgmma with TMA (sm_90a), which the Hopper tensor cores need for their full rate.
 //
 // workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
@@ -26,7 +25,7 @@
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 //
 // bench: autokernel bench kernels_cuda/matmul/variants/mma_pipeline.cu --kernel matmul --dtype fp16
-// measured: FAIL, no time: its fp32 instantiation is wrong on one-huge-per-row inputs (numerical stability, 48x the tolerance; NVIDIA H200, 2026-11-27)
+// measured: not yet since its fp32 path changed
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -56,9 +55,15 @@ struct Layout {
   static constexpr int kLd = AK_TILE_K + 16 / (int)sizeof(T);
   static constexpr int kStageElems = (AK_TILE_M + AK_TILE_N) * kLd;
 };
-// The module's shared memory is one number for every dtype: the widest element's (fp32 rows of
-// AK_TILE_K + 4 floats, Layout<float>).
-constexpr int kSmem = (AK_TILE_M + AK_TILE_N) * (AK_TILE_K + 4) * 4 * AK_STAGES;
+// fp32's path (plain_fp32_tile): slices of kPlainK along K of a piece of kPlainRows x 64 outputs.
+constexpr int kPlainK = 16;
+constexpr int kPlainRows = kThreads / 4;
+constexpr int kPlainLdX = kPlainRows + 4, kPlainLdW = 64 + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainSmem = kPlainK * (kPlainLdX + kPlainLdW) * 4;
+// The module's shared memory is one number for every dtype: sized as if the stages held fp32
+// (rows of AK_TILE_K + 4 floats), as when fp32 ran through them, and at least fp32's slices.
+constexpr int kSmemStages = (AK_TILE_M + AK_TILE_N) * (AK_TILE_K + 4) * 4 * AK_STAGES;
+constexpr int kSmem = kSmemStages > kPlainSmem ? kSmemStages : kPlainSmem;
 static_assert(kSmem <= 227 * 1024, "more shared memory than a block can have (sized for fp32)");
 
 // ---- launch geometry, read by the harness from the compiled module ----
@@ -94,32 +99,12 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 // c += a * b on one 16x8x8 TF32 step.
-__device__ __forceinline__ void mma1688(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// v rounded to TF32 (nearest, ties away from zero), as the tensor cores take it.
-__device__ __forceinline__ unsigned to_tf32(float v) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-  return r;
-}
-// big = tf32(v), small = tf32(v - big).
-__device__ __forceinline__ void split(float v, unsigned& big, unsigned& small) {
-  big = to_tf32(v);
-  small = to_tf32(v - __uint_as_float(big));
-}
-
 __device__ __forceinline__ void store_pair(__half* p, float x, float y) { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y); }
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
-__device__ __forceinline__ void store_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
 __device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void store_one(float* p, float x) { *p = x; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(float v) { return v; }
 
 // Copies a ROWS x COLS block of a row-major matrix (row stride ld, bounds R x C) at (r0, c0) into
 // shared memory (row stride lds), zeros past the edge. 16-byte chunks go through cp.async when
@@ -173,57 +158,67 @@ __device__ __forceinline__ void multiply_slice(float (&acc)[kFragM][kFragN][4], 
   }
 }
 
-// fp32: per 8 of K, each lane reads its fragment elements (x: rows g, g + 8 at k t, t + 4; w: row
-// g at k t, t + 4, with g = lane / 4, t = lane % 4), splits them, and issues three TF32 steps.
-__device__ __forceinline__ void multiply_slice(float (&acc)[kFragM][kFragN][4], const float* xs, const float* ws, int wm,
-                                               int wn, int lane) {
-  constexpr int kLd = Layout<float>::kLd;
-  const int g = lane / 4, t = lane % 4;
+// fp32: CUDA-core FMAs along K in order, each output's sum exactly as the reference kernel forms
+// it (from 0, one fmaf per k, then the bias), so the result is the reference's to the bit. (Split
+// TF32 failed here: where one row's huge product cancels, the reference's own fp32 rounding lies
+// several times the tolerance from the exact sum, and a reordered sum cannot agree with it; see
+// tests/kernels_cuda/split_tf32_test.cpp.) A piece of kPlainRows x 64 outputs at a time: 16 threads
+// across its 64 columns, kThreads / 16 down its rows, each a 4 x 4 block; slices of kPlainK along
+// K staged in shared memory.
+static_assert(kThreads % 16 == 0, "the fp32 path lays 16 threads across 64 columns");
+__device__ void plain_fp32_tile(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+                                float* __restrict__ y, int M, int N, int K, int has_bias, int m0, int n0, float* smem) {
+  float* xs = smem;                          // [kPlainK][kPlainLdX]: a K slice of the piece's rows of x
+  float* ws = smem + kPlainK * kPlainLdX;    // [kPlainK][kPlainLdW]: the same of its 64 rows of w
+  const int t = threadIdx.x, ty = t / 16, tx = t % 16;
+  const int m_end = min(M, m0 + AK_TILE_M), n_end = min(N, n0 + AK_TILE_N);
+  for (int pm = m0; pm < m_end; pm += kPlainRows)
+    for (int pn = n0; pn < n_end; pn += 64) {
+      float acc[4][4];
 #pragma unroll
-  for (int kk = 0; kk < AK_TILE_K; kk += 8) {
-    unsigned a_big[kFragM][4], a_small[kFragM][4], b_big[kFragN][2], b_small[kFragN][2];
+      for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int i = 0; i < kFragM; ++i) {
-      const float* p = xs + (wm + i * 16 + g) * kLd + kk + t;
-      split(p[0], a_big[i][0], a_small[i][0]);
-      split(p[8 * kLd], a_big[i][1], a_small[i][1]);
-      split(p[4], a_big[i][2], a_small[i][2]);
-      split(p[8 * kLd + 4], a_big[i][3], a_small[i][3]);
-    }
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+      for (int k0 = 0; k0 < K; k0 += kPlainK) {
+        __syncthreads();   // every thread done with the last slice
+        for (int i = t; i < kPlainRows * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, kk = i % kPlainK;
+          xs[kk * kPlainLdX + r] = pm + r < m_end && k0 + kk < K ? x[(long long)(pm + r) * K + k0 + kk] : 0.f;
+        }
+        for (int i = t; i < 64 * kPlainK; i += kThreads) {
+          const int r = i / kPlainK, kk = i % kPlainK;
+          ws[kk * kPlainLdW + r] = pn + r < n_end && k0 + kk < K ? w[(long long)(pn + r) * K + k0 + kk] : 0.f;
+        }
+        __syncthreads();
+        // Past K the slice holds zeros: fmaf(0, 0, acc) is acc itself (acc is never -0, starting at +0).
 #pragma unroll
-    for (int j = 0; j < kFragN; ++j) {
-      const float* p = ws + (wn + j * 8 + g) * kLd + kk + t;
-      split(p[0], b_big[j][0], b_small[j][0]);
-      split(p[4], b_big[j][1], b_small[j][1]);
-    }
+        for (int k = 0; k < kPlainK; ++k) {
+          const float4 a = *reinterpret_cast<const float4*>(xs + k * kPlainLdX + ty * 4);
+          const float4 b = *reinterpret_cast<const float4*>(ws + k * kPlainLdW + tx * 4);
+          const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-    for (int i = 0; i < kFragM; ++i)
+          for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < kFragN; ++j) {
-        // The small terms first, so that they are not lost against a large running sum.
-        mma1688(acc[i][j], a_small[i], b_big[j][0], b_big[j][1]);
-        mma1688(acc[i][j], a_big[i], b_small[j][0], b_small[j][1]);
-        mma1688(acc[i][j], a_big[i], b_big[j][0], b_big[j][1]);
+            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
       }
-  }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int r = pm + ty * 4 + i, c = pn + tx * 4 + j;
+          if (r < m_end && c < n_end) y[(long long)r * N + c] = has_bias ? acc[i][j] + bias[c] : acc[i][j];
+        }
+    }
 }
 
+// fp16 and bf16: mma.sync m16n8k16 from cp.async stages.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
-              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
+__device__ void tensor_core_tile(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                 T* __restrict__ y, int M, int N, int K, int has_bias, int m0, int n0, unsigned char* smem) {
   constexpr int kLd = Layout<T>::kLd;
   constexpr int kStageElems = Layout<T>::kStageElems;
-  extern __shared__ __align__(128) unsigned char smem[];
   T* stages = reinterpret_cast<T*>(smem);
-
-  // Grouped numbering: AK_GROUP_M tile rows are walked column by column.
-  const int tiles_m = (M + AK_TILE_M - 1) / AK_TILE_M, tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;
-  const int group = blockIdx.x / (AK_GROUP_M * tiles_n);
-  const int rows_in_group = min(AK_GROUP_M, tiles_m - group * AK_GROUP_M);
-  const int in_group = blockIdx.x % (AK_GROUP_M * tiles_n);
-  const int m0 = (group * AK_GROUP_M + in_group % rows_in_group) * AK_TILE_M;
-  const int n0 = (in_group / rows_in_group) * AK_TILE_N;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = (warp / AK_WARPS_N) * kWarpM, wn = (warp % AK_WARPS_N) * kWarpN;
@@ -280,4 +275,20 @@ matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
         }
       }
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+matmul_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
+              float* __restrict__ workspace, unsigned* tile_counters, int M, int N, int K, int has_bias) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  // Grouped numbering: AK_GROUP_M tile rows are walked column by column.
+  const int tiles_m = (M + AK_TILE_M - 1) / AK_TILE_M, tiles_n = (N + AK_TILE_N - 1) / AK_TILE_N;
+  const int group = blockIdx.x / (AK_GROUP_M * tiles_n);
+  const int rows_in_group = min(AK_GROUP_M, tiles_m - group * AK_GROUP_M);
+  const int in_group = blockIdx.x % (AK_GROUP_M * tiles_n);
+  const int m0 = (group * AK_GROUP_M + in_group % rows_in_group) * AK_TILE_M;
+  const int n0 = (in_group / rows_in_group) * AK_TILE_N;
+  if constexpr (sizeof(T) == 4) plain_fp32_tile(x, w, bias, y, M, N, K, has_bias, m0, n0, reinterpret_cast<float*>(smem));
+  else tensor_core_tile<T>(x, w, bias, y, M, N, K, has_bias, m0, n0, smem);
 }
