@@ -28,11 +28,18 @@ fi
 # file dtype shape (M x N x K x has_bias): the fast file of each dtype at 4096^3, and a
 # Qwen3-like gate/up projection (4096 tokens, 2048 -> 6144) with a bias. The five stages of each
 # run in all three dtypes whatever the timed one.
+# The ping-pong variant runs as shipped and with stream-K over its last wave (AK_STREAM_K 1, a
+# copy of the file in $OUT).
+sed 's/^#define AK_STREAM_K 0/#define AK_STREAM_K 1/' kernels_cuda/matmul/variants/tma_pingpong.cu > "$out/tma_pingpong_stream_k.cu"
 cases="tma_warp_specialized fp16 4096x4096x4096x0
 tma_warp_specialized bf16 4096x4096x4096x0
+tma_pingpong fp16 4096x4096x4096x0
+tma_pingpong bf16 4096x4096x4096x0
+$out/tma_pingpong_stream_k.cu fp16 4096x4096x4096x0
 starter fp32 4096x4096x4096x0
 mma_pipeline fp32 4096x4096x4096x0
-tma_warp_specialized bf16 4096x6144x2048x1"
+tma_warp_specialized bf16 4096x6144x2048x1
+tma_pingpong bf16 4096x6144x2048x1"
 echo "$cases" > "$out/cases.txt"
 i=0
 while read -r file dtype shape; do

@@ -131,13 +131,13 @@ __device__ __forceinline__ void tma_load(unsigned dst, const ak_tensor_map* map,
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                ::"r"(dst), "l"(map), "r"(col), "r"(row), "r"(bar) : "memory");
 }
-// One staged box of c out to global memory; the copy engine clips rows and columns past c's edge.
+// One staged box of y out to global memory; the copy engine clips rows and columns past y's edge.
 __device__ __forceinline__ void tma_store(const ak_tensor_map* map, int col, int row, unsigned src) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                ::"l"(map), "r"(col), "r"(row), "r"(src) : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// All but this thread's `pending` latest bulk store groups have read their shared memory (they may still be writing c).
+// All but this thread's `pending` latest bulk store groups have read their shared memory (they may still be writing y).
 template <int pending>
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending) : "memory"); }
 // ... and written c: before the block exits, its shared memory must no longer be a source.
@@ -385,7 +385,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, unsigned full0, uns
 // Each warp of a warpgroup holds 16 rows of the accumulators; per 8 columns j, a lane has rows
 // lane/4 and lane/4 + 8 (h = 0, 1), columns 2 * (lane % 4) and the next: acc[4j + 2h], acc[4j + 2h + 1].
 //
-// The direct epilogue: each pair from registers to c, bounds checked.
+// The direct epilogue: each pair from registers to y, bounds checked.
 template <typename T>
 __device__ __forceinline__ void store_direct(const float (&acc)[AK_TILE_N / 2], T* c, int row0, int n0, int M, int N, int warp,
                                              int lane) {
@@ -414,7 +414,7 @@ __device__ __forceinline__ void store_direct(const float (&acc)[AK_TILE_N / 2], 
 // after the store that read it has: before the barrier of box j the storing thread waits until at
 // most kStoreBuffers - 2 of its store groups have not read their buffers, so the buffer of box
 // j + 1 (last read by box j + 1 - kStoreBuffers, with at most that many groups after it) is
-// free after the barrier, across tiles too. Boxes wholly past c's edge are neither filled nor
+// free after the barrier, across tiles too. Boxes wholly past y's edge are neither filled nor
 // stored (fewer groups: the wait only gets stricter); every thread still meets every barrier.
 template <typename T>
 __device__ __forceinline__ void store_staged(const float (&acc)[AK_TILE_N / 2], unsigned staging, const ak_tensor_map* map,
@@ -461,8 +461,7 @@ __device__ __forceinline__ void add_bias(float (&acc)[AK_TILE_N / 2], const T* b
   }
 }
 
-
-// The slices the wgmmas of `stage` read are done with: free it for the producer.
+// The stage whose slice the warpgroup's wgmmas have read: free it for the producer.
 __device__ __forceinline__ void release(unsigned empty, bool signals) {
   if (signals) bar_arrive(empty);
 }

@@ -43,7 +43,7 @@
 // The bias is added to the accumulators before either epilogue. fp32 has no path through these
 // 16-bit stages and maps (a 64-element box row is 256 bytes of fp32, wider than the swizzle, so
 // the harness builds no map in fp32): a CUDA-core product tiled in shared memory serves it over
-// the same tiles, correct and far from the tensor cores (the mma_pipeline variant is the fp32 one).
+// the same tiles, in the reference's order and far from the tensor cores (as in every matmul file).
 // Not yet: two consumer warpgroups taking turns (ping-pong) so that one stores while the other
 // multiplies.
 //
@@ -500,8 +500,9 @@ __device__ __forceinline__ void consume(unsigned char* smem, unsigned full0, uns
 }
 
 // fp32's path through this file: CUDA-core FMAs from shared memory, the tile in 64 x 64 pieces one
-// after another, each of 256 threads a 4 x 4 block of a piece, K in order (the mma_pipeline
-// variant is the fp32 file, on the tensor cores). Its slices use the dynamic shared memory.
+// after another, each of 256 threads a 4 x 4 block of a piece, K in order from 0 and then the
+// bias, as the reference sums: its result to the bit, the one fp32 sum that passes everywhere
+// (the starter says why). Its slices use the dynamic shared memory.
 constexpr int kPlainK = 16, kPlainLd = 64 + 4;
 static_assert(kThreads >= 256, "the fp32 path computes with 256 threads");
 __device__ void plain_fp32_tile(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,

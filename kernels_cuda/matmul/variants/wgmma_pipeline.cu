@@ -14,8 +14,8 @@
 // tensor cores always have a batch queued. Accumulators stay in registers until
 // they are stored, the bias added on the way; blocks are numbered in groups of AK_GROUP_M tile
 // rows for L2 reuse. fp32 has no path through these 16-bit stages: a CUDA-core product tiled in
-// shared memory serves it, correct and far from the tensor cores (the mma_pipeline variant is the
-// fp32 one).
+// shared memory serves it, in the reference's order and far from the tensor cores (as in every
+// matmul file).
 // Not yet: TMA loads and a producer warpgroup that keeps loading while the others multiply.
 //
 // workspace (fp32, shaped as y, undefined at every launch) and tile_counters (zero at every
@@ -152,8 +152,9 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // fp32's path through this file: CUDA-core FMAs from shared memory, the tile in 64 x 64 pieces one
-// after another, each of 256 threads a 4 x 4 block of a piece, K in order (the mma_pipeline
-// variant is the fp32 file, on the tensor cores). Its slices use the dynamic shared memory.
+// after another, each of 256 threads a 4 x 4 block of a piece, K in order from 0 and then the
+// bias, as the reference sums: its result to the bit, the one fp32 sum that passes everywhere
+// (the starter says why). Its slices use the dynamic shared memory.
 constexpr int kPlainK = 16, kPlainLd = 64 + 4;
 static_assert(kThreads >= 256, "the fp32 path computes with 256 threads");
 __device__ void plain_fp32_tile(const float* x, const float* w, const float* bias, float* y, int M, int N, int K,

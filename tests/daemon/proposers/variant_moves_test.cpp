@@ -181,3 +181,40 @@ TEST_CASE("a reverted structure switch does not count toward reverts in a row", 
   CHECK(ks[0].consecutive_reverts == 3);
   CHECK(ks[0].experiments == 5);
 }
+
+TEST_CASE("the tuner switches a matmul to the ping-pong structure and tries its stream-K last wave", "[variants][tuner]") {
+  BuiltinTuner t;
+  // Far under its peak: structure moves first, one per structure not yet tried.
+  ProposalContext ctx = starter_context("matmul", 0.17);
+  std::set<std::string> structures;
+  for (int i = 0; i < 8; ++i) {
+    auto p = t.propose(ctx);
+    REQUIRE(p.ok());
+    if (!p->has_value()) break;
+    if (is_structure_move(**p)) structures.insert(variant_name((*p)->source));
+    ctx.history.push_back({(*p)->description, (*p)->source, "PASS", 120, false, "", (*p)->move, 2 + i});
+  }
+  CHECK(structures.count("tma_pingpong"));
+
+  // Kept, the ping-pong file's knobs are tuned, stream-K among them (0 -> 1, the only other value its assert allows).
+  ProposalContext kept;
+  kept.spec = ctx.spec;
+  kept.pct_peak = 0.9;
+  const std::string* pingpong = nullptr;
+  for (const auto& v : kernel_variants("matmul"))
+    if (v.name == "tma_pingpong") pingpong = v.source;
+  REQUIRE(pingpong);
+  kept.best_source = *pingpong;
+  kept.history.push_back({"baseline", *pingpong, "PASS", 100, true, ""});
+  bool stream_k = false;
+  for (int i = 0; i < 12 && !stream_k; ++i) {
+    Proposal p = propose(t, kept);
+    if (p.move != MoveKind::Structure) {
+      INFO(p.description);
+      CHECK_FALSE(broken_assert(p.source, read_knobs(p.source)));
+      stream_k = read_knobs(p.source).at("AK_STREAM_K") == 1;
+    }
+    kept.history.push_back({p.description, p.source, "PASS", 110, false, "", p.move, 2 + i});
+  }
+  CHECK(stream_k);
+}
