@@ -59,7 +59,8 @@ constexpr int kSmemC = AK_TILE_M * kLdC * 4;
 // fp32's path (plain_fp32_tile): slices of kPlainK along K of a piece of kPlainRows x 64 outputs.
 constexpr int kPlainK = 16;
 constexpr int kPlainRows = kThreads / 4;
-constexpr int kPlainLdX = kPlainRows + 4, kPlainLdW = 64 + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainLdX = kPlainRows + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainLdW = 64 + 4;
 constexpr int kPlainSmem = kPlainK * (kPlainLdX + kPlainLdW) * 4;
 constexpr int kSmem16 = kSmemStages > kSmemC ? kSmemStages : kSmemC;
 constexpr int kSmem = kSmem16 > kPlainSmem ? kSmem16 : kPlainSmem;

@@ -58,7 +58,8 @@ struct Layout {
 // fp32's path (plain_fp32_tile): slices of kPlainK along K of a piece of kPlainRows x 64 outputs.
 constexpr int kPlainK = 16;
 constexpr int kPlainRows = kThreads / 4;
-constexpr int kPlainLdX = kPlainRows + 4, kPlainLdW = 64 + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainLdX = kPlainRows + 4;   // float4 rows: multiples of 4 floats
+constexpr int kPlainLdW = 64 + 4;
 constexpr int kPlainSmem = kPlainK * (kPlainLdX + kPlainLdW) * 4;
 // The module's shared memory is one number for every dtype: sized as if the stages held fp32
 // (rows of AK_TILE_K + 4 floats), as when fp32 ran through them, and at least fp32's slices.

@@ -205,6 +205,12 @@ TEST_CASE("the tuner switches a matmul to the ping-pong structure and tries its 
     if (v.name == "tma_pingpong") pingpong = v.source;
   REQUIRE(pingpong);
   kept.best_source = *pingpong;
+  // Its asserts are read: too many stages or too many accumulators never cost an experiment.
+  Knobs too_deep = read_knobs(*pingpong), too_wide = too_deep;
+  too_deep["AK_STAGES"] = 10;
+  too_wide["AK_TILE_N"] = 256;
+  CHECK_THAT(broken_assert(*pingpong, too_deep).value_or(""), Catch::Contains("more shared memory than a block can have"));
+  CHECK_THAT(broken_assert(*pingpong, too_wide).value_or(""), Catch::Contains("at most 128 accumulators a thread"));
   kept.history.push_back({"baseline", *pingpong, "PASS", 100, true, ""});
   bool stream_k = false;
   for (int i = 0; i < 12 && !stream_k; ++i) {
