@@ -259,6 +259,12 @@ void read_llm(const toml::table& t, const std::string& file, std::vector<std::st
   check_llm_endpoint(t, file, e);
 }
 
+void read_tuner(const toml::table& t, const std::string& file, std::vector<std::string>& e, TunerConfig& tuner) {
+  TableReader r(t, "tuner", file, e);
+  r.flag("order_by_counters", tuner.order_by_counters);
+  r.finish();
+}
+
 void read_convergence(const toml::table& t, const std::string& file, std::vector<std::string>& e,
                       ConvergenceConfig& c) {
   TableReader r(t, "convergence", file, e);
@@ -395,6 +401,7 @@ Result<Config> parse_config(const std::string& text, const std::string& path) {
   if (auto* t = section(root, "gpu", path, errors)) { top.take("gpu"); read_gpu(*t, path, errors, cfg.gpu); }
   if (auto* t = section(root, "harness", path, errors)) { top.take("harness"); read_harness(*t, path, errors, cfg.harness); }
   if (auto* t = section(root, "llm", path, errors)) { top.take("llm"); read_llm(*t, path, errors, cfg.llm); }
+  if (auto* t = section(root, "tuner", path, errors)) { top.take("tuner"); read_tuner(*t, path, errors, cfg.tuner); }
   if (auto* t = section(root, "convergence", path, errors)) { top.take("convergence"); read_convergence(*t, path, errors, cfg.convergence); }
   if (const toml::node* n = top.take("kernel")) {
     const toml::array* arr = n->as_array();

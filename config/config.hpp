@@ -73,6 +73,12 @@ struct LlmConfig {
   bool with_tuner = false;
 };
 
+struct TunerConfig {
+  /// The builtin tuner first tries the knobs that address what the best's hardware counters say
+  /// limits it (daemon/proposers/bottleneck.hpp); false: its playbook order alone, counters or not.
+  bool order_by_counters = true;
+};
+
 struct ConvergenceConfig {
   int max_consecutive_reverts = 5;
   double peak_fraction = 0.90;
@@ -104,6 +110,7 @@ struct Config {
   GpuConfig gpu;
   HarnessConfig harness;
   LlmConfig llm;
+  TunerConfig tuner;
   ConvergenceConfig convergence;
   std::vector<KernelEntry> kernels;
 

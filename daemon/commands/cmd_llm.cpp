@@ -160,7 +160,7 @@ int propose_command(const Args& args) {
     if (!q) return std::fprintf(stderr, "%s\n", q.error().message.c_str()), kExitFailure;
     std::printf("===== system =====\n%s\n===== user =====\n%s\n===== end =====\n", q->system.c_str(), q->user.c_str());
   }
-  BuiltinTuner tuner;
+  BuiltinTuner tuner(setup->cfg.tuner.order_by_counters);
   LlmClient client(setup->cfg.llm, setup->key, nullptr, once());
   LlmProposer llm(client, "");
   CombinedProposer both(tuner, llm);

@@ -85,7 +85,7 @@ int run_command(const Args& args) {
   }
   if (auto s = check_models(gpus, cfg->gpu.mixed_models); !s)
     return std::fprintf(stderr, "%s: %s\n", file.c_str(), s.error().message.c_str()), kExitUsage;
-  BuiltinTuner tuner;
+  BuiltinTuner tuner(cfg->tuner.order_by_counters);
   LlmClient client(cfg->llm, api_key, &g_stop, {});
   LlmProposer llm(client, dir.path("transcripts"));
   CombinedProposer both(tuner, llm);

@@ -86,7 +86,9 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
   if (best.empty())
     return error("the builtin tuner found no knob lines (#define AK_NAME value) in the " +
                  (ctx.spec ? ctx.spec->type : std::string("kernel")) + " file: nothing to tune");
-  std::optional<Proposal> knob_move = next_knob_move(ctx, best);
+  // Unknown addresses no knob: the playbook order, as before the counters were read.
+  const Bottleneck limit = order_by_counters_ ? best_bottleneck(ctx) : Bottleneck{};
+  std::optional<Proposal> knob_move = next_knob_move(ctx, best, limit);
   if (auto v = next_variant_move(ctx, knob_move.has_value())) return std::optional<Proposal>(*v);
   return knob_move;
 }
@@ -97,7 +99,8 @@ Bottleneck BuiltinTuner::best_bottleneck(const ProposalContext& ctx) {
   return diagnose(*best->counters, best->registers, best->spill_bytes);
 }
 
-std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx, const Knobs& best) {
+std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx, const Knobs& best,
+                                                     const Bottleneck& limit) {
   std::set<std::string> measured;
   for (auto& e : ctx.history) measured.insert(configuration_key(e.source));
   for (auto& e : ctx.in_flight) measured.insert(configuration_key(e.source));   // judged on another GPU now
@@ -107,7 +110,6 @@ std::optional<Proposal> BuiltinTuner::next_knob_move(const ProposalContext& ctx,
   // Within block sizing, threads per block first: it is the knob with the widest effect.
   auto order = [](const std::string& n) { return tier(n) * 2 + (n.find("THREADS") == std::string::npos); };
   std::stable_sort(names.begin(), names.end(), [&](auto& a, auto& b) { return order(a) < order(b); });
-  const Bottleneck limit = best_bottleneck(ctx);
   auto values_of = [&](const std::string& name) {
     auto values = candidates(name, best.at(name));
     const long long current = best.at(name);

@@ -5,7 +5,8 @@
 /// when the knobs of the current structure are used up or cannot be what limits it
 /// (daemon/proposers/variant_moves.hpp). With the best's hardware counters it first tries the knobs
 /// that address what limits it (daemon/proposers/bottleneck.hpp), and the description of such a move
-/// names the reading that chose it. It never proposes a configuration already measured, being
+/// names the reading that chose it; `[tuner] order_by_counters = false` keeps the playbook order
+/// whatever the counters say (to measure what the counters' order saves). It never proposes a configuration already measured, being
 /// measured on another GPU, or breaking one of the file's static_asserts.
 #include <set>
 
@@ -17,6 +18,7 @@ namespace ak {
 
 class BuiltinTuner : public Proposer {
  public:
+  explicit BuiltinTuner(bool order_by_counters = true) : order_by_counters_(order_by_counters) {}
   Result<std::optional<Proposal>> propose(const ProposalContext& ctx) override;
 
   /// The values tried for a knob, nearest to `current` first.
@@ -34,8 +36,11 @@ class BuiltinTuner : public Proposer {
   static Bottleneck best_bottleneck(const ProposalContext& ctx);
 
  private:
-  /// One knob line of the best file changed, nearest values first; nullopt when none is left.
-  static std::optional<Proposal> next_knob_move(const ProposalContext& ctx, const Knobs& best);
+  /// One knob line of the best file changed, nearest values first, the knobs that address `limit`
+  /// before the others; nullopt when none is left.
+  static std::optional<Proposal> next_knob_move(const ProposalContext& ctx, const Knobs& best, const Bottleneck& limit);
+
+  bool order_by_counters_;
 };
 
 }  // namespace ak

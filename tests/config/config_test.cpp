@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <regex>
+#include <set>
 
 #include "config/config.hpp"
 #include "config/llm_key_source.hpp"
+#include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/spec.hpp"
 #include "tests/support.hpp"
 
@@ -93,6 +95,39 @@ TEST_CASE("hardware counters are read by default, can be turned off, and take on
   CHECK_FALSE(off->harness.counters);
   CHECK_THAT(error_of("[harness]\ncounters = 1\n[[kernel]]\ntype = \"softmax\"\n"),
              Catch::Contains("harness.counters") && Catch::Contains("true or false"));
+}
+
+TEST_CASE("the tuner orders its moves by the counters by default; order_by_counters = false turns that off", "[config]") {
+  auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(on.ok());
+  CHECK(on->tuner.order_by_counters);
+  auto off = parse_config("[tuner]\norder_by_counters = false\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->tuner.order_by_counters);
+  CHECK(off->harness.counters);   // the readings are still taken: only the tuner's use of them is off
+  CHECK_THAT(error_of("[tuner]\norder_by_counters = \"no\"\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("tuner.order_by_counters") && Catch::Contains("true or false"));
+  CHECK_THAT(error_of("[tuner]\norder = false\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("unknown key 'tuner.order'") && Catch::Contains("order_by_counters"));
+}
+
+TEST_CASE("config/tuner-comparison.toml holds every built-in type once, for the builtin tuner ordering by counters", "[config]") {
+  auto c = load_config(AK_SOURCE_DIR "/config/tuner-comparison.toml");
+  REQUIRE(c.ok());
+  std::set<std::string> listed;
+  for (auto& k : c->kernels) CHECK(listed.insert(k.type).second);
+  std::set<std::string> builtin;
+  for (const KernelSpec* s : all_specs()) builtin.insert(s->type);
+  CHECK(listed == builtin);
+  CHECK(builtin.size() == 10);
+  CHECK(c->llm.provider == ProviderKind::Builtin);
+  // tests/gpu/tuner-comparison.sh turns it off for the second run by rewriting these lines.
+  CHECK(c->tuner.order_by_counters);
+  const std::string text = test::read_file(AK_SOURCE_DIR "/config/tuner-comparison.toml");
+  for (const char* line : {"\nname = \"tuner-comparison\"\n", "\norder_by_counters = true\n", "\nmax_hours = "}) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
 }
 
 TEST_CASE("scratch_cap_mib bounds a launch plan's scratch, 16 GiB by default", "[config]") {

@@ -219,3 +219,26 @@ TEST_CASE("without counters the tuner keeps its playbook order", "[tuner][counte
   REQUIRE(p->has_value());
   CHECK((*p)->description == "tier 1: AK_THREADS 256 -> 128");
 }
+
+TEST_CASE("with ordering by counters turned off, a memory-bound best gets the playbook order", "[tuner][counters]") {
+  const HardwareCounters memory_bound = read_as(91, 30);
+  auto first_moves = [&](BuiltinTuner& t, const HardwareCounters& c) {
+    ProposalContext ctx = best_read_as(rmsnorm_spec(), rmsnorm_spec().starter_source(), c, 24);
+    std::vector<std::string> order;
+    for (int i = 0; i < 4; ++i) {
+      auto next = t.propose(ctx);
+      REQUIRE(next.ok());
+      REQUIRE(next->has_value());
+      order.push_back((*next)->description);
+      ctx.history.push_back({(*next)->description, (*next)->source, "PASS", 120, true, "", (*next)->move, 2 + i});
+    }
+    return order;
+  };
+  BuiltinTuner off(false), on(true);
+  const auto off_order = first_moves(off, memory_bound);
+  // The same moves as a tuner that never had readings, and none of them says a reading chose it.
+  CHECK(off_order == first_moves(on, HardwareCounters::unavailable_because("turned off")));
+  CHECK(off_order.front() == "tier 1: AK_THREADS 256 -> 128");
+  for (auto& d : off_order) CHECK(d.find("first because") == std::string::npos);
+  CHECK(first_moves(on, memory_bound).front().find("first because the best is memory-bound") != std::string::npos);
+}
