@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 
+#include "harness/gpu/cupti_refusal.hpp"
+
 namespace ak {
 namespace {
 
@@ -20,19 +22,11 @@ P params(size_t size) {
   return p;
 }
 
-/// CUPTI's error, worded for the verdict: the refusals a user can fix say how.
+/// CUPTI's error, worded for the verdict (harness/gpu/cupti_refusal.hpp).
 Error cupti_error(CUptiResult r, const std::string& what) {
   const char* text = nullptr;
   cuptiGetResultString(r, &text);
-  std::string why = std::string(kCountersUnavailable) + what + " failed: " + (text ? text : "?");
-  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-    why += " (the driver lets only administrators read GPU performance counters: load the nvidia module with "
-           "NVreg_RestrictProfilingToAdminUsers=0, see docs/operations.md, or turn counters off with "
-           "[harness] counters = false)";
-  else if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_NOT_COMPATIBLE)
-    why += " (one cause: CUPTI could not load its metric library libnvperf_host.so; the CUDA toolkit's lib64 "
-           "must be on the worker's LD_LIBRARY_PATH)";
-  return error(why);
+  return error(std::string(kCountersUnavailable) + cupti_failure_reason(r, text, what, ProcessIdentity::current()));
 }
 
 #define AK_CUPTI(call, what)                                 \
