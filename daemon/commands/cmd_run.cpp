@@ -86,6 +86,8 @@ int run_command(const Args& args) {
   if (auto s = check_models(gpus, cfg->gpu.mixed_models); !s)
     return std::fprintf(stderr, "%s: %s\n", file.c_str(), s.error().message.c_str()), kExitUsage;
   BuiltinTuner tuner(cfg->tuner.order_by_counters);
+  if (!cfg->tuner.order_by_counters)
+    spdlog::info("the builtin tuner keeps its playbook order whatever the counters say ([tuner] order_by_counters = false)");
   LlmClient client(cfg->llm, api_key, &g_stop, {});
   LlmProposer llm(client, dir.path("transcripts"));
   CombinedProposer both(tuner, llm);

@@ -6,8 +6,9 @@
 /// (daemon/proposers/variant_moves.hpp). With the best's hardware counters it first tries the knobs
 /// that address what limits it (daemon/proposers/bottleneck.hpp), and the description of such a move
 /// names the reading that chose it; `[tuner] order_by_counters = false` keeps the playbook order
-/// whatever the counters say (to measure what the counters' order saves). It never proposes a configuration already measured, being
-/// measured on another GPU, or breaking one of the file's static_asserts.
+/// whatever the counters say (to measure what that order saves). It never proposes a
+/// configuration already measured, being measured on another GPU, or breaking one of the file's
+/// static_asserts.
 #include <set>
 
 #include "daemon/proposers/bottleneck.hpp"
