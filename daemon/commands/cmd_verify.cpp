@@ -134,19 +134,15 @@ int verify_command(const Args& args) {
   report["verdict"] = {{"agrees", judged.agrees}, {"allowed_rel_l2", agreement.allowed}, {"why", agreement.why},
                        {"judgements", judged.lines}, {"speedup", measured}};
   if (!profile.kernels.empty()) {
-    auto parts = prediction_parts(profile, manifest, served_shares(report));
-    const double predicted = predicted_speedup(parts);
-    text_out += format_numbers("; the Amdahl plan predicted %.3fx from", predicted);
-    nlohmann::json jp = nlohmann::json::array();
-    for (auto& part : parts) {
-      text_out += " " + part.type + (part.shape.empty() ? "" : "@" + part.shape) + format_numbers(" f=%.3f s=%.2fx", part.f, part.s);
-      if (part.served < 1) text_out += format_numbers(" (served %.0f%%)", 100 * part.served);
-      jp.push_back({{"type", part.type}, {"shape", part.shape}, {"f", part.f}, {"s", part.s}, {"served", part.served}});
-    }
-    if (parts.empty()) text_out += " no part (no profile row of an exported type)";
-    report["verdict"]["predicted_speedup"] = predicted;
-    report["verdict"]["prediction_parts"] = jp;
+    const StepPrediction predicted = predict_run(profile, manifest, report);
+    text_out += "\n" + step_prediction_text(predicted);
+    // predicted_speedup stays the kernel-time Amdahl, as before; the whole step's beside it.
+    report["verdict"]["predicted_speedup"] = predicted.kernel_time_speedup;
+    report["verdict"]["predicted_speedup_whole_step"] = predicted.speedup;
+    report["verdict"]["prediction"] = step_prediction_json(predicted);
+    report["verdict"]["prediction_parts"] = report["verdict"]["prediction"]["gpu_parts"];
   }
+  if (text_out.back() == '\n') text_out.pop_back();
   std::printf("%s\n", text_out.c_str());
   if (!out.empty())
     if (auto s = write_file_atomic(out, report.dump(2) + "\n"); !s)

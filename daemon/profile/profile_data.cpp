@@ -105,6 +105,7 @@ struct Group {
   std::map<std::string, int> nvtx;
   std::map<std::string, double> parts;   // kernel name -> time, for a module candidate
   std::set<const Range*> instances;      // module ranges seen: its calls
+  long long launches = 0;                // a module candidate's kernels
   std::map<std::vector<long long>, LinearGemm> linear_gemms;   // a kernel row's time by Linear shape
 };
 
@@ -198,6 +199,22 @@ TimedLaunches launches_after_warmup(const std::vector<nlohmann::json>& records, 
   return out;
 }
 
+/// The union of the kernels' [start, end) intervals and the span from the first start to the last
+/// end, in µs: what the GPU was busy for, and how long it ran.
+std::pair<double, double> gpu_busy_and_span_us(const std::vector<const nlohmann::json*>& kernels) {
+  std::vector<std::pair<double, double>> intervals;
+  for (auto* r : kernels) intervals.push_back({r->value("start", 0.0), r->value("end", 0.0)});
+  std::sort(intervals.begin(), intervals.end());
+  double busy = 0, reach = -1;
+  for (auto [start, end] : intervals) {
+    if (end <= reach) continue;
+    busy += end - std::max(start, reach);
+    reach = end;
+  }
+  if (intervals.empty()) return {0, 0};
+  return {busy / 1000, (reach - intervals.front().first) / 1000};
+}
+
 /// Adds one launch of `name`, `us` long, to the row of the kernel itself.
 void add_kernel_launch(Group& g, const nlohmann::json& r, const std::string& name, const Enclosing& e, double us) {
   if (g.k.calls == 0) {
@@ -244,6 +261,7 @@ std::map<std::string, Group> group_launches(const std::vector<const nlohmann::js
     g.k.total_us += us;
     g.instances.insert(module);
     g.parts[name] += us;
+    g.launches++;
   }
   return groups;
 }
@@ -259,6 +277,10 @@ ProfiledKernel profiled_kernel(const Group& g) {
     for (auto& [n, us] : g.parts) parts.push_back({-us, n});
     std::sort(parts.begin(), parts.end());
     for (auto& [us, n] : parts) k.parts.push_back(n);
+    double cpu_ns = 0;
+    for (const Range* r : g.instances) cpu_ns += r->end - r->start;
+    k.cpu_us_per_call = cpu_ns / 1000 / double(k.calls);
+    k.launches_per_call = double(g.launches) / double(k.calls);
   } else {
     Classification c = classify_kernel(k.name);
     k.type = c.type;
@@ -300,6 +322,7 @@ Result<Profile> build_profile(const std::vector<nlohmann::json>& records, double
   std::vector<std::string> names;
   for (auto* r : timed.kernels) names.push_back(demangle(r->value("name", "?")));
   const std::map<std::string, Group> groups = group_launches(timed.kernels, names, enclosing);
+  std::tie(p.gpu_busy_us, p.gpu_span_us) = gpu_busy_and_span_us(timed.kernels);
   for (auto& [key, g] : groups) {
     ProfiledKernel k = profiled_kernel(g);
     p.total_gpu_us += k.total_us;
@@ -317,6 +340,8 @@ void to_json(nlohmann::json& j, const Profile& p) {
   j = {{"schema", "autokernel-profile-1"}, {"gpu", p.gpu}, {"command", p.command}, {"wall_seconds", p.wall_seconds},
        {"exit_code", p.exit_code}, {"warmup_s", p.warmup_s}, {"total_gpu_us", p.total_gpu_us},
        {"kernels_seen", p.kernels_seen}, {"kernels_dropped_in_warmup", p.kernels_dropped_in_warmup}};
+  if (p.gpu_busy_us >= 0) j["gpu_busy_us"] = p.gpu_busy_us;
+  if (p.gpu_span_us >= 0) j["gpu_span_us"] = p.gpu_span_us;
   j["kernels"] = nlohmann::json::array();
   for (auto& k : p.kernels)
     j["kernels"].push_back({{"name", k.name}, {"type", k.type}, {"bound", k.bound}, {"calls", k.calls},
@@ -329,6 +354,8 @@ void to_json(nlohmann::json& j, const Profile& p) {
       row["module"] = p.kernels[i].module;
       row["shape"] = p.kernels[i].shape;
       row["parts"] = p.kernels[i].parts;
+      if (p.kernels[i].cpu_us_per_call >= 0) row["cpu_us_per_call"] = p.kernels[i].cpu_us_per_call;
+      if (p.kernels[i].launches_per_call >= 0) row["launches_per_call"] = p.kernels[i].launches_per_call;
     }
   for (size_t i = 0; i < p.kernels.size(); ++i)
     for (auto& lg : p.kernels[i].linear_gemms)
@@ -349,6 +376,8 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
     p.exit_code = j.value("exit_code", 0);
     p.warmup_s = j.value("warmup_s", 0.0);
     p.total_gpu_us = j.at("total_gpu_us").get<double>();
+    p.gpu_busy_us = j.value("gpu_busy_us", -1.0);
+    p.gpu_span_us = j.value("gpu_span_us", -1.0);
     if (!j.at("kernels").is_array()) return error("kernels is a " + std::string(j["kernels"].type_name()) + ": expected an array");
     for (auto& k : j["kernels"]) {
       where = "kernels[" + std::to_string(p.kernels.size()) + "]: ";
@@ -369,6 +398,8 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
       x.module = k.value("module", "");
       x.shape = k.value("shape", std::vector<long long>{});
       x.parts = k.value("parts", std::vector<std::string>{});
+      x.cpu_us_per_call = k.value("cpu_us_per_call", -1.0);
+      x.launches_per_call = k.value("launches_per_call", -1.0);
       if (auto lg = k.find("linear_gemms"); lg != k.end())
         for (auto& g : lg->get_ref<const nlohmann::json::array_t&>()) {
           LinearGemm y{g.at("shape").get<std::vector<long long>>(), g.value("dtype", ""), g.at("calls"), g.at("total_us")};

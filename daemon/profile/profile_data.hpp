@@ -38,6 +38,11 @@ struct ProfiledKernel {
   std::string module;          ///< its class or function name; "" for a kernel of its own
   std::vector<long long> shape;///< in the type's terms, from the module's inputs; empty when unknown
   std::vector<std::string> parts;  ///< the kernels inside it, largest first
+  /// The CPU side of a module candidate's calls: the mean time from its range's push to its pop on
+  /// the CPU (its forward's Python and launches, its children's included, with the profiler's own
+  /// cost in it), and the kernels of the row it launched per call; -1 where the profile did not
+  /// record them (profiles made before they were).
+  double cpu_us_per_call = -1, launches_per_call = -1;
   /// A GEMM kernel launched by nn.Linear calls (profile --modules): its time at each Linear's GEMM
   /// shape (linear_gemm_shape), largest first; empty when no Linear range said its shape.
   std::vector<LinearGemm> linear_gemms;
@@ -51,6 +56,9 @@ struct Profile {
   double warmup_s = 0;
   double total_gpu_us = 0;
   long long kernels_seen = 0, kernels_dropped_in_warmup = 0;
+  /// After the warm-up: the union of the kernels' intervals on the GPU, and the span from the first
+  /// kernel's start to the last one's end (the GPU idled for the difference); -1 where not recorded.
+  double gpu_busy_us = -1, gpu_span_us = -1;
   std::vector<ProfiledKernel> kernels;   ///< by total time, largest first
 };
 

@@ -1,6 +1,7 @@
 #include "daemon/verify/model_agreement.hpp"
 
 #include <cmath>
+#include <map>
 
 #include "common/format.hpp"
 #include "kernels_cuda/spec.hpp"
@@ -107,10 +108,80 @@ nlohmann::json served_shares(const nlohmann::json& report) {
   return nlohmann::json::object();
 }
 
-double predicted_speedup(const std::vector<PredictedPart>& parts) {
-  double rest = 1;
-  for (auto& p : parts) rest -= p.f - p.f / p.s;
-  return 1 / rest;
+StepTimes eager_step_times(const nlohmann::json& report) {
+  StepTimes t;
+  if (!report.contains("gpu_idle") || !report["gpu_idle"].is_object()) return t;
+  const auto& eager = report["gpu_idle"].value("eager", nlohmann::json::object());
+  auto num = [](const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
+  t.gpu_busy_us = num(eager, "busy_us");
+  t.cpu_issue_us = num(eager, "host_us");
+  t.step_us = report.contains("eager") ? num(report["eager"], "median_ms") * 1000 : 0.0;
+  return t;
+}
+
+namespace {
+
+/// The kernels one call of a class's forward (or a function) launched in the profile: the module
+/// rows whose module is the class `target` names ("pkg.mod.Qwen3RMSNorm.forward", "pkg.mod.fn"),
+/// weighted by their calls; -1 where the profile has none or did not count them.
+double launches_per_call(const Profile& profile, const std::string& target) {
+  double launches = 0, calls = 0;
+  for (auto& k : profile.kernels) {
+    if (k.module.empty() || k.launches_per_call < 0 || k.calls <= 0) continue;
+    const std::string dotted = "." + k.module;
+    const bool named = target.size() > dotted.size() &&
+                       (target.compare(target.size() - dotted.size(), dotted.size(), dotted) == 0 ||
+                        target.find(dotted + ".forward") != std::string::npos);
+    if (!named) continue;
+    launches += k.launches_per_call * double(k.calls);
+    calls += double(k.calls);
+  }
+  return calls > 0 ? launches / calls : -1;
+}
+
+double number(const nlohmann::json& j, const char* key, double otherwise) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : otherwise;
+}
+
+}  // namespace
+
+Result<std::vector<CpuPart>> cpu_parts(const nlohmann::json& report, const Profile& profile) {
+  std::vector<CpuPart> parts;
+  std::map<std::string, double> calls_in_step;
+  if (report.contains("served") && report["served"].is_object())
+    for (auto& row : report["served"].value("calls", nlohmann::json::array())) calls_in_step[row.value("name", "")] = number(row, "calls", 0);
+  for (auto& row : report["cpu_cost"].value("calls", nlohmann::json::array())) {
+    CpuPart c;
+    c.name = row.value("name", "");
+    c.type = row.value("type", "");
+    c.launches_per_call = launches_per_call(profile, c.name);
+    if (row.contains("us_per_step") && row.contains("original_us_per_step")) {
+      c.calls_per_step = number(row, "calls_per_step", 0);
+      c.op_us_per_step = number(row, "us_per_step", 0);
+      c.original_us_per_step = number(row, "original_us_per_step", 0);
+    } else if (calls_in_step.count(c.name)) {
+      c.calls_per_step = calls_in_step[c.name];
+      c.op_us_per_step = c.calls_per_step * number(row, "us_per_call", 0);
+      c.original_us_per_step = c.calls_per_step * number(row, "original_us_per_call", 0);
+    } else {
+      return error("the report gives no time in a step for " + c.name + " (neither cpu_cost's us_per_step nor its calls in served)");
+    }
+    parts.push_back(c);
+  }
+  return parts;
+}
+
+StepPrediction predict_run(const Profile& profile, const nlohmann::json& manifest, const nlohmann::json& report) {
+  const auto gpu = prediction_parts(profile, manifest, served_shares(report));
+  if (!report.contains("cpu_cost") || !report["cpu_cost"].is_object() || !report["cpu_cost"].contains("calls"))
+    return kernel_time_prediction(gpu, "the run measured no CPU time of the replaced functions");
+  const StepTimes before = eager_step_times(report);
+  if (before.gpu_busy_us <= 0 || before.cpu_issue_us <= 0)
+    return kernel_time_prediction(gpu, "the run measured no GPU busy time or CPU issue time of the step without the ops "
+                                       "(--profile-steps 0, or a trace without kernels)");
+  auto cpu = cpu_parts(report, profile);
+  if (!cpu) return kernel_time_prediction(gpu, cpu.error().message);
+  return predict_step(gpu, before, *cpu);
 }
 
 }  // namespace ak

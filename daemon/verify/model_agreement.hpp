@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.hpp"
 #include "daemon/profile/profile_data.hpp"
+#include "daemon/profile/step_prediction.hpp"
 
 namespace ak {
 
@@ -47,14 +49,6 @@ struct ModelAgreement {
 };
 ModelAgreement judge_report(const nlohmann::json& report, const std::string& dtype);
 
-/// One exported kernel's part in the prediction: its share f of the profile's GPU time and the
-/// speedup s the run measured for it.
-struct PredictedPart {
-  std::string type, shape;
-  double f = 0, s = 1;
-  double served = 1;  ///< the share of the type's calls its op served (verify measured it): f counts only those
-};
-
 /// The parts: for each exported file with a measured speedup (each of a type's "files" in the
 /// manifest, or the op itself in an export of one file per type), the profile rows of its type whose
 /// shape matches the file's (or that have none), added up, times the share of the type's calls the
@@ -64,7 +58,21 @@ std::vector<PredictedPart> prediction_parts(const Profile& profile, const nlohma
                                             const nlohmann::json& served = nlohmann::json::object());
 /// {type: share served} of a model run's report ("served"."by_type"), or an empty object.
 nlohmann::json served_shares(const nlohmann::json& report);
-/// Amdahl over several parts: 1 / ((1 - sum f) + sum f / s).
-double predicted_speedup(const std::vector<PredictedPart>& parts);
+
+/// The step without the ops as the run measured it ("gpu_idle"."eager": the union of its kernels,
+/// the CPU's time to issue it; "eager"."median_ms": the step); zeros where the report has none.
+StepTimes eager_step_times(const nlohmann::json& report);
+
+/// The CPU side of each replaced function the model called ("cpu_cost"."calls"): its outermost
+/// calls' time in a step with the original and with the replacement, or, from a runner that measured
+/// per call only, the mean call times the calls in a step ("served"); the kernels the original
+/// launched per call from the profile's module row of the same class or function. An Error naming the
+/// function whose time in a step the report does not give.
+Result<std::vector<CpuPart>> cpu_parts(const nlohmann::json& report, const Profile& profile);
+
+/// The whole-step prediction of a run (step_prediction.hpp) from the profile's shares, the
+/// manifest's speedups and what the run measured without the ops; the kernel-time one, saying why,
+/// where the run measured no CPU side.
+StepPrediction predict_run(const Profile& profile, const nlohmann::json& manifest, const nlohmann::json& report);
 
 }  // namespace ak

@@ -182,6 +182,41 @@ TEST_CASE("the kernels inside a classified module add up to one candidate with i
   CHECK(us == Approx(3 * (50 + 100 + 24 + 200 + 250)));
 }
 
+TEST_CASE("a module candidate records its CPU time and launches per call, and the profile the GPU's busy time and span", "[profile][modules]") {
+  auto p = build_profile(llama_layers(3), 0);
+  REQUIRE(p.ok());
+  const ProfiledKernel* norm = row_named(*p, "module LlamaRMSNorm");
+  REQUIRE(norm);
+  // Pushed, five launches 1 ns apart, popped: 6 ns a call on the CPU.
+  CHECK(norm->cpu_us_per_call == Approx(0.006));
+  CHECK(norm->launches_per_call == Approx(5));
+  const ProfiledKernel* mlp = row_named(*p, "module LlamaMLP");
+  REQUIRE(mlp);
+  CHECK(mlp->launches_per_call == Approx(2));  // the SiLU and the product: its GEMMs are matmul rows
+  CHECK(mlp->cpu_us_per_call > 0);
+  const ProfiledKernel* qkv = row_named(*p, "nvjet_sm90_hsh_qkv");
+  REQUIRE(qkv);
+  CHECK(qkv->cpu_us_per_call == -1);  // a kernel's own row: no module call to time
+  // 48 kernels of 1872 µs in all, 1 µs apart on the GPU.
+  CHECK(p->gpu_busy_us == Approx(1872));
+  CHECK(p->gpu_span_us == Approx(1872 + 47));
+  auto back = profile_from_json(json(*p));
+  REQUIRE(back.ok());
+  CHECK(row_named(*back, "module LlamaRMSNorm")->cpu_us_per_call == Approx(0.006));
+  CHECK(row_named(*back, "module LlamaRMSNorm")->launches_per_call == Approx(5));
+  CHECK(back->gpu_busy_us == Approx(1872));
+  // A profile written before they were recorded loads, with none of them.
+  json old = json(*p);
+  old.erase("gpu_busy_us");
+  old.erase("gpu_span_us");
+  for (auto& k : old["kernels"]) k.erase("cpu_us_per_call"), k.erase("launches_per_call");
+  auto older = profile_from_json(old);
+  REQUIRE(older.ok());
+  CHECK(older->gpu_busy_us == -1);
+  CHECK(row_named(*older, "module LlamaRMSNorm")->cpu_us_per_call == -1);
+  CHECK(row_named(*older, "module LlamaRMSNorm")->launches_per_call == -1);
+}
+
 TEST_CASE("a profile with module candidates survives its JSON and the plan counts them with their shapes", "[profile][modules]") {
   auto p = build_profile(llama_layers(2), 0);
   REQUIRE(p.ok());

@@ -293,29 +293,39 @@ def gpu_us_per_call(fn, args, kwargs, calls=20):
 
 
 def in_model_cpu_us(patches, model, inputs, steps, originals=False):
-    """{target name: the CPU time of one call (µs)} as the model makes them: perf_counter around every
-    call of each installed replacement (of its original, with originals=True) during `steps` steps,
-    the mean over the calls. A call in a model runs between the model's own code, with the caches that
-    leaves, which a loop of the same call does not see; and where the CPU runs a step ahead of the
-    GPU, a launch may wait for room in the launch queue, which this counts too (the GPU is
-    synchronised after each step, so never more than a step's launches are queued)."""
-    totals = {}
+    """{target name: {"us_per_call", "us_per_step", "calls_per_step"}}: perf_counter around every
+    call of each installed replacement (of its original, with originals=True) during `steps` steps;
+    us_per_call is the mean over the calls, us_per_step the time of its outermost calls in a step (a
+    replaced function called inside another replaced one is in the outer one's time, not again in
+    its own), what a step's CPU time would lose without it. A call in a model runs between the
+    model's own code, with the caches that leaves, which a loop of the same call does not see; and
+    where the CPU runs a step ahead of the GPU, a launch may wait for room in the launch queue, which
+    this counts too (the GPU is synchronised after each step, so never more than a step's launches
+    are queued)."""
+    totals, depth = {}, [0]
 
     def timer(target, replacement, original):
-        fn, acc = original if originals else replacement, totals.setdefault(target.name, [0.0, 0])
+        fn, acc = original if originals else replacement, totals.setdefault(target.name, [0.0, 0, 0.0])
 
         def timed_call(*args, **kwargs):
+            depth[0] += 1
             start = time.perf_counter()
-            out = fn(*args, **kwargs)
-            acc[0] += time.perf_counter() - start
-            acc[1] += 1
-            return out
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - start
+                depth[0] -= 1
+                acc[0] += spent
+                acc[1] += 1
+                if depth[0] == 0:
+                    acc[2] += spent
         return timed_call
     with wrapping(patches, timer), torch.inference_mode():
         for _ in range(steps):
             model(*inputs)
             torch.cuda.synchronize()
-    return {name: total / count * 1e6 for name, (total, count) in totals.items() if count}
+    return {name: {"us_per_call": total / count * 1e6, "us_per_step": outermost / steps * 1e6, "calls_per_step": count / steps}
+            for name, (total, count, outermost) in totals.items() if count}
 
 
 def first_op(patches, model, inputs, steps):
@@ -359,12 +369,16 @@ def op_cost(patches, model, inputs, calls, per_batch, steps=10):
     and the original's."""
     mine, theirs = in_model_cpu_us(patches, model, inputs, steps), in_model_cpu_us(patches, model, inputs, steps, True)
     rows = []
+    none = {"us_per_call": 0.0, "us_per_step": 0.0, "calls_per_step": 0.0}
     for target, replacement, args, kwargs in calls:
         original = getattr(replacement, autokernel_ops.Patches.MARK)
         gpu_us, kernels = gpu_us_per_call(replacement, args, kwargs)
         original_gpu_us, original_kernels = gpu_us_per_call(original, args, kwargs)
+        ours, theirs_ = mine.get(target.name, none), theirs.get(target.name, none)
         rows.append({"name": target.name, "type": target.type,
-                     "us_per_call": mine.get(target.name, 0.0), "original_us_per_call": theirs.get(target.name, 0.0),
+                     "us_per_call": ours["us_per_call"], "original_us_per_call": theirs_["us_per_call"],
+                     "us_per_step": ours["us_per_step"], "original_us_per_step": theirs_["us_per_step"],
+                     "calls_per_step": ours["calls_per_step"],
                      "alone_us_per_call": cpu_us_per_call(replacement, args, kwargs, per_batch),
                      "original_alone_us_per_call": cpu_us_per_call(original, args, kwargs, per_batch),
                      "gpu_us_per_call": gpu_us, "original_gpu_us_per_call": original_gpu_us,
