@@ -178,7 +178,7 @@ StepPrediction predict_run(const Profile& profile, const nlohmann::json& manifes
   const StepTimes before = eager_step_times(report);
   if (before.gpu_busy_us <= 0 || before.cpu_issue_us <= 0)
     return kernel_time_prediction(gpu, "the run measured no GPU busy time or CPU issue time of the step without the ops "
-                                       "(--profile-steps 0, or a trace without kernels)");
+                                       "(the runner run with --profile-steps 0, or a trace without kernels)");
   auto cpu = cpu_parts(report, profile);
   if (!cpu) return kernel_time_prediction(gpu, cpu.error().message);
   return predict_step(gpu, before, *cpu);

@@ -87,6 +87,80 @@ TEST_CASE("the prediction counts each exported file at its own shape, and only t
 }
 
 namespace {
+/// A report of a CPU-bound run: eager issues in 13.1 ms, its kernels take 9.7 ms; the norm's
+/// replacement takes 1.1 ms of CPU a step where the original took 6 ms; half its calls served.
+nlohmann::json cpu_bound_report(bool per_step) {
+  auto r = nlohmann::json::parse(R"({
+    "eager": {"median_ms": 13.56}, "autokernel": {"median_ms": 8.5},
+    "served": {"calls": [{"name": "m.Qwen3RMSNorm.forward", "type": "rmsnorm", "calls": 34, "served": 17, "share": 0.5}],
+               "by_type": {"rmsnorm": 0.5}},
+    "cpu_cost": {"calls": [{"name": "m.Qwen3RMSNorm.forward", "type": "rmsnorm", "us_per_call": 32.35, "original_us_per_call": 176.47}]},
+    "gpu_idle": {"eager": {"busy_us": 9700, "host_us": 13100, "step_us": 13560}}})");
+  if (per_step) {
+    auto& row = r["cpu_cost"]["calls"][0];
+    row["us_per_step"] = 1100.0;
+    row["original_us_per_step"] = 6000.0;
+    row["calls_per_step"] = 34.0;
+  }
+  return r;
+}
+Profile norm_profile(bool with_cpu) {
+  Profile p;
+  ProfiledKernel norm;
+  norm.type = "rmsnorm";
+  norm.module = "Qwen3RMSNorm";
+  norm.shape = {4096, 2048};
+  norm.share = 0.6;
+  norm.calls = 340;
+  if (with_cpu) norm.launches_per_call = 6, norm.cpu_us_per_call = 190;
+  p.kernels = {norm};
+  return p;
+}
+const char* kNormManifest = R"({"ops": [{"type": "rmsnorm", "shape": "4096x2048", "speedup": 3.0}]})";
+}  // namespace
+
+TEST_CASE("a run's prediction counts the CPU time each replaced function removed, and the GPU's only for calls served", "[verify][prediction]") {
+  const auto p = predict_run(norm_profile(true), nlohmann::json::parse(kNormManifest), cpu_bound_report(true));
+  REQUIRE(p.whole_step);
+  // Half the calls served: f = 0.3 on the GPU.
+  REQUIRE(p.gpu_parts.size() == 1);
+  CHECK(p.gpu_parts[0].f == Approx(0.3));
+  CHECK(p.kernel_time_speedup == Approx(1.25));
+  REQUIRE(p.cpu_parts.size() == 1);
+  CHECK(p.cpu_parts[0].removed_us() == Approx(4900));
+  CHECK(p.cpu_parts[0].launches_per_call == Approx(6));  // the profile's row of the same class
+  CHECK(p.before.cpu_issue_us == 13100);
+  CHECK(p.speedup == Approx(13560 / (8200 + 460.0)));
+}
+
+TEST_CASE("a run that timed calls but not steps prices them by its calls in a step", "[verify][prediction]") {
+  const auto p = predict_run(norm_profile(false), nlohmann::json::parse(kNormManifest), cpu_bound_report(false));
+  REQUIRE(p.whole_step);
+  REQUIRE(p.cpu_parts.size() == 1);
+  CHECK(p.cpu_parts[0].calls_per_step == 34);
+  CHECK(p.cpu_parts[0].original_us_per_step == Approx(6000).epsilon(1e-3));
+  CHECK(p.cpu_parts[0].op_us_per_step == Approx(1100).epsilon(1e-3));
+  CHECK(p.cpu_parts[0].launches_per_call == -1);  // a profile from before they were counted
+}
+
+TEST_CASE("a run without the step's CPU and GPU times, or a function it did not price, predicts from kernel time only", "[verify][prediction]") {
+  auto report = cpu_bound_report(false);
+  report.erase("gpu_idle");
+  auto p = predict_run(norm_profile(true), nlohmann::json::parse(kNormManifest), report);
+  CHECK_FALSE(p.whole_step);
+  CHECK(p.speedup == Approx(1.25));
+  CHECK_THAT(p.why_not, Catch::Contains("no GPU busy time or CPU issue time"));
+  report = cpu_bound_report(false);
+  report.erase("served");
+  p = predict_run(norm_profile(true), nlohmann::json::parse(kNormManifest), report);
+  CHECK_FALSE(p.whole_step);
+  CHECK_THAT(p.why_not, Catch::Contains("m.Qwen3RMSNorm.forward"));
+  report.erase("cpu_cost");
+  CHECK_THAT(predict_run(norm_profile(true), nlohmann::json::parse(kNormManifest), report).why_not,
+             Catch::Contains("no CPU time of the replaced functions"));
+}
+
+namespace {
 /// A package folder with a manifest, and a stand-in for python that writes `report` where the
 /// runner is told to.
 std::string fake_python(const test::TempDir& dir, const std::string& report) {
@@ -125,6 +199,31 @@ TEST_CASE("verify prints the end-to-end speedup beside the prediction and exits 
   auto v = nlohmann::json::parse(test::read_file((dir.path / "v.json").string()));
   CHECK(v["verdict"]["agrees"] == true);
   CHECK(v["verdict"]["predicted_speedup"].get<double>() == Approx(1 / 0.85));
+}
+
+TEST_CASE("verify prints the whole step's prediction, which worker bounds it and what each part removed, and writes both", "[verify][prediction]") {
+  test::TempDir dir;
+  auto report = nlohmann::json::parse(report_with("0.004"));
+  report["gpu_idle"] = {{"eager", {{"busy_us", 9000.0}, {"host_us", 12500.0}, {"step_us", 13000.0}}}};
+  report["cpu_cost"] = nlohmann::json::parse(R"({"calls": [{"name": "m.LlamaRMSNorm.forward", "type": "rmsnorm",
+      "us_per_call": 20, "original_us_per_call": 120, "us_per_step": 640, "original_us_per_step": 3840, "calls_per_step": 32}]})");
+  const std::string python = fake_python(dir, report.dump());
+  dir.write("profile.json", R"({"schema": "autokernel-profile-1", "total_gpu_us": 100, "kernels": [
+      {"name": "module LlamaRMSNorm", "type": "rmsnorm", "calls": 16, "total_us": 20, "mean_us": 1.25, "share": 0.2,
+       "module": "LlamaRMSNorm", "shape": [4096, 2048], "cpu_us_per_call": 150, "launches_per_call": 6}]})");
+  auto r = test::run_autokernel("verify --model m.py --ops " + (dir.path / "ops").string() + " --python " + python +
+                                " --profile " + (dir.path / "profile.json").string() + " --out " + (dir.path / "v.json").string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("the Amdahl plan predicted 1.176x"));
+  // GPU 9000 / 1.176 = 7650; CPU 12500 - 3200 = 9300, the slower; 500 µs overlap neither: 13000 / 9800.
+  CHECK_THAT(r.out, Catch::Contains("predicted 1.327x"));
+  CHECK_THAT(r.out, Catch::Contains("without the ops CPU-bound"));
+  CHECK_THAT(r.out, Catch::Contains("the original launched 6.0 kernels a call"));
+  auto v = nlohmann::json::parse(test::read_file((dir.path / "v.json").string()));
+  CHECK(v["verdict"]["predicted_speedup"].get<double>() == Approx(1 / 0.85));
+  CHECK(v["verdict"]["predicted_speedup_whole_step"].get<double>() == Approx(13000 / 9800.0));
+  CHECK(v["verdict"]["prediction"]["after"]["bound"] == "CPU");
+  CHECK(v["verdict"]["prediction"]["cpu_removed_us"].get<double>() == Approx(3200));
 }
 
 TEST_CASE("verify exits 1 when the outputs with the ops are off the model's", "[verify]") {
