@@ -113,6 +113,34 @@ std::string shape_placeholder(const std::string& type) {
 
 double amdahl(double f, double s) { return 1.0 / ((1.0 - f) + f / s); }
 
+StepPrediction plan_whole_step(const Profile& p, const std::vector<PlanRow>& rows) {
+  std::vector<PredictedPart> gpu;
+  std::vector<CpuPart> cpu;
+  for (auto& r : rows) {
+    if (!r.supported || r.f <= 0) continue;
+    gpu.push_back({r.kernel.type, dims_text(r.shape, "x"), r.f, r.s, 1});
+    const ProfiledKernel& k = r.kernel;
+    if (k.module.empty() || k.cpu_us_per_call < 0 || k.launches_per_call < 1 || k.range_launches_per_call < k.launches_per_call)
+      continue;
+    CpuPart c;
+    c.name = k.module;
+    c.type = k.type;
+    c.calls_per_step = double(k.calls);
+    c.launches_per_call = k.launches_per_call;
+    c.original_us_per_step = double(k.calls) * k.cpu_us_per_call;
+    const double per_launch = k.cpu_us_per_call / k.range_launches_per_call;
+    c.op_us_per_step = c.original_us_per_step - double(k.calls) * per_launch * (k.launches_per_call - 1);
+    cpu.push_back(c);
+  }
+  if (p.gpu_busy_us <= 0 || p.gpu_span_us <= 0)
+    return kernel_time_prediction(gpu, "the profile records no GPU busy time (made before it was recorded)");
+  if (p.gpu_span_us - p.gpu_busy_us < 0.02 * p.gpu_span_us)
+    return kernel_time_prediction(gpu, "the GPU never waited for the CPU in the profile: its CPU time is unknown");
+  if (cpu.empty())
+    return kernel_time_prediction(gpu, "the profile records no CPU time of a planned module (made before it was recorded, or without --modules)");
+  return predict_step(gpu, StepTimes{p.gpu_busy_us, p.gpu_span_us, p.gpu_span_us}, cpu);
+}
+
 Plan make_plan(const Profile& p, size_t top, double target) {
   Plan plan;
   plan.target = target;
@@ -144,6 +172,7 @@ Plan make_plan(const Profile& p, size_t top, double target) {
     rest += (supported && i < top) ? k.share / target : k.share;
   }
   plan.total_gain = 1.0 / rest;
+  plan.whole_step = plan_whole_step(p, plan.rows);
   return plan;
 }
 
@@ -160,6 +189,15 @@ std::string plan_table(const Plan& plan) {
     out += line;
   }
   out += "all of the supported kernels at " + format_numbers("%.2fx", plan.target) + ": the whole program " + format_numbers("%.3fx", plan.total_gain) + "\n";
+  const StepPrediction& w = plan.whole_step;
+  if (!w.whole_step) return out + "as a whole step: kernel time only (" + w.why_not + ")\n";
+  out += format_numbers("as a whole step, the GPU's busy time and the CPU's (the profile's window: the GPU busy %.1f of %.1f ms, "
+                        "waiting for the CPU), each planned module's op one launch in place of its kernels: %.3fx (",
+                        w.before.gpu_busy_us / 1000, w.before.step_us / 1000, w.speedup) +
+         bound_by(w.after) + "-bound after; the CPU times are the profiled program's, the profiler's cost in them)\n";
+  for (auto& c : w.cpu_parts)
+    out += "  " + terminal_safe(c.name) + format_numbers(": %.1f launches a call become one op's, %.1f ms of the CPU's removed\n",
+                                                        c.launches_per_call, c.removed_us() / 1000);
   return out;
 }
 

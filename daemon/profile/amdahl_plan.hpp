@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/profile/profile_data.hpp"
+#include "daemon/profile/step_prediction.hpp"
 
 namespace ak {
 
@@ -23,7 +24,17 @@ struct Plan {
   std::vector<PlanRow> rows;     ///< the top kernels by share
   double target = 2;
   double total_gain = 1;         ///< if every supported kernel reached its s
+  /// The same as a whole step (step_prediction.hpp), from the profile's own window: the kernel-time
+  /// one, saying why, where the profile cannot say the CPU's part.
+  StepPrediction whole_step;
 };
+
+/// The whole step of a profile's window with every planned row at its s, and each planned module's
+/// CPU time per call less what its op leaves (one launch's share of the module's CPU time in place of
+/// the row's launches). The window's CPU time is its span when the GPU waited in it (over 2% of the
+/// span idle): the CPU issued the kernels no faster than the span. Where the GPU never waited, or the
+/// profile records no GPU busy time or module CPU time, the kernel-time prediction, saying why.
+StepPrediction plan_whole_step(const Profile& p, const std::vector<PlanRow>& rows);
 
 /// The share of GPU time under which a kernel is not worth a run of the loop.
 constexpr double kWorthARun = 0.005;

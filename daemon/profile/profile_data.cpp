@@ -106,6 +106,7 @@ struct Group {
   std::map<std::string, double> parts;   // kernel name -> time, for a module candidate
   std::set<const Range*> instances;      // module ranges seen: its calls
   long long launches = 0;                // a module candidate's kernels
+  long long range_launches = 0;          // every kernel its ranges launched, those of rows of their own too
   std::map<std::vector<long long>, LinearGemm> linear_gemms;   // a kernel row's time by Linear shape
 };
 
@@ -242,12 +243,14 @@ std::map<std::string, Group> group_launches(const std::vector<const nlohmann::js
                                             const std::vector<std::string>& names, const std::vector<Enclosing>& enclosing) {
   const std::set<std::string> typed_leaves = leaves_holding_a_type(enclosing, names);
   std::map<std::string, Group> groups;
+  std::map<std::string, long long> range_launches;  // by module group key
   for (size_t i = 0; i < kernels.size(); ++i) {
     const nlohmann::json& r = *kernels[i];
     const Enclosing& e = enclosing[i];
     const std::string& name = names[i];
     const double us = (r.value("end", 0.0) - r.value("start", 0.0)) / 1000.0;
     const bool own_row = e.module && outside_its_module(e.module_type, name);
+    if (e.module) range_launches["module\n" + e.module_type + "\n" + e.module->name]++;
     const Range* module = own_row ? nullptr
                           : e.module ? e.module
                           : e.leaf && !typed_leaves.count(e.leaf->name) ? e.leaf : nullptr;
@@ -263,6 +266,8 @@ std::map<std::string, Group> group_launches(const std::vector<const nlohmann::js
     g.parts[name] += us;
     g.launches++;
   }
+  for (auto& [key, n] : range_launches)
+    if (auto g = groups.find(key); g != groups.end()) g->second.range_launches = n;
   return groups;
 }
 
@@ -281,6 +286,7 @@ ProfiledKernel profiled_kernel(const Group& g) {
     for (const Range* r : g.instances) cpu_ns += r->end - r->start;
     k.cpu_us_per_call = cpu_ns / 1000 / double(k.calls);
     k.launches_per_call = double(g.launches) / double(k.calls);
+    k.range_launches_per_call = double(std::max(g.range_launches, g.launches)) / double(k.calls);
   } else {
     Classification c = classify_kernel(k.name);
     k.type = c.type;
@@ -356,6 +362,7 @@ void to_json(nlohmann::json& j, const Profile& p) {
       row["parts"] = p.kernels[i].parts;
       if (p.kernels[i].cpu_us_per_call >= 0) row["cpu_us_per_call"] = p.kernels[i].cpu_us_per_call;
       if (p.kernels[i].launches_per_call >= 0) row["launches_per_call"] = p.kernels[i].launches_per_call;
+      if (p.kernels[i].range_launches_per_call >= 0) row["range_launches_per_call"] = p.kernels[i].range_launches_per_call;
     }
   for (size_t i = 0; i < p.kernels.size(); ++i)
     for (auto& lg : p.kernels[i].linear_gemms)
@@ -400,6 +407,7 @@ Result<Profile> profile_from_json(const nlohmann::json& j) {
       x.parts = k.value("parts", std::vector<std::string>{});
       x.cpu_us_per_call = k.value("cpu_us_per_call", -1.0);
       x.launches_per_call = k.value("launches_per_call", -1.0);
+      x.range_launches_per_call = k.value("range_launches_per_call", -1.0);
       if (auto lg = k.find("linear_gemms"); lg != k.end())
         for (auto& g : lg->get_ref<const nlohmann::json::array_t&>()) {
           LinearGemm y{g.at("shape").get<std::vector<long long>>(), g.value("dtype", ""), g.at("calls"), g.at("total_us")};

@@ -40,9 +40,10 @@ struct ProfiledKernel {
   std::vector<std::string> parts;  ///< the kernels inside it, largest first
   /// The CPU side of a module candidate's calls: the mean time from its range's push to its pop on
   /// the CPU (its forward's Python and launches, its children's included, with the profiler's own
-  /// cost in it), and the kernels of the row it launched per call; -1 where the profile did not
-  /// record them (profiles made before they were).
-  double cpu_us_per_call = -1, launches_per_call = -1;
+  /// cost in it); the kernels of the row it launched per call (what its op replaces); and every
+  /// kernel launched inside its range per call (a gated MLP's GEMMs, rows of their own, too). -1
+  /// where the profile did not record them (profiles made before they were).
+  double cpu_us_per_call = -1, launches_per_call = -1, range_launches_per_call = -1;
   /// A GEMM kernel launched by nn.Linear calls (profile --modules): its time at each Linear's GEMM
   /// shape (linear_gemm_shape), largest first; empty when no Linear range said its shape.
   std::vector<LinearGemm> linear_gemms;

@@ -193,6 +193,8 @@ TEST_CASE("a module candidate records its CPU time and launches per call, and th
   const ProfiledKernel* mlp = row_named(*p, "module LlamaMLP");
   REQUIRE(mlp);
   CHECK(mlp->launches_per_call == Approx(2));  // the SiLU and the product: its GEMMs are matmul rows
+  CHECK(mlp->range_launches_per_call == Approx(5));  // all five inside its range
+  CHECK(norm->range_launches_per_call == Approx(5));
   CHECK(mlp->cpu_us_per_call > 0);
   const ProfiledKernel* qkv = row_named(*p, "nvjet_sm90_hsh_qkv");
   REQUIRE(qkv);

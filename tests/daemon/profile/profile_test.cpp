@@ -139,6 +139,41 @@ TEST_CASE("the Amdahl plan: per kernel 1/((1-f)+f/s), and the total", "[profile]
   CHECK_THAT(plan_table(plan), Catch::Contains("softmax") && Catch::Contains("98304x128"));
 }
 
+TEST_CASE("the plan's whole step: where the GPU waited in the profile, each planned module's launches but one leave the CPU", "[profile][plan]") {
+  Profile p;
+  ProfiledKernel norm, gelu;
+  norm.name = "module LlamaRMSNorm";
+  norm.module = "LlamaRMSNorm";
+  norm.type = "rmsnorm";
+  norm.shape = {4096, 2048};
+  norm.share = 0.2;
+  norm.calls = 100;
+  norm.cpu_us_per_call = 40;
+  norm.launches_per_call = norm.range_launches_per_call = 5;
+  gelu.name = "gelu_kernel";
+  gelu.type = "other";
+  gelu.share = 0.8;
+  p.kernels = {gelu, norm};
+  p.gpu_busy_us = 9000;
+  p.gpu_span_us = 12000;  // the GPU idled a quarter of the window: it waited for the CPU
+  Plan plan = make_plan(p, 10, 2.0);
+  REQUIRE(plan.whole_step.whole_step);
+  CHECK(plan.whole_step.kernel_time_speedup == Approx(1 / 0.9));
+  // 4 of 5 launches of 40 µs go: 3200 µs of the CPU's 12000; the GPU 9000 -> 8100.
+  CHECK(plan.whole_step.cpu_removed_us == Approx(3200));
+  CHECK(plan.whole_step.speedup == Approx(12000 / 8800.0));
+  CHECK_THAT(plan_table(plan), Catch::Contains("as a whole step") && Catch::Contains("1.364x") && Catch::Contains("CPU-bound after"));
+  // The GPU never waited: what the CPU takes is unknown, kernel time only.
+  p.gpu_span_us = 9100;
+  plan = make_plan(p, 10, 2.0);
+  CHECK_FALSE(plan.whole_step.whole_step);
+  CHECK(plan.whole_step.speedup == Approx(1 / 0.9));
+  CHECK_THAT(plan_table(plan), Catch::Contains("kernel time only (the GPU never waited"));
+  // A profile from before the GPU's busy time was recorded.
+  p.gpu_busy_us = p.gpu_span_us = -1;
+  CHECK_THAT(make_plan(p, 10, 2.0).whole_step.why_not, Catch::Contains("no GPU busy time"));
+}
+
 TEST_CASE("an SDPA range plans flash_attention in its newest contract's terms, k's heads as the kv heads", "[profile][plan]") {
   Profile p = recorded();
   for (ProfiledKernel& k : p.kernels)
