@@ -251,6 +251,17 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*-verify.json"))):
     for key in ("liger", "capture", "autokernel_capture"):
         if isinstance(r.get(key), dict) and "error" in r[key]:
             print(f"  {key}: {r[key]['error']}")
+    # verify --profile's predictions beside the measured speedup (the goal: within 5%).
+    v, p = r.get("verdict") or {}, (r.get("verdict") or {}).get("prediction") or {}
+    if "predicted_speedup" in v and v.get("speedup"):
+        whole = v.get("predicted_speedup_whole_step")
+        line = f"  speedup {v['speedup']:.3f}x measured; predicted {v['predicted_speedup']:.3f}x from kernel time"
+        if p.get("whole_step") and whole:
+            line += (f", {whole:.3f}x as a whole step ({whole / v['speedup']:.3f} of measured; {p['before']['bound']}-bound "
+                     f"before, {p['after']['bound']}-bound after; GPU -{p['gpu_removed_us']:.0f} us, CPU -{p['cpu_removed_us']:.0f} us)")
+        else:
+            line += f"; whole step: {p.get('why_kernel_time_only', 'not predicted')}"
+        print(line)
 PY
 }
 
