@@ -70,6 +70,9 @@ std::string step_prediction_text(const StepPrediction& p) {
   out += "  with the ops    " + times_text(p.after) +
          format_numbers(" (the kernels' speedups remove %.0f µs of GPU time, the replaced functions %.0f µs of CPU time)\n",
                         p.gpu_removed_us, p.cpu_removed_us);
+  for (auto& g : p.gpu_parts)
+    out += "    " + g.type + (g.shape.empty() ? "" : "@" + g.shape) +
+           format_numbers(": GPU %.0f -> %.0f µs a step", p.before.gpu_busy_us * g.f, p.before.gpu_busy_us * g.f / g.s) + "\n";
   for (auto& c : p.cpu_parts) {
     out += "    " + c.name + format_numbers(": %.1f calls a step, CPU %.1f -> %.1f µs a step", c.calls_per_step,
                                             c.original_us_per_step, c.op_us_per_step);
@@ -85,8 +88,10 @@ nlohmann::json step_prediction_json(const StepPrediction& p) {
   };
   nlohmann::json j = {{"kernel_time_speedup", p.kernel_time_speedup}, {"whole_step", p.whole_step}, {"speedup", p.speedup}};
   j["gpu_parts"] = nlohmann::json::array();
-  for (auto& part : p.gpu_parts)
+  for (auto& part : p.gpu_parts) {
     j["gpu_parts"].push_back({{"type", part.type}, {"shape", part.shape}, {"f", part.f}, {"s", part.s}, {"served", part.served}});
+    if (p.whole_step) j["gpu_parts"].back()["removed_us"] = p.before.gpu_busy_us * part.f * (1 - 1 / part.s);
+  }
   if (!p.whole_step) {
     j["why_kernel_time_only"] = p.why_not;
     return j;

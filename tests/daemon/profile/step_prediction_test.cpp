@@ -40,7 +40,9 @@ TEST_CASE("a CPU-bound step gains what the ops remove from the CPU, beyond the k
   CHECK_THAT(text, Catch::Contains("predicted 1.566x"));
   CHECK_THAT(text, Catch::Contains("without the ops CPU-bound"));
   CHECK_THAT(text, Catch::Contains("m.Qwen3RMSNorm.forward: 34.0 calls a step, CPU 6000.0 -> 1100.0 µs a step (the original launched 6.0 kernels a call)"));
+  CHECK_THAT(text, Catch::Contains("rmsnorm@4096x2048: GPU 2910 -> 970 µs a step"));
   const auto j = step_prediction_json(p);
+  CHECK(j["gpu_parts"][0]["removed_us"].get<double>() == Approx(1940));
   CHECK(j["speedup"].get<double>() == Approx(p.speedup));
   CHECK(j["kernel_time_speedup"].get<double>() == Approx(1.25));
   CHECK(j["after"]["bound"] == "CPU");
