@@ -66,8 +66,8 @@ std::string step_prediction_text(const StepPrediction& p) {
   if (!p.whole_step) return out + "the whole step: counts kernel time only (" + p.why_not + ")\n";
   out += format_numbers("the whole step, GPU and CPU (max of the two plus %.0f µs that overlaps neither): predicted %.3fx\n",
                         p.not_overlapped_us, p.speedup);
-  out += "  without the ops " + times_text(p.before) + "\n";
-  out += "  with the ops    " + times_text(p.after) +
+  out += "  without the ops, measured " + times_text(p.before) + "\n";
+  out += "  with the ops, predicted " + times_text(p.after) +
          format_numbers(" (the kernels' speedups remove %.0f µs of GPU time, the replaced functions %.0f µs of CPU time)\n",
                         p.gpu_removed_us, p.cpu_removed_us);
   for (auto& g : p.gpu_parts)

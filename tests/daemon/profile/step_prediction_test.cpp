@@ -38,7 +38,8 @@ TEST_CASE("a CPU-bound step gains what the ops remove from the CPU, beyond the k
   const std::string text = step_prediction_text(p);
   CHECK_THAT(text, Catch::Contains("the Amdahl plan predicted 1.250x from rmsnorm@4096x2048 f=0.300 s=3.00x"));
   CHECK_THAT(text, Catch::Contains("predicted 1.566x"));
-  CHECK_THAT(text, Catch::Contains("without the ops CPU-bound"));
+  CHECK_THAT(text, Catch::Contains("without the ops, measured CPU-bound"));
+  CHECK_THAT(text, Catch::Contains("with the ops, predicted CPU-bound: the CPU issues it in 8200 µs"));
   CHECK_THAT(text, Catch::Contains("m.Qwen3RMSNorm.forward: 34.0 calls a step, CPU 6000.0 -> 1100.0 µs a step (the original launched 6.0 kernels a call)"));
   CHECK_THAT(text, Catch::Contains("rmsnorm@4096x2048: GPU 2910 -> 970 µs a step"));
   const auto j = step_prediction_json(p);

@@ -217,7 +217,7 @@ TEST_CASE("verify prints the whole step's prediction, which worker bounds it and
   CHECK_THAT(r.out, Catch::Contains("the Amdahl plan predicted 1.176x"));
   // GPU 9000 / 1.176 = 7650; CPU 12500 - 3200 = 9300, the slower; 500 µs overlap neither: 13000 / 9800.
   CHECK_THAT(r.out, Catch::Contains("predicted 1.327x"));
-  CHECK_THAT(r.out, Catch::Contains("without the ops CPU-bound"));
+  CHECK_THAT(r.out, Catch::Contains("without the ops, measured CPU-bound"));
   CHECK_THAT(r.out, Catch::Contains("the original launched 6.0 kernels a call"));
   auto v = nlohmann::json::parse(test::read_file((dir.path / "v.json").string()));
   CHECK(v["verdict"]["predicted_speedup"].get<double>() == Approx(1 / 0.85));
