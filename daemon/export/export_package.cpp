@@ -251,7 +251,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": " + k.type + " version " +
                          std::to_string((**spec).contract_version) +
                          " is not exported (the package has ops for the row-wise types, matmul version 2, fused_mlp "
-                         "version 1 and flash_attention version 1)");
+                         "version 1 and flash_attention versions 1 and 2)");
     else if (first != kernels.end() && (**spec_of(*first)).contract_version != (**spec).contract_version)
       // One op per type: its arguments mean what one version of the contract says.
       left_out.push_back((k.tag.empty() ? k.type : k.tag) + ": follows version " + std::to_string((**spec).contract_version) +
@@ -262,7 +262,7 @@ Result<PackageFiles> package_files(const std::vector<ExportedKernel>& all, Packa
   }
   if (kernels.empty()) return error("nothing to export: none of the kernels is of a type the package has an op for (rmsnorm, "
                                     "layernorm, softmax, rotary_embedding, cross_entropy, reduce, swiglu, matmul version 2, "
-                                    "fused_mlp, flash_attention version 1)");
+                                    "fused_mlp, flash_attention)");
   const bool hf = format == PackageFormat::HfKernels;
   const std::string py = hf ? "torch-ext/autokernel_ops/" : "autokernel_ops/";
   const std::string csrc = hf ? "autokernel_ops_cuda/" : "autokernel_ops/csrc/";

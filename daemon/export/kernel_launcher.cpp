@@ -56,6 +56,9 @@ const TiledRule kTiledRules[] = {
      }},
     {"flash_attention", 1, "ak_tiled_blocks(s[2], 1, m->tile_m, 1, s[0] * s[1])",
      [](const Shape& s, int tm, int) -> int64_t { return ak_tiled_blocks(s[2], 1, tm, 1, s[0] * s[1]); }},
+    // Version 2: B, Hq, Hkv, S, D, mask, layout; one block per tile_m query rows of a query head.
+    {"flash_attention", 2, "ak_tiled_blocks(s[3], 1, m->tile_m, 1, s[0] * s[1])",
+     [](const Shape& s, int tm, int) -> int64_t { return ak_tiled_blocks(s[3], 1, tm, 1, s[0] * s[1]); }},
 };
 
 /// Every shape the harness judged the type at.
@@ -103,6 +106,32 @@ std::optional<std::vector<int>> factors(int64_t value, const Shape& probe) {
 
 }  // namespace
 
+namespace {
+
+/// Where in the launcher's `s` each computed int argument lies (after the shape's dimensions, in
+/// the order of the arguments), by argument index; -1 for the others.
+std::vector<int> computed_positions(const KernelSpec& spec) {
+  std::vector<int> out;
+  int next = int(spec.shape_names.size());
+  for (const ArgSpec& a : spec.args) out.push_back(a.kind == ArgSpec::Dim && a.computed ? next++ : -1);
+  return out;
+}
+
+/// The position in `s` of a computed argument that equals `a`'s row length at every judged shape
+/// (flash_attention's seq stride, which its layout code decides), or -1.
+int row_length_argument(const KernelSpec& spec, const ArgSpec& a) {
+  const std::vector<int> at = computed_positions(spec);
+  for (size_t j = 0; j < spec.args.size(); ++j) {
+    if (at[j] < 0) continue;
+    bool holds = true;
+    for (const Shape& s : stage_shapes(spec)) holds = holds && spec.args[j].computed(s) == a.row_length(s);
+    if (holds) return at[j];
+  }
+  return -1;
+}
+
+}  // namespace
+
 std::vector<std::optional<OperandExtent>> operand_extents(const KernelSpec& spec) {
   static const int64_t primes[] = {101, 103, 107, 109, 113, 127, 131, 137};
   Shape probe;
@@ -111,13 +140,16 @@ std::vector<std::optional<OperandExtent>> operand_extents(const KernelSpec& spec
   for (const ArgSpec& a : spec.args) {
     out.emplace_back();
     if (!a.is_buffer() || !a.row_length || probe.size() != spec.shape_names.size()) continue;
-    auto cols = factors(a.row_length(probe), probe), numel = factors(a.numel(probe), probe);
-    if (!cols || !numel) continue;
-    OperandExtent e{*cols, *numel};
+    auto numel = factors(a.numel(probe), probe);
+    if (!numel) continue;
     bool holds = true;
-    for (const Shape& s : stage_shapes(spec))
-      holds = holds && product(e.cols, s) == a.row_length(s) && product(e.numel, s) == a.numel(s);
-    if (holds) out.back() = e;
+    for (const Shape& s : stage_shapes(spec)) holds = holds && product(*numel, s) == a.numel(s);
+    if (!holds) continue;
+    auto cols = factors(a.row_length(probe), probe);
+    for (const Shape& s : stage_shapes(spec)) cols = cols && product(*cols, s) == a.row_length(s) ? cols : std::nullopt;
+    if (cols) out.back() = OperandExtent{*cols, *numel};
+    // A row length no product gives (a stride the layout decides) may be an argument the op passes.
+    else if (int at = row_length_argument(spec, a); at >= 0) out.back() = OperandExtent{{}, *numel, at};
   }
   return out;
 }
@@ -248,7 +280,9 @@ std::string tuned_table(const KernelSpec& spec, const std::vector<TunedFile>& fi
     shapes += "    {" + row + "},  // " + (f.shape.empty() ? "not known" : f.shape) + " " + f.dtype + "\n";
     dtypes += (dtypes.empty() ? "" : ", ") + std::to_string(dtype_code_of(f.dtype));
   }
-  for (auto& n : spec.shape_names) compared += std::string(compared.empty() ? "" : ", ") + (n == "layout" ? "false" : "true");
+  // rotary's op passes no layout code; flash_attention's passes the one its operands' strides are.
+  for (auto& n : spec.shape_names)
+    compared += std::string(compared.empty() ? "" : ", ") + (n == "layout" && spec.type == "rotary_embedding" ? "false" : "true");
   return "// The shape each file was tuned at (-1: not known) and its dtype code, and the dimensions the\n"
          "// rule of file_pick.h compares.\nconst long long " + id + "_tuned[][" + std::to_string(dims) + "] = {\n" + shapes +
          "};\nconst int " + id + "_tuned_dtype[] = {" + dtypes + "};\nconst bool " + id + "_compared[] = {" + compared + "};\n" +
@@ -284,7 +318,8 @@ std::string operand_view_source(const KernelSpec& spec) {
     const std::string stored = a.elem == Elem::T ? "t" : std::to_string(elem_size(a.elem, DType::F32));
     const std::string mapped = as_t ? "t" : stored;
     const std::string type = as_t ? "tt" : a.elem == Elem::U32 ? "CU_TENSOR_MAP_DATA_TYPE_UINT32" : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-    out += "    case " + std::to_string(i) + ":  // " + a.name + "\n      v = ak_tensor_map_view_of(" + product_text(extents[i]->cols) +
+    const std::string cols = extents[i]->cols_at >= 0 ? "s[" + std::to_string(extents[i]->cols_at) + "]" : product_text(extents[i]->cols);
+    out += "    case " + std::to_string(i) + ":  // " + a.name + "\n      v = ak_tensor_map_view_of(" + cols +
            ", " + product_text(extents[i]->numel) + ", " + stored + ", " + mapped + ", " + type + ");\n      return true;\n";
   }
   return out + "    default:\n      return false;\n  }\n}\n\n";

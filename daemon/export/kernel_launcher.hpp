@@ -16,7 +16,7 @@ namespace ak {
 
 /// Whether `export` can launch this type: the row-wise types and rotary_embedding, whose grids are
 /// rules of kernels_cuda/grid_rules.h, and the tensor-core types at the contract versions the
-/// package has ops for (matmul 2, fused_mlp 1, flash_attention 1) whose tile rule and operand
+/// package has ops for (matmul 2, fused_mlp 1, flash_attention 1 and 2) whose tile rule and operand
 /// views the launcher can write (tensor_core_exportable).
 bool exportable(const KernelSpec& spec);
 
@@ -25,9 +25,12 @@ bool exportable(const KernelSpec& spec);
 bool tensor_core_type(const std::string& type);
 
 /// How a tensor-core launcher sees one buffer as a map would: its row length and its element count,
-/// each a product of the shape's dimensions (`cols`, `numel`: their indices, repeated for a power).
+/// each a product of the shape's dimensions (`cols`, `numel`: their indices, repeated for a power),
+/// or the row length as the int argument at `cols_at` of the launcher's `s` (a stride the op
+/// computes from its tensors, such as flash_attention's seq stride; -1: `cols` gives it).
 struct OperandExtent {
   std::vector<int> cols, numel;
+  int cols_at = -1;
 };
 /// Per argument of the spec, its extent where the argument is a buffer with a row length (one a map
 /// may cover) that is such a product at every shape the harness judged; nullopt otherwise.

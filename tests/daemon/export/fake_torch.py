@@ -21,15 +21,16 @@ class DType:
 
 
 class Tensor:
-    def __init__(self, values, dtype=None, requires_grad=False, ndim=1, device="cuda:0"):
-        self.values, self._ndim = list(values), ndim
+    def __init__(self, values, dtype=None, requires_grad=False, ndim=1, device="cuda:0", sizes=None):
+        self.values, self._ndim, self._sizes = list(values), len(sizes) if sizes else ndim, tuple(sizes or ())
         self.dtype = dtype or float16
         self.requires_grad = requires_grad
         self.device, self.is_cuda = device, device.startswith("cuda")
 
     @property
     def shape(self):
-        return (len(self.values),)
+        """`sizes` where given (attention's [B, heads, S, D]), else one dimension of the values."""
+        return self._sizes or (len(self.values),)
 
     @property
     def ndim(self):

@@ -4,6 +4,9 @@
 // the maps' parameter last; each file serving only its own tuned shape.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "daemon/export/kernel_launcher.hpp"
 #include "harness/module/tensor_maps.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -34,12 +37,34 @@ int64_t product(const std::vector<int>& dims, const Shape& s) {
   return p;
 }
 
+/// The launcher's `s` for shape `s` as an op passes it: the dimensions, then each computed int
+/// argument (a stride, a flag) in the order of the arguments.
+std::vector<int64_t> launcher_values(const KernelSpec& spec, const Shape& s) {
+  std::vector<int64_t> out(s.begin(), s.end());
+  for (const ArgSpec& a : spec.args)
+    if (a.kind == ArgSpec::Dim && a.computed) out.push_back(a.computed(s));
+  return out;
+}
+
+/// The row length the generated launcher computes for an extent at shape `s`.
+int64_t launcher_cols(const KernelSpec& spec, const OperandExtent& e, const Shape& s) {
+  return e.cols_at >= 0 ? launcher_values(spec, s).at(size_t(e.cols_at)) : product(e.cols, s);
+}
+
+/// A kernel file of flash_attention's contract version 1: its old TMA variant.
+std::string test_v1_source() {
+  std::ifstream in(AK_SOURCE_DIR "/tests/data/flash_attention_v1_tma_pingpong.cu");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 TEST_CASE("the tensor-core types at the versions the package has ops for are exportable, matmul's version 1 is not", "[export][launcher]") {
   CHECK(exportable(matmul_spec()));
   CHECK(exportable(fused_mlp_spec()));
-  CHECK(exportable(flash_attention_spec()) == (flash_attention_spec().contract_version == 1));
+  CHECK(exportable(flash_attention_spec()));
+  CHECK(flash_attention_spec().contract_version == 2);
+  CHECK(exportable(flash_attention_v1_spec()));
   CHECK_FALSE(exportable(matmul_v1_spec()));
   CHECK(exportable(rmsnorm_spec()));
   CHECK(tensor_core_type("matmul"));
@@ -47,7 +72,7 @@ TEST_CASE("the tensor-core types at the versions the package has ops for are exp
 }
 
 TEST_CASE("the launcher's view of every mappable buffer is the harness's, at every shape the harness judged", "[export][launcher]") {
-  for (const KernelSpec* spec : {&matmul_spec(), &fused_mlp_spec(), &flash_attention_spec()}) {
+  for (const KernelSpec* spec : {&matmul_spec(), &fused_mlp_spec(), &flash_attention_spec(), &flash_attention_v1_spec()}) {
     if (!exportable(*spec)) continue;
     const auto extents = operand_extents(*spec);
     REQUIRE(extents.size() == spec->args.size());
@@ -65,9 +90,9 @@ TEST_CASE("the launcher's view of every mappable buffer is the harness's, at eve
         const TensorMapDecl m{int(i), 8, 8, 0, 0};
         for (DType d : spec->dtypes) {
           const TensorMapView harness = tensor_map_view(*spec, m, s, d);
-          CHECK(uint64_t(product(extents[i]->cols, s)) == harness.cols);
+          CHECK(uint64_t(launcher_cols(*spec, *extents[i], s)) == harness.cols);
           const size_t stored = a.elem == Elem::T ? dtype_size(d) : elem_size(a.elem, d);
-          const ak_tensor_map_view launcher = ak_tensor_map_view_of(uint64_t(product(extents[i]->cols, s)),
+          const ak_tensor_map_view launcher = ak_tensor_map_view_of(uint64_t(launcher_cols(*spec, *extents[i], s)),
                                                                     uint64_t(product(extents[i]->numel, s)), stored,
                                                                     harness.elem_bytes, harness.type);
           CHECK(launcher.rows == harness.rows);
@@ -112,12 +137,36 @@ TEST_CASE("fused_mlp's and flash_attention's launchers write their own tile rule
   CHECK_THAT(*mlp, Catch::Contains("ak_tiled_blocks(s[0], s[2], m->tile_m, m->tile_n, 1) + ak_tiled_blocks(s[0], s[1], m->tile_m, m->tile_n, 1)"));
   // hidden, the fp32 scratch of M x I, is mapped in the call's dtype as rows of I.
   CHECK_THAT(*mlp, Catch::Contains("// hidden\n      v = ak_tensor_map_view_of(s[2], s[0] * s[2], 4, t, tt);"));
-  if (flash_attention_spec().contract_version == 1) {
-    auto attention = launcher_source(flash_attention_spec(), variant_source("flash_attention", "tma_pingpong"));
-    REQUIRE(attention.ok());
-    CHECK_THAT(*attention, Catch::Contains("ak_tiled_blocks(s[2], 1, m->tile_m, 1, s[0] * s[1])"));
-    CHECK_THAT(*attention, Catch::Contains("case 0:  // q\n      v = ak_tensor_map_view_of(s[3], s[0] * s[1] * s[2] * s[3], t, t, tt);"));
-  }
+  auto v1 = launcher_source(flash_attention_v1_spec(), test_v1_source());
+  REQUIRE(v1.ok());
+  CHECK_THAT(*v1, Catch::Contains("ak_tiled_blocks(s[2], 1, m->tile_m, 1, s[0] * s[1])"));
+  CHECK_THAT(*v1, Catch::Contains("case 0:  // q\n      v = ak_tensor_map_view_of(s[3], s[0] * s[1] * s[2] * s[3], t, t, tt);"));
+}
+
+TEST_CASE("a version-2 flash_attention launcher maps q, k, v and o as rows of the seq stride the op passes", "[export][launcher]") {
+  const std::string source = variant_source("flash_attention", "tma_pingpong");
+  auto spec = spec_for_file("flash_attention", source);
+  REQUIRE(spec.ok());
+  REQUIRE((**spec).contract_version == 2);
+  auto launcher = launcher_source(**spec, std::vector<TunedFile>{{source, "2x16x4x2048x128x1x2", "fp16"}});
+  REQUIRE(launcher.ok());
+  const std::string& text = *launcher;
+  // B * Hq * ceil(S / tile_m) blocks, the layout code compared with the rest (a file serves the
+  // layout it was measured at), and each operand's seq stride from after the codes and the flag.
+  CHECK_THAT(text, Catch::Contains("const long long blocks = ak_tiled_blocks(s[3], 1, m->tile_m, 1, s[0] * s[1]);"));
+  CHECK_THAT(text, Catch::Contains("{2, 16, 4, 2048, 128, 1, 2},  // 2x16x4x2048x128x1x2 fp16"));
+  CHECK_THAT(text, Catch::Contains("_compared[] = {true, true, true, true, true, true, true};"));
+  CHECK_THAT(text, Catch::Contains("case 0:  // q\n      v = ak_tensor_map_view_of(s[10], s[0] * s[1] * s[3] * s[4], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 1:  // k\n      v = ak_tensor_map_view_of(s[13], s[0] * s[2] * s[3] * s[4], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 2:  // v\n      v = ak_tensor_map_view_of(s[16], s[0] * s[2] * s[3] * s[4], t, t, tt);"));
+  CHECK_THAT(text, Catch::Contains("case 3:  // o\n      v = ak_tensor_map_view_of(s[19], s[0] * s[1] * s[3] * s[4], t, t, tt);"));
+  // The causal flag, then the twelve strides.
+  CHECK_THAT(text, Catch::Contains("  int a9 = (int)s[7];  // causal\n  int a10 = (int)s[8];  // q_stride_batch\n"));
+  CHECK_THAT(text, Catch::Contains("  int a21 = (int)s[19];  // o_stride_seq\n"));
+  // rotary's layout code stays out of its comparison: its op passes none.
+  auto rotary = launcher_source(rotary_embedding_spec(), rotary_embedding_spec().starter_source());
+  REQUIRE(rotary.ok());
+  CHECK_THAT(*rotary, Catch::Contains("_compared[] = {true, true, true, true, true, false};"));
 }
 
 TEST_CASE("a tuned shape with a zero dimension (a Linear without bias) is a known shape, not an unknown one", "[export][launcher]") {

@@ -49,6 +49,7 @@ class Base(unittest.TestCase):
         State.allclose_calls = 0
         self.ops = torch.ops.autokernel = fake_torch.OpNamespace()
         R.set_compile_ops(())
+        R._said.clear()   # each test hears the reasons it causes
 
     def op_calls(self, name=None):
         return [c for c in self.ops.calls if name is None or c[0] == name]
@@ -733,26 +734,108 @@ class LinearAndAttention(Base):
         linear(torch.Tensor([1.0]), torch.Tensor([1.0]))
         self.assertEqual(len(self.op_calls("matmul")), 1)
 
-    def test_causal_attention_without_a_mask_at_the_default_scale_is_one_op_call(self):
+    @staticmethod
+    def attention(heads=16, kv_heads=4, seq=2048, dim=128, batch=2):
+        """q [B, heads, S, D] and k, v [B, kv_heads, S, D], as a decoder's projections give them."""
+        return (torch.Tensor([1.0], sizes=(batch, h, seq, dim)) for h in (heads, kv_heads, kv_heads))
+
+    def declined(self, call):
+        """What the replacement said on stderr while making `call`."""
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said):
+            call()
+        return said.getvalue()
+
+    def test_causal_or_unmasked_attention_at_the_default_scale_is_one_op_call_with_its_causality(self):
         original = Calls("original")
         sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
-        q, k, v = (torch.Tensor([1.0] * 4, ndim=4) for _ in range(3))   # head dim 4: scale 0.5
+        q, k, v = self.attention(heads=16, kv_heads=16)
         sdpa(q, k, v, is_causal=True)
-        sdpa(q, k, v, is_causal=True, scale=0.5)
-        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v))] * 2)
+        sdpa(q, k, v, is_causal=True, scale=128 ** -0.5)   # transformers gives the scale: that value
+        sdpa(q, k, v)                                      # no mask, not causal: every key seen
+        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v, True))] * 2 + [("flash_attention", (q, k, v, False))])
         self.assertEqual(original.calls, 0)
 
-    def test_a_mask_no_causality_dropout_another_scale_or_an_unknown_keyword_runs_sdpa(self):
+    def test_grouped_query_heads_reach_the_op_with_enable_gqa_and_repeated_ones_as_plain_heads(self):
         original = Calls("original")
         sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
-        q = torch.Tensor([1.0] * 4, ndim=4)
-        sdpa(q, q, q, attn_mask=q, is_causal=False)
-        sdpa(q, q, q)
-        sdpa(q, q, q, dropout_p=0.1, is_causal=True)
-        sdpa(q, q, q, is_causal=True, scale=1.0)
-        sdpa(q, q, q, is_causal=True, future_option=1)
-        sdpa(torch.Tensor([1.0] * 4, ndim=3), q, q, is_causal=True)
-        self.assertEqual((original.calls, self.op_calls()), (6, []))
+        q, k, v = self.attention(heads=16, kv_heads=4)
+        sdpa(q, k, v, is_causal=True, enable_gqa=True)
+        # transformers' repeat_kv (a mask given, or an older torch): k and v copied to q's heads.
+        q, k16, v16 = self.attention(heads=16, kv_heads=16)
+        sdpa(q, k16, v16, is_causal=True)
+        self.assertEqual([c[1][1].shape[1] for c in self.op_calls("flash_attention")], [4, 16])
+        # Fewer kv heads without enable_gqa is an error of PyTorch's SDPA: it runs, and says it.
+        said = self.declined(lambda: sdpa(q, k, v, is_causal=True))
+        self.assertEqual(original.calls, 1)
+        self.assertIn("k has other heads than q without enable_gqa", said)
+
+    def test_each_call_the_kernel_does_not_take_runs_sdpa_and_says_why_once(self):
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
+        q, k, v = self.attention()
+        cases = {"a mask (attn_mask)": dict(attn_mask=q), "dropout": dict(dropout_p=0.1, is_causal=True),
+                 "a scale other than 1/sqrt(D)": dict(is_causal=True, scale=1.0, enable_gqa=True),
+                 "arguments ['future_option']": dict(is_causal=True, future_option=1),
+                 "is_causal is not a bool": dict(is_causal=1, enable_gqa=True)}
+        for why, kwargs in cases.items():
+            said = self.declined(lambda: sdpa(q, k, v, **kwargs))
+            self.assertIn(f"flash_attention runs PyTorch's op instead: {why}", said)
+            self.assertEqual(self.declined(lambda: sdpa(q, k, v, **kwargs)), "")   # said once
+        q3 = torch.Tensor([1.0], sizes=(16, 2048, 128))
+        self.assertIn("q or k is not [B, heads, S, D]", self.declined(lambda: sdpa(q3, q3, q3, is_causal=True)))
+        self.assertEqual((original.calls, self.op_calls()), (2 * len(cases) + 1, []))
+
+    def test_attention_that_trains_or_is_compiled_without_a_decision_runs_sdpa(self):
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
+        q, k, v = self.attention()
+        State.grad = True
+        sdpa(torch.Tensor([1.0], requires_grad=True, sizes=q.shape), k, v, is_causal=True, enable_gqa=True)
+        State.grad = False
+        State.compiling = True
+        sdpa(q, k, v, is_causal=True, enable_gqa=True)
+        self.assertEqual((original.calls, self.op_calls()), (2, []))
+        R.set_compile_ops({"flash_attention"})
+        sdpa(q, k, v, is_causal=True, enable_gqa=True)
+        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v, True))])
+
+    def test_transformers_causal_mask_decided_under_capture_reaches_the_op_as_causal(self):
+        G = fake_torch.package_module("_graphs")
+        masking = types.ModuleType("transformers.masking_utils")
+        masking._ignore_causal_mask_sdpa = lambda padding_mask, q_length, kv_length, q_offset, kv_offset, \
+            local_attention_size=None: not State.capturing and padding_mask is None and q_length == kv_length
+        masking.find_packed_sequence_indices = lambda position_ids: None
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops)
+        q, k, v = self.attention()
+
+        def layer():   # a causal transformers model's attention: the mask unless the decision skips it
+            skip = masking._ignore_causal_mask_sdpa(None, 2048, 2048, 0, 0, None)
+            mask = None if skip else torch.Tensor([1.0], sizes=(2, 1, 2048, 2048))
+            return sdpa(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=mask is None)
+        State.capturing = True
+        said = self.declined(layer)   # a plain capture: transformers builds its mask, SDPA runs
+        self.assertEqual((original.calls, self.op_calls()), (1, []))
+        self.assertIn("a mask (attn_mask)", said)
+        with G.mask_decisions({"transformers.masking_utils": masking}) as decisions:
+            self.assertTrue(decisions.saved)
+            layer()   # capture(): the mask recognised as causal where transformers decides it
+        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v, True))])
+
+    def test_a_version_1_file_serves_causal_calls_of_one_head_count_with_its_old_op(self):
+        original = Calls("original")
+        sdpa = R.make_replacement(target("functional", "flash_attention"), original, self.ops,
+                                  versions={"flash_attention": 1})
+        q, k, v = self.attention(heads=16, kv_heads=16)
+        sdpa(q, k, v, is_causal=True)
+        sdpa(q, k, v, is_causal=True, scale=128 ** -0.5)
+        sdpa(q, k, v)                                          # not causal: version 1 has no such kernel
+        sdpa(q, k, v, attn_mask=q, is_causal=False)
+        gq, gk, gv = self.attention(heads=16, kv_heads=4)
+        sdpa(gq, gk, gv, is_causal=True, enable_gqa=True)      # grouped heads: version 1 has one count
+        self.assertEqual(self.op_calls(), [("flash_attention", (q, k, v))] * 2)
+        self.assertEqual(original.calls, 3)
 
 
 class CompileDecision(unittest.TestCase):

@@ -24,7 +24,8 @@ FAKES = {
     "cross_entropy": lambda logits, target: (logits.new_empty(logits.shape[:1]), logits.new_empty(())),
     "matmul": lambda x, weight, bias: x.new_empty((*x.shape[:-1], weight.shape[0])),
     "fused_mlp": lambda x, w_gate, w_up, w_down: torch.empty_like(x, memory_format=torch.contiguous_format),
-    "flash_attention": lambda q, k, v: torch.empty_like(q, memory_format=torch.contiguous_format),
+    # o dense in q's order, as the op allocates it and lays out SDPA's result where it falls back.
+    "flash_attention": lambda q, k, v, causal: _dense_like(q),
 }
 
 
@@ -32,6 +33,7 @@ FAKES = {
 # contract_version), by (type, version).
 OLDER_FAKES = {
     ("rotary_embedding", 1): lambda q, cos, sin: torch.empty_like(q, memory_format=torch.contiguous_format),
+    ("flash_attention", 1): lambda q, k, v: torch.empty_like(q, memory_format=torch.contiguous_format),
 }
 
 

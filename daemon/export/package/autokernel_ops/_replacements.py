@@ -171,12 +171,69 @@ def _linear_call(op, original, direct=None):
     return linear
 
 
+_said = set()
+
+
+def _declined(op, why):
+    """Says once per op and reason that PyTorch's op runs instead, as the ops say it in C++."""
+    if (op, why) not in _said:
+        _said.add((op, why))
+        print(f"autokernel_ops: {op} runs PyTorch's op instead: {why} (said once)", file=sys.stderr)
+
+
+def _sdpa_declines(query, key, attn_mask, dropout_p, is_causal, scale, enable_gqa, rest):
+    """Why an SDPA call is not one the flash_attention op computes, or "": the op takes q, k and v
+    with no mask (transformers' causal mask is recognised where it decides it: eagerly, and under
+    capture() by _graphs.MaskDecisions, it calls SDPA with is_causal and no mask), no dropout, the
+    default scale 1/sqrt(D) (or that value given), grouped-query heads only as enable_gqa asks."""
+    if rest:
+        return f"arguments {sorted(rest)} it does not take"
+    if attn_mask is not None:
+        return "a mask (attn_mask): causal calls without one run the kernel"
+    if dropout_p != 0.0:
+        return "dropout"
+    if type(is_causal) is not bool:
+        return "is_causal is not a bool"
+    if not isinstance(query, _Tensor) or not isinstance(key, _Tensor) or query.dim() != 4 or key.dim() != 4:
+        return "q or k is not [B, heads, S, D]"
+    if scale is not None and abs(scale * query.shape[-1] ** 0.5 - 1.0) > 1e-6:
+        return f"a scale other than 1/sqrt(D) ({scale})"
+    if key.shape[1] != query.shape[1] and not enable_gqa:
+        return "k has other heads than q without enable_gqa (PyTorch's SDPA says why)"
+    return ""
+
+
 def _sdpa(op, original, direct=None):
-    """F.scaled_dot_product_attention as a causal model calls it: is_causal with no mask, no
-    dropout, the default scale 1/sqrt(D) (or that value given, as transformers gives it). Anything
-    else is the original's; the op runs its kernel at the shapes its files were measured faster
-    than SDPA at (one head count, contiguous q, k and v in version 1) and PyTorch's SDPA otherwise.
+    """F.scaled_dot_product_attention as a decoder calls it (version 2 of the contract): causal or
+    not, with no mask, no dropout, the default scale (transformers gives head_dim ** -0.5: that
+    value), grouped-query heads with enable_gqa (or k and v repeated to q's heads: plain
+    multi-head), q, k and v as the projections' transposed views or contiguous. The op checks the
+    rest in C++ (dtype, device, strides, lengths, the shapes its files were measured faster than
+    SDPA at) and runs PyTorch's SDPA otherwise, saying why once; so does this for what it declines.
     Under capture() transformers' causal mask is dropped for this (_graphs.py)."""
+    eager = direct or op
+
+    def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                     enable_gqa=False, **rest):
+        traced = _traced(query)
+        if (traced and "flash_attention" not in COMPILE_OPS) \
+                or (_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)):
+            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                            scale=scale, enable_gqa=enable_gqa, **rest)
+        why = _sdpa_declines(query, key, attn_mask, dropout_p, is_causal, scale, enable_gqa, rest)
+        if why:
+            _declined("flash_attention", why)
+            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                            scale=scale, enable_gqa=enable_gqa, **rest)
+        return (op if traced else eager)(query, key, value, is_causal)
+    return scaled_dot_product_attention
+
+
+def _sdpa_v1(op, original, direct=None):
+    """For a file of version 1 of the flash_attention contract (an older run's): is_causal with no
+    mask, no dropout, the default scale; the op runs its kernel at the shapes its files were
+    measured faster than SDPA at (one head count, contiguous q, k and v) and PyTorch's SDPA
+    otherwise."""
     eager = direct or op
 
     def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -550,7 +607,7 @@ def make_replacement(target, original, ops=None, versions=None, direct=None, sha
         if target.type == "cross_entropy":
             return _compile_gated("cross_entropy", _cross_entropy(ops, original), original)
         make = {"rmsnorm": _rms_norm, "layernorm": _layer_norm, "softmax": _softmax, "matmul": _linear_call,
-                "flash_attention": _sdpa}[target.type]
+                "flash_attention": _sdpa_v1 if (versions or {}).get("flash_attention", 2) == 1 else _sdpa}[target.type]
         return make(getattr(ops, target.type).default, original, direct.get(target.type))
     if target.op == "rotary_tables":
         make, learn = _rotary_tables(ops.rotary_tables.default)

@@ -7,6 +7,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -81,6 +83,27 @@ inline std::string unlike(const at::Tensor& t, const at::Tensor& x, const char* 
 /// (TensorImpl takes inference mode from the thread, as there).
 inline at::Tensor empty(at::IntArrayRef sizes, const at::Tensor& like) {
   return at::Tensor(at::detail::empty_cuda(sizes, like.scalar_type(), like.device(), std::nullopt));
+}
+
+/// Element strides dense in x's order of dimensions (largest stride outermost), as PyTorch's
+/// elementwise operators and SDPA's flash path give their results: for the usual transposed view,
+/// x's own strides, with no copy anywhere. A dimension of size 1 has no order of its own (PyTorch
+/// leaves it where it is), so only the others are sorted, into the places they held. x is
+/// [batch, heads, seq, head_dim]: the ops that call it admit no other.
+inline std::array<int64_t, 4> dense_strides(const at::Tensor& x) {
+  constexpr int64_t kDims = 4;
+  std::array<int64_t, kDims> order{}, places{}, moving{}, strides{};
+  int64_t n = 0;
+  for (int64_t d = 0; d < kDims; ++d) {
+    order[size_t(d)] = d;
+    if (x.size(d) != 1) places[size_t(n)] = moving[size_t(n)] = d, ++n;
+  }
+  std::stable_sort(moving.begin(), moving.begin() + n, [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  for (int64_t i = 0; i < n; ++i) order[size_t(places[size_t(i)])] = moving[size_t(i)];
+  // order[0] is outermost: strides grow from the innermost.
+  int64_t step = 1;
+  for (int64_t i = kDims; i-- > 0;) strides[size_t(order[size_t(i)])] = step, step *= x.size(order[size_t(i)]);
+  return strides;
 }
 
 /// Says once per op and reason that PyTorch's op runs instead: a slower result, never a wrong one.

@@ -34,6 +34,11 @@ inline bool take(PyObject* o, double& out) {
   if (out == -1.0 && PyErr_Occurred()) return PyErr_Clear(), false;
   return true;
 }
+inline bool take(PyObject* o, bool& out) {  // True or False, nothing else
+  if (o != Py_True && o != Py_False) return false;
+  out = o == Py_True;
+  return true;
+}
 inline bool take(PyObject* o, int64_t& out) {
   out = PyLong_AsLongLong(o);
   if (out == -1 && PyErr_Occurred()) return PyErr_Clear(), false;

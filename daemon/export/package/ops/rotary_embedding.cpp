@@ -8,32 +8,11 @@
 #include "common.h"
 #include "rotary_tables.h"
 
-#include <algorithm>
 #include <array>
 #include <utility>
 
 namespace autokernel_ops {
 namespace {
-
-/// Element strides dense in x's order of dimensions (largest stride outermost), as PyTorch's
-/// elementwise operators give their result: for the usual transposed view, x's own strides, with
-/// no copy anywhere. A dimension of size 1 has no order of its own (PyTorch leaves it where it is),
-/// so only the others are sorted, into the places they held.
-std::array<int64_t, 4> dense_strides(const at::Tensor& x) {
-  constexpr int64_t kDims = 4;  // why_not() admits [batch, heads, seq, head_dim] only
-  std::array<int64_t, kDims> order{}, places{}, moving{}, strides{};
-  int64_t n = 0;
-  for (int64_t d = 0; d < kDims; ++d) {
-    order[size_t(d)] = d;
-    if (x.size(d) != 1) places[size_t(n)] = moving[size_t(n)] = d, ++n;
-  }
-  std::stable_sort(moving.begin(), moving.begin() + n, [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
-  for (int64_t i = 0; i < n; ++i) order[size_t(places[size_t(i)])] = moving[size_t(i)];
-  // order[0] is outermost: strides grow from the innermost.
-  int64_t step = 1;
-  for (int64_t i = kDims; i-- > 0;) strides[size_t(order[size_t(i)])] = step, step *= x.size(order[size_t(i)]);
-  return strides;
-}
 
 /// `x`'s result, dense in its order, at `offset` elements into `buffer`.
 at::Tensor dense_part(const at::Tensor& buffer, const at::Tensor& x, int64_t offset) {
