@@ -32,7 +32,7 @@
 #                                        where it beat cuBLAS at its shape), verify in fp16 with
 #                                        --cuda-graphs; within GEMM_BUDGET_S (default 285 s). The
 #                                        table in $OUT/gemm-round.txt, everything in $OUT/gemm-round.tar.gz
-#   tests/gpu/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul and fused_mlp
+#   tests/gpu/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul, fused_mlp and flash_attention
 #                                        serving a small decoder, through its check script and verify;
 #                                        $OUT/tensor-core-tests.log
 #   tests/gpu/gpu-models.sh hf-kernels [MODEL]  (default hf_qwen3) the Hugging Face kernels library as a

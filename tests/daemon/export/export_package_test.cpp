@@ -802,7 +802,7 @@ TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary t
   CHECK_THAT(r.out, Catch::Contains("0 failures"));
 }
 
-TEST_CASE("on the GPU a run's kept matmul and fused_mlp serve a decoder's projections and MLP at their tuned shapes only", "[gpu][export][export-ops-gpu][tensor-core-export]") {
+TEST_CASE("on the GPU a run's kept matmul, fused_mlp and flash_attention serve a decoder's projections, MLP and GQA attention at their tuned shapes only", "[gpu][export][export-ops-gpu][tensor-core-export]") {
   if (!test::gpu_or_skip()) return;
   if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
     std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
@@ -812,15 +812,17 @@ TEST_CASE("on the GPU a run's kept matmul and fused_mlp serve a decoder's projec
   // for the test (the export reads only that each file beat its library baseline at its shape).
   test::TempDir run;
   std::filesystem::create_directories(run.path / "kernels");
-  run.write("kernels/qkvo_proj.cu", variant("matmul", "tma_warp_specialized").source);
+  run.write("kernels/qo_proj.cu", variant("matmul", "tma_warp_specialized").source);
   run.write("kernels/mlp.cu", variant("fused_mlp", "tma_swiglu").source);
+  run.write("kernels/attention.cu", variant("flash_attention", "tma_pingpong").source);
   run.write("state.json", R"({"kernels": [
-    {"tag": "qkvo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"},
-    {"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"}]})");
+    {"tag": "qo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"},
+    {"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"},
+    {"tag": "attention", "type": "flash_attention", "shape": "2x16x4x2048x128x1x2", "dtype": "fp16", "weight": 0.1, "baseline_us": 300, "best_us": 280, "speedup": 1.07, "baseline": "baseline_us in the config"}]})");
   std::vector<std::string> left_out;
   auto kept = kept_kernels(run.path.string(), false, left_out);
   REQUIRE(kept.ok());
-  REQUIRE(kept->size() == 2);
+  REQUIRE(kept->size() == 3);
   auto files = package_files(*kept, PackageFormat::Torch, left_out);
   INFO((files.ok() ? std::string() : files.error().message));
   REQUIRE(files.ok());
@@ -845,11 +847,26 @@ TEST_CASE("on the GPU a run's kept matmul and fused_mlp serve a decoder's projec
   REQUIRE(served.count("torch.nn.functional.linear") == 1);
   const auto& linear = served["torch.nn.functional.linear"];
   INFO(linear.dump());
-  // 4 projections a layer, 2 layers served; the LM head (and the MLP's projections, where the MLP
-  // runs whole in fused_mlp) are not: PyTorch's F.linear runs there, counted as op_fell_back.
-  CHECK(linear["served"] == 8);
-  CHECK(linear["files"]["qkvo_proj"] == 8);
-  CHECK(linear["op_fell_back"].get<int>() >= 1);
+  // q and o a layer, 2 layers served; k and v (4 kv heads: [4096, 512, 2048]) and the LM head (and
+  // the MLP's projections, where the MLP runs whole in fused_mlp) are not: PyTorch's F.linear runs
+  // there, counted as op_fell_back.
+  CHECK(linear["served"] == 4);
+  CHECK(linear["files"]["qo_proj"] == 4);
+  CHECK(linear["op_fell_back"].get<int>() >= 5);
+  // Each layer's SDPA call, 16 query heads over 4 kv heads on the projections' views, by the kept file.
+  REQUIRE(served.count("torch.nn.functional.scaled_dot_product_attention") == 1);
+  const auto& attention = served["torch.nn.functional.scaled_dot_product_attention"];
+  INFO(attention.dump());
+  CHECK(attention["type"] == "flash_attention");
+  CHECK(attention["served"] == 2);
+  CHECK(attention["share"] == 1.0);
+  CHECK(attention["files"]["attention"] == 2);
+  // verify timed a call of the op beside SDPA's, on the GPU.
+  bool timed = false;
+  for (auto& row : report["cpu_cost"]["calls"])
+    if (row["name"] == "torch.nn.functional.scaled_dot_product_attention")
+      timed = row["gpu_us_per_call"].get<double>() > 0 && row["original_gpu_us_per_call"].get<double>() > 0;
+  CHECK(timed);
   // verify loads the model file under a module name of its own.
   auto mlp_row = std::find_if(served.begin(), served.end(), [](auto& kv) { return kv.first.ends_with(".DecoderMLP.forward"); });
   REQUIRE(mlp_row != served.end());

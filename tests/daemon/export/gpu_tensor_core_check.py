@@ -1,15 +1,22 @@
 """The exported tensor-core ops on a GPU, run by tests/daemon/export/export_package_test.cpp ([gpu])
 on a package exported from a run folder holding a kept matmul (version 2, the tma_warp_specialized
-variant, tuned at M 4096, N 2048, K 2048 without bias, fp16) and a kept fused_mlp (tma_swiglu, at
-M 4096, K 2048, I 6144, fp16):
+variant, tuned at M 4096, N 2048, K 2048 without bias, fp16), a kept fused_mlp (tma_swiglu, at
+M 4096, K 2048, I 6144, fp16) and a kept flash_attention (version 2, tma_pingpong, at the decoder's
+B 2, Hq 16, Hkv 4, S 2048, D 128, causal, the projections' views: 2x16x4x2048x128x1x2, fp16):
 
   matmul op      at the tuned shape the kernel runs (matmul_launches grows by one) and agrees with
                  F.linear; with a bias, one token fewer, or in bf16 PyTorch's F.linear runs (no
                  launch) and the result is F.linear's own
   fused_mlp op   at the tuned shape one launch, the MLP's value; elsewhere PyTorch's three GEMMs
-  the decoder    tiny_decoder.py patched: its q/k/v/o projections served by matmul, its DecoderMLP by
-                 fused_mlp, the LM head by PyTorch; the output within twice the unpatched model's
-                 own error against fp32; capture() replays the patched step with the same output
+  attention op   on the projections' transposed views with 4 kv heads, one launch, SDPA's value
+                 (enable_gqa) within twice SDPA's own fp16 error, o laid out as SDPA's flash path
+                 lays it; not causal, in bf16, one token fewer, q contiguous, or k and v repeated to
+                 16 heads: PyTorch's SDPA, no launch, its very result; the time of a call of the op
+                 and of SDPA, printed
+  the decoder    tiny_decoder.py patched: its q and o projections served by matmul (k and v, at
+                 [4096, 512, 2048], and the LM head by PyTorch), its DecoderMLP by fused_mlp, its
+                 SDPA calls by flash_attention; the output within twice the unpatched model's own
+                 error against fp32; capture() replays the patched step with the same output
 
     PYTHONPATH=PKG python3 tests/daemon/export/gpu_tensor_core_check.py
 Prints one line per check, what was expected and what was seen; exit 0 only when all hold."""
@@ -40,11 +47,27 @@ def rel_l2(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
+TYPES = ("matmul", "fused_mlp", "flash_attention")
+
+
 def loaded():
-    for t in ("matmul", "fused_mlp"):
+    for t in TYPES:
         check(f"{t} built and loaded at import", t in autokernel_ops.LOADED,
               f"loaded {sorted(autokernel_ops.LOADED)}, failed {autokernel_ops.FAILED}")
-    return all(t in autokernel_ops.LOADED for t in ("matmul", "fused_mlp"))
+    return all(t in autokernel_ops.LOADED for t in TYPES)
+
+
+def us_per_call(fn, calls=20):
+    """The GPU time of one call of fn, from CUDA events around `calls` calls after one warm-up."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000 / calls
 
 
 def matmul_op():
@@ -93,6 +116,47 @@ def fused_mlp_op():
     check("fused_mlp at 100 rows: PyTorch's GEMMs, no launch", grew == 0 and err < 5e-3, f"{grew} launches, error {err:.2e}")
 
 
+def attention_op():
+    torch.manual_seed(3)
+    b, s, hq, hkv, d = tiny_decoder.BATCH, tiny_decoder.SEQ, tiny_decoder.HEADS, tiny_decoder.KV_HEADS, tiny_decoder.HEAD_DIM
+    # The projections' outputs viewed as heads, as the decoder passes them.
+    q = torch.randn(b, s, hq * d, device="cuda", dtype=torch.float16).view(b, s, hq, d).transpose(1, 2)
+    k, v = (torch.randn(b, s, hkv * d, device="cuda", dtype=torch.float16).view(b, s, hkv, d).transpose(1, 2) for _ in range(2))
+    sdpa = F.scaled_dot_product_attention
+    ref = sdpa(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=True)
+    op = torch.ops.autokernel.flash_attention
+    before = launches("flash_attention")
+    o = op(q, k, v, True)
+    torch.cuda.synchronize()
+    grew = launches("flash_attention") - before
+    check("flash_attention at 2x16x4x2048x128 causal on the projections' views launches the kept file once", grew == 1,
+          f"{grew} launches")
+    own = rel_l2(sdpa(q, k, v, is_causal=True, enable_gqa=True), ref)
+    err = rel_l2(o, ref)
+    check("flash_attention agrees with SDPA in fp32 as well as SDPA in fp16 does", err <= max(2 * own, 2 ** -9),
+          f"relative L2 error {err:.2e}, SDPA fp16's own {own:.2e}")
+    check("flash_attention's o is laid out as [B, S, H, D] transposed, as SDPA's flash path gives it",
+          o.shape == q.shape and o.transpose(1, 2).is_contiguous(), f"shape {tuple(o.shape)}, strides {o.stride()}")
+    cases = {"not causal": (q, k, v, False), "in bf16": (q.bfloat16(), k.bfloat16(), v.bfloat16(), True),
+             "one token fewer": (q[:, :, 1:], k[:, :, 1:], v[:, :, 1:], True),
+             "with q contiguous": (q.contiguous(), k, v, True),
+             "with k and v repeated to 16 heads (repeat_kv)": (q, k.repeat_interleave(hq // hkv, 1),
+                                                              v.repeat_interleave(hq // hkv, 1), True)}
+    for name, (qq, kk, vv, causal) in cases.items():
+        before = launches("flash_attention")
+        y = op(qq, kk, vv, causal)
+        torch.cuda.synchronize()
+        grew = launches("flash_attention") - before
+        want = sdpa(qq, kk, vv, is_causal=causal, enable_gqa=kk.shape[1] != qq.shape[1])
+        same = torch.equal(y, want)
+        check(f"flash_attention {name}: PyTorch's SDPA, no launch", grew == 0 and same,
+              f"{grew} launches, equal to SDPA: {same}")
+    mine = us_per_call(lambda: op(q, k, v, True))
+    theirs = us_per_call(lambda: sdpa(q, k, v, is_causal=True, enable_gqa=True))
+    print(f"     flash_attention op {mine:.1f} us a call, SDPA {theirs:.1f} us ({theirs / mine:.3f}x) at 2x16x4x2048x128 "
+          "causal fp16, CUDA events over 20 calls", flush=True)
+
+
 def decoder():
     torch.manual_seed(0)
     reference, (ids,) = tiny_decoder.build(torch.float32)
@@ -105,20 +169,23 @@ def decoder():
         own = rel_l2(eager, want)
         with autokernel_ops.patched(also=("tiny_decoder",)) as p:
             names = p.names
-            check("the patch replaces F.linear and the decoder's MLP class",
+            check("the patch replaces F.linear, SDPA and the decoder's MLP class",
                   "torch.nn.functional.linear -> autokernel::matmul" in names
+                  and "torch.nn.functional.scaled_dot_product_attention -> autokernel::flash_attention" in names
                   and "tiny_decoder.DecoderMLP.forward -> autokernel::fused_mlp" in names, str(names))
             model(ids)  # the first call checks the MLP class's replacement against its own forward
             torch.cuda.synchronize()
-            m0, f0 = launches("matmul"), launches("fused_mlp")
+            m0, f0, a0 = launches("matmul"), launches("fused_mlp"), launches("flash_attention")
             patched = model(ids)
             torch.cuda.synchronize()
-            m, f = launches("matmul") - m0, launches("fused_mlp") - f0
+            m, f, a = launches("matmul") - m0, launches("fused_mlp") - f0, launches("flash_attention") - a0
             layers = tiny_decoder.LAYERS
-            check(f"one step: matmul served the {4 * layers} q/k/v/o projections, fused_mlp the {layers} MLPs",
-                  m == 4 * layers and f == layers,
-                  f"matmul {m} launches (want {4 * layers}), fused_mlp {f} (want {layers}); the gate, up and down "
-                  "projections go inside fused_mlp and the LM head to PyTorch")
+            check(f"one step: matmul served the {2 * layers} q and o projections, fused_mlp the {layers} MLPs, "
+                  f"flash_attention the {layers} SDPA calls",
+                  m == 2 * layers and f == layers and a == layers,
+                  f"matmul {m} launches (want {2 * layers}), fused_mlp {f} (want {layers}), flash_attention {a} "
+                  f"(want {layers}); the k and v projections and the LM head go to PyTorch, the gate, up and down "
+                  "projections inside fused_mlp")
             err = rel_l2(patched, want)
             bound = max(2 * own, 2 * 2 ** -10)
             check("the patched decoder's output agrees with fp32 as well as eager fp16 does",
@@ -137,6 +204,7 @@ def decoder():
 if loaded():
     matmul_op()
     fused_mlp_op()
+    attention_op()
     decoder()
 print(f"{len(failures)} failures" + (": " + "; ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

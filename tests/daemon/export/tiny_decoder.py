@@ -1,15 +1,19 @@
 """A small decoder as transformers writes one (for the export's tensor-core GPU test): 2 layers of
-RMSNorm, attention with q/k/v/o projections (16 heads of 128, causal SDPA) and a gated MLP class,
-DecoderMLP, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with nn.SiLU, hidden 2048, MLP to 6144,
-batch 2 x 2048 tokens: its projections are the Qwen3 Linear GEMMs [4096, 2048, 2048] and its MLP
-[4096, 2048, 6144]. The LM head [4096, 1024, 2048] is tuned by no file, so PyTorch's runs there.
+RMSNorm, grouped-query attention with q/k/v/o projections (16 query heads of 128 over 4 key/value
+heads, Qwen3's ratio; causal SDPA on the projections' transposed views with enable_gqa, as
+transformers calls it) and a gated MLP class, DecoderMLP, down_proj(act_fn(gate_proj(x)) *
+up_proj(x)) with nn.SiLU, hidden 2048, MLP to 6144, batch 2 x 2048 tokens: its q and o projections
+are the Qwen3 Linear GEMMs [4096, 2048, 2048], its k and v [4096, 512, 2048], its MLP [4096, 2048,
+6144] and its attention flash_attention's 2x16x4x2048x128 causal, layout 2. The LM head [4096,
+1024, 2048] and the k and v projections are tuned by no file, so PyTorch's runs there.
 Random weights, seeded by the caller (verify seeds 0 before each build). build(dtype) is the model
 file interface of `autokernel verify`."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-D, HEADS, HIDDEN, LAYERS, BATCH, SEQ, VOCAB = 2048, 16, 6144, 2, 2, 2048, 1024
+D, HEADS, KV_HEADS, HIDDEN, LAYERS, BATCH, SEQ, VOCAB = 2048, 16, 4, 6144, 2, 2, 2048, 1024
+HEAD_DIM = D // HEADS
 
 
 class DecoderMLP(nn.Module):
@@ -27,13 +31,14 @@ class DecoderMLP(nn.Module):
 class DecoderAttention(nn.Module):
     def __init__(self):
         super().__init__()
-        self.q_proj, self.k_proj = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
-        self.v_proj, self.o_proj = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
+        self.q_proj, self.o_proj = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
+        self.k_proj, self.v_proj = nn.Linear(D, KV_HEADS * HEAD_DIM, bias=False), nn.Linear(D, KV_HEADS * HEAD_DIM, bias=False)
 
     def forward(self, x):
         b, t, _ = x.shape
-        q, k, v = (p(x).view(b, t, HEADS, D // HEADS).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=(D // HEADS) ** -0.5)
+        q = self.q_proj(x).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
+        k, v = (p(x).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=HEAD_DIM ** -0.5, enable_gqa=True)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, D))
 
 
