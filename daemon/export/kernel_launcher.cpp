@@ -118,16 +118,19 @@ std::vector<int> computed_positions(const KernelSpec& spec) {
 }
 
 /// The position in `s` of a computed argument that equals `a`'s row length at every judged shape
-/// (flash_attention's seq stride, which its layout code decides), or -1.
+/// (flash_attention's seq stride, which its layout code decides), or -1; one of `a`'s own (named
+/// "<a>_...") first, since another operand's may equal it at every judged shape and not in a call.
 int row_length_argument(const KernelSpec& spec, const ArgSpec& a) {
   const std::vector<int> at = computed_positions(spec);
+  int found = -1;
   for (size_t j = 0; j < spec.args.size(); ++j) {
     if (at[j] < 0) continue;
     bool holds = true;
     for (const Shape& s : stage_shapes(spec)) holds = holds && spec.args[j].computed(s) == a.row_length(s);
-    if (holds) return at[j];
+    if (holds && spec.args[j].name.rfind(a.name + "_", 0) == 0) return at[j];
+    if (holds && found < 0) found = at[j];
   }
-  return -1;
+  return found;
 }
 
 }  // namespace

@@ -76,7 +76,11 @@ def sample_args(type_, dtype, version):
     if type_ == "fused_mlp":
         return [(r(512, 2048), r(2048, 6144), r(2048, 6144), r(6144, 2048))]
     if type_ == "flash_attention":
-        return [(r(2, 16, 256, 128), r(2, 16, 256, 128), r(2, 16, 256, 128))]
+        if version == 1:
+            return [(r(2, 16, 256, 128), r(2, 16, 256, 128), r(2, 16, 256, 128))]
+        # transformers' q, k and v: the projections' transposed views, 4 kv heads for 16 query heads.
+        q, k, v = r(2, 256, 16, 128).transpose(1, 2), r(2, 256, 4, 128).transpose(1, 2), r(2, 256, 4, 128).transpose(1, 2)
+        return [(q, k, v, True), (r(2, 16, 256, 128), r(2, 16, 256, 128), r(2, 16, 256, 128), False)]
     return []
 
 

@@ -51,8 +51,9 @@ std::string why_not(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
   if (k.size(2) != q.size(2)) return "q's length " + std::to_string(q.size(2)) + " is not k's " + std::to_string(k.size(2));
   if (q.numel() == 0 || k.numel() == 0) return "q or k is empty";
   if (q.size(1) % k.size(1)) return "Hq " + std::to_string(q.size(1)) + " is not a multiple of Hkv " + std::to_string(k.size(1));
-  // The contract's shapes (attention_layouts.cpp's shape_error): what a file of unknown tuned shape was judged on.
-  if (q.size(3) % 8 || q.size(3) > 256) return "D " + std::to_string(q.size(3)) + " is not a multiple of 8 up to 256";
+  // What a file of unknown tuned shape (which serves any call) was judged on: the stages' head
+  // dimensions, and the contract's lengths (attention_layouts.cpp's shape_error).
+  if (q.size(3) != 64 && q.size(3) != 128) return "D " + std::to_string(q.size(3)) + " is not 64 or 128, the head dimensions the kernel is judged at";
   if (q.size(2) > 8192) return "S " + std::to_string(q.size(2)) + " is past 8192, the longest the contract judges";
   if (q.numel() > INT32_MAX || k.numel() > INT32_MAX) return "q or k has more than 2^31 elements";
   // A base TMA cannot map sends the kernel down a path the harness never took for this type.
