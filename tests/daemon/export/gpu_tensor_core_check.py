@@ -133,7 +133,7 @@ def attention_op():
           f"{grew} launches")
     own = rel_l2(sdpa(q, k, v, is_causal=True, enable_gqa=True), ref)
     err = rel_l2(o, ref)
-    check("flash_attention agrees with SDPA in fp32 as well as SDPA in fp16 does", err <= max(2 * own, 2 ** -9),
+    check("flash_attention agrees with SDPA in fp32 as well as SDPA in fp16 does", err <= max(2 * own, 2 ** -8),
           f"relative L2 error {err:.2e}, SDPA fp16's own {own:.2e}")
     check("flash_attention's o is laid out as [B, S, H, D] transposed, as SDPA's flash path gives it",
           o.shape == q.shape and o.transpose(1, 2).is_contiguous(), f"shape {tuple(o.shape)}, strides {o.stride()}")
