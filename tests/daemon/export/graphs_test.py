@@ -59,6 +59,25 @@ class MaskDecisionsUnderCapture(unittest.TestCase):
             self.assertFalse(self.ignore(None, 2048, 2048, 0, 0, 1024))    # a local window the keys reach
         self.assertEqual(self.masking.calls, [])   # none of them needed transformers' own decision
 
+    def test_a_release_without_q_offset_is_decided_by_the_lengths_under_capture_too(self):
+        calls = []
+
+        def _ignore_causal_mask_sdpa(padding_mask, query_length, kv_length, kv_offset, local_attention_size=None):
+            calls.append(query_length)
+            return not State.capturing and padding_mask is None and query_length == kv_length
+        self.masking._ignore_causal_mask_sdpa = _ignore_causal_mask_sdpa
+        with G.mask_decisions(self.modules) as d:
+            self.assertIn("_ignore_causal_mask_sdpa", d.saved)
+            State.capturing = True
+            self.assertTrue(self.ignore(None, 2048, 2048, 0, None))      # a prefill: is_causal=True
+            self.assertTrue(self.ignore(None, 1, 2049, 0, None))         # one query
+            self.assertFalse(self.ignore(None, 16, 4096, 0, None))       # a chunk after a cache: the mask
+            self.assertFalse(self.ignore(None, 2048, 2048, 0, 1024))     # a local window the keys reach
+            State.capturing = False
+            self.assertTrue(self.ignore(None, 8, 8, 0, None))            # eagerly: transformers' own
+        self.assertEqual(calls, [8])
+        self.assertIs(self.masking._ignore_causal_mask_sdpa, _ignore_causal_mask_sdpa)
+
     def test_a_padding_mask_eager_calls_and_compilation_keep_transformers_own_decision(self):
         mask = torch.Tensor([1.0, 1.0])
         with G.mask_decisions(self.modules):

@@ -37,6 +37,8 @@ class CaptureError(RuntimeError):
 
 
 _IGNORE_PARAMS = ("padding_mask", "q_length", "kv_length", "q_offset", "kv_offset", "local_attention_size")
+# The same decision in transformers releases that dropped q_offset (and name the query's length so).
+_IGNORE_PARAMS_NO_Q_OFFSET = ("padding_mask", "query_length", "kv_length", "kv_offset", "local_attention_size")
 _PACKED_PARAMS = ("position_ids",)
 
 
@@ -84,6 +86,12 @@ class MaskDecisions:
                 return eager_causal_decision(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
             return ignore(padding_mask, q_length, kv_length, q_offset, kv_offset, local_attention_size)
 
+        def ignore_causal_mask_sdpa_no_q_offset(padding_mask, query_length, kv_length, kv_offset, local_attention_size=None):
+            # Those releases skip the mask for one query or as many queries as keys only.
+            if padding_mask is None and capturing() and not compiling():
+                return eager_causal_decision(padding_mask, query_length, kv_length, None, kv_offset, local_attention_size)
+            return ignore(padding_mask, query_length, kv_length, kv_offset, local_attention_size)
+
         def find_packed_sequence_indices(position_ids):
             if compiling():
                 return packed(position_ids)
@@ -98,6 +106,7 @@ class MaskDecisions:
             return found
         for name, original, params, replacement in (
                 ("_ignore_causal_mask_sdpa", ignore, _IGNORE_PARAMS, ignore_causal_mask_sdpa),
+                ("_ignore_causal_mask_sdpa", ignore, _IGNORE_PARAMS_NO_Q_OFFSET, ignore_causal_mask_sdpa_no_q_offset),
                 ("find_packed_sequence_indices", packed, _PACKED_PARAMS, find_packed_sequence_indices)):
             if _params(original) == params:
                 self.saved[name] = original
