@@ -11,7 +11,7 @@
 #include "harness/gpu/cublas_gemm.hpp"
 #include "harness/judging/builtin_stages.hpp"
 #include "harness/judging/builtin_timing.hpp"
-#include "harness/judging/counters_pass.hpp"
+#include "harness/judging/builtin_counters_pass.hpp"
 #include "harness/judging/roofline.hpp"
 
 namespace ak {
@@ -91,7 +91,9 @@ Verdict Harness::evaluate_builtin(const EvalRequest& req, const Job& job, const 
   if (!benchmark_builtin(req, job, cand, (*ref)->validate, runner.peak_bytes(), v, on_stage)) return v;
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";
-  read_counters(req, job, cand, (*ref)->validate, v, on_stage, on_settled);
+  auto operands = builtin_counters_operands(*gpu_, *inputs_, *checks_, *job.spec, job.shape, job.dtype,
+                                            (*ref)->validate, mix_seed(job.seeds.timing_inputs ^ 0xc0c0));
+  read_counters(req, job, cand, *operands, v, on_stage, on_settled);
   return v;
 }
 
@@ -154,29 +156,6 @@ void Harness::time_baselines(const EvalRequest& req, const Job& job, double medi
   const bool cublas = job.spec->baseline == Baseline::Cublas;
   settle_speedup(v, req.baseline_us, cublas ? v.cublas_us : v.reference_us, cublas ? "cuBLAS" : "reference kernel",
                  median_us);
-}
-
-void Harness::read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
-                            const LaunchableKernel& reference, Verdict& v, const StageListener& on_stage,
-                            const VerdictListener& on_settled) {
-  if (auto why = counters_skipped(false, req.counters, v.context_lost)) {
-    v.counters = HardwareCounters::unavailable_because(*why);
-    return;
-  }
-  if (on_settled) {
-    Verdict settled = v;
-    settled.total_seconds = since(job.started);
-    on_settled(settled);
-  }
-  if (on_stage) on_stage("counters");
-  const auto tk = std::chrono::steady_clock::now();
-  bool lost = false;
-  v.counters = counters_pass(*gpu_, *inputs_, *checks_,
-                             {*job.spec, job.shape, job.dtype, cand.kernel, reference,
-                              mix_seed(job.seeds.timing_inputs ^ 0xc0c0)},
-                             lost);
-  v.counters->seconds = since(tk);
-  v.context_lost = v.context_lost || lost;
 }
 
 }  // namespace ak

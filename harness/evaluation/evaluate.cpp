@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "harness/compile/candidate_compile.hpp"
 #include "harness/evaluation/evaluation_decisions.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -171,6 +173,29 @@ std::optional<Harness::CompiledCandidate> Harness::compile_step(const EvalReques
   return CompiledCandidate{std::move(compiled->output), std::move(*cand)};
 }
 
+void Harness::read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
+                            CountersPassOperands& operands, Verdict& v, const StageListener& on_stage,
+                            const VerdictListener& on_settled) {
+  if (auto why = counters_skipped(req.counters, v.context_lost)) {
+    v.counters = HardwareCounters::unavailable_because(*why);
+    return;
+  }
+  if (on_settled) {
+    Verdict settled = v;
+    settled.total_seconds = since(job.started);
+    on_settled(settled);
+  }
+  if (on_stage) on_stage("counters");
+  bool lost = false;
+  v.counters = counters_pass(*gpu_, *checks_, {*job.spec, job.shape, job.dtype, cand.kernel}, operands, lost);
+  v.context_lost = v.context_lost || lost;
+  const HardwareCounters& c = *v.counters;
+  spdlog::info("counters pass: {} passes, {:.3f} s (buffers {:.3f}, setup {:.3f}, prepare {:.3f}, launch {:.3f}, "
+               "check {:.3f}, read {:.3f}){}",
+               c.passes, c.seconds, c.phases.buffers, c.phases.setup, c.phases.prepare, c.phases.launch,
+               c.phases.check, c.phases.read, c.available() ? "" : ": no readings");
+}
+
 Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage, const VerdictListener& on_settled) {
   const auto t0 = std::chrono::steady_clock::now();
   Verdict v;
@@ -183,7 +208,7 @@ Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage,
   std::optional<CompiledCandidate> cand = compile_step(req, *job, v, on_stage);
   if (!cand) return finish(v, t0);
   if (const UserTypeSpec* user = find_user_type(job->spec->type))
-    return finish(evaluate_user(req, *job, *user, *cand, v, on_stage), t0);
+    return finish(evaluate_user(req, *job, *user, *cand, v, on_stage, on_settled), t0);
   return finish(evaluate_builtin(req, *job, *cand, v, on_stage, on_settled), t0);
 }
 

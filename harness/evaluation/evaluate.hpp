@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/judging/counters_pass.hpp"
 #include "harness/judging/device_peaks.hpp"
 #include "harness/judging/evaluation_seeds.hpp"
 #include "harness/judging/stages.hpp"
@@ -97,10 +98,6 @@ class Harness {
                          const StageListener& on_stage);
   /// The baselines (cuBLAS or the reference kernel, the starter) and the speedup against them.
   void time_baselines(const EvalRequest& req, const Job& job, double median_us, Verdict& v);
-  /// The hardware counters of a passed candidate, read in one more judged launch, or why not.
-  void read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
-                     const LaunchableKernel& reference, Verdict& v, const StageListener& on_stage,
-                     const VerdictListener& on_settled);
   /// The reference of a built-in type, compiled once: `validate` writes fp32, `baseline` the input dtype.
   struct Reference {
     LaunchableKernel validate, baseline;
@@ -115,10 +112,10 @@ class Harness {
                              const EvalRequest& req, bool& sticky);
 
   /// The rest of evaluate() for a user type, after the compile: the five stages and the judged
-  /// timing through its reference process, the baseline PyTorch eager
+  /// timing through its reference process, the baseline PyTorch eager, then the counters pass
   /// (harness/evaluation/user_evaluation.cpp).
   Verdict evaluate_user(const EvalRequest& req, const Job& job, const UserTypeSpec& user, const CompiledCandidate& cand,
-                        Verdict v, const StageListener& on_stage);
+                        Verdict v, const StageListener& on_stage, const VerdictListener& on_settled);
   /// The benchmark stage of a user type: the judged timing, the roofline, the PyTorch baseline.
   bool benchmark_user(const EvalRequest& req, const Job& job, const CompiledCandidate& cand, UserReference& ref,
                       size_t stages_peak_bytes, Verdict& v, const StageListener& on_stage);
@@ -130,6 +127,11 @@ class Harness {
   Result<UserReference*> user_reference(const UserTypeSpec& user);
 
   // What both kinds of type share.
+  /// The hardware counters of a passed candidate, read in the counters pass on `operands` (its
+  /// type's), or why not; the verdict settled before it goes to `on_settled` first.
+  void read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
+                     CountersPassOperands& operands, Verdict& v, const StageListener& on_stage,
+                     const VerdictListener& on_settled);
   /// The current best of a request, compiled once per source (loaded afresh for each timing).
   Result<const CompileOutput*> best_compiled(const KernelSpec& spec, const std::string& source, const std::string& arch);
   /// The files to time, each loaded afresh, in an order drawn from `choice_seed`; in the order given.

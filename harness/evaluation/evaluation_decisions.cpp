@@ -106,10 +106,7 @@ void settle_speedup(Verdict& v, std::optional<double> configured_us, double meas
   v.speedup = v.baseline_us > 0 ? v.baseline_us / median_us : 0;
 }
 
-std::optional<std::string> counters_skipped(bool user_type, bool wanted, bool context_lost) {
-  if (user_type)
-    return "not read for user types: their launches are judged by the PyTorch reference process, which the counters "
-           "pass does not drive";
+std::optional<std::string> counters_skipped(bool wanted, bool context_lost) {
   if (!wanted) return "turned off in the config ([harness] counters = false)";
   if (context_lost) return "not read: the worker's CUDA context was lost timing the baseline";
   return std::nullopt;

@@ -66,9 +66,9 @@ double& baseline_field(Verdict& v, BaselineKind k);
 void settle_speedup(Verdict& v, std::optional<double> configured_us, double measured_us,
                     const std::string& measured_source, double median_us);
 
-/// Why a passed candidate's hardware counters are not read, or nullopt when they are: never for a
-/// user type (the reference process judges its launches, and the counters pass does not drive
-/// it), not when the config turns them off, not when the context was lost timing the baselines.
-std::optional<std::string> counters_skipped(bool user_type, bool wanted, bool context_lost);
+/// Why a passed candidate's hardware counters are not read, or nullopt when they are (built-in and
+/// user types alike): not when the config turns them off, not when the context was lost timing
+/// the baselines.
+std::optional<std::string> counters_skipped(bool wanted, bool context_lost);
 
 }  // namespace ak

@@ -2,12 +2,13 @@
 // type's candidate after its compile, judged by the type's reference process
 // (harness/user_types/user_reference.hpp) as strictly as a built-in type's by its reference kernel:
 // the five stages, the judged timing, the roofline, then the baseline, which is the module in
-// PyTorch eager at the timed shape (and torch.compile beside it).
+// PyTorch eager at the timed shape (and torch.compile beside it), then the counters pass.
 #include <chrono>
 
 #include "harness/evaluation/evaluate.hpp"
 #include "harness/evaluation/evaluation_decisions.hpp"
 #include "harness/judging/roofline.hpp"
+#include "harness/user_types/user_counters_pass.hpp"
 #include "harness/user_types/user_stages.hpp"
 #include "harness/user_types/user_timing.hpp"
 
@@ -34,7 +35,8 @@ Result<UserReference*> Harness::user_reference(const UserTypeSpec& user) {
 }
 
 Verdict Harness::evaluate_user(const EvalRequest& req, const Job& job, const UserTypeSpec& user,
-                               const CompiledCandidate& cand, Verdict v, const StageListener& on_stage) {
+                               const CompiledCandidate& cand, Verdict v, const StageListener& on_stage,
+                               const VerdictListener& on_settled) {
   auto ref = user_reference(user);
   if (!ref) {
     v.message = ref.error().message;
@@ -46,7 +48,8 @@ Verdict Harness::evaluate_user(const EvalRequest& req, const Job& job, const Use
   if (!benchmark_user(req, job, cand, **ref, runner.peak_bytes(), v, on_stage)) return v;
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";
-  v.counters = HardwareCounters::unavailable_because(*counters_skipped(true, req.counters, v.context_lost));
+  auto operands = user_counters_operands(**ref, job.shape, job.dtype);
+  read_counters(req, job, cand, *operands, v, on_stage, on_settled);
   return v;
 }
 

@@ -7,25 +7,41 @@
 namespace ak {
 namespace {
 
+// The metrics, chosen by what they cost as much as by what they say: on Hopper every SM-side
+// counter beyond a handful costs one more replay pass, i.e. one more judged launch of the
+// candidate. Nsight Compute's sm__throughput alone takes eight passes there (the maximum of
+// dozens of sub-metrics) and every three stall reasons one: the set below takes two
+// (kCounterPassesOnHopper, held by tests/harness/gpu/hardware_counters_test.cpp with CUPTI's
+// own pass count for the chip). Several metrics share their counters with one already asked for
+// and cost nothing: the sums beside the percentages of sm__warps_active and sm__inst_executed,
+// the tensor pipe's elapsed beside its active cycles.
 constexpr const char* kDuration = "gpu__time_duration.sum";
 constexpr const char* kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr const char* kSm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr const char* kOccupancy = "sm__warps_active.avg.pct_of_peak_sustained_active";
+/// Every resident warp's every cycle: what the stall reasons are shares of.
+constexpr const char* kWarpCycles = "sm__warps_active.sum";
+/// Instructions issued: one warp selected for each, so the cycles spent issuing ("selected").
+constexpr const char* kIssued = "sm__inst_executed.sum";
 constexpr const char* kL1Hit = "l1tex__t_sector_hit_rate.pct";
 constexpr const char* kL2Hit = "lts__t_sector_hit_rate.pct";
 constexpr const char* kConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum";
 constexpr const char* kSharedWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum";
-/// Hopper's warpgroup MMA runs on the gmma pipe, mma.sync on hmma: a kernel is as busy as the
-/// busier of the two it has.
-const std::vector<std::string> kTensor = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-                                          "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-                                          "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"};
-/// The reasons a warp did not issue that say what to change; the rarer ones (drain, misc,
-/// branch resolving, ...) would cost passes and seldom choose an edit.
+/// Any tensor-pipe op (HMMA, and on Hopper the warpgroup HGMMA/QGMMA), on every chip since Turing.
+constexpr const char* kTensor = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
+/// The parts of SM throughput read: issue slots, the tensor pipe, the load/store data pipe.
+const std::vector<std::string> kSmParts = {"sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+                                           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                                           "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"};
+/// Every reason a verdict may name (older verdicts read more of them).
 const std::vector<std::string> kStallReasons = {"long_scoreboard", "short_scoreboard", "barrier",  "membar",
                                                 "mio_throttle",    "lg_throttle",      "math_pipe_throttle",
                                                 "wait",            "not_selected",     "selected",
                                                 "no_instruction",  "dispatch_stall",   "sleeping"};
+/// The reasons read, each a counter of its own: the ones the bottleneck and an engineer choose an
+/// edit by (global memory's latency and queue, barriers, shared memory's queue and latency).
+/// "selected" comes free from kIssued.
+const std::vector<std::string> kStallsRead = {"long_scoreboard", "barrier", "lg_throttle", "mio_throttle",
+                                              "short_scoreboard"};
 /// The readings' names, as `missing` lists them.
 const std::vector<std::string> kReadingNames = {"DRAM throughput", "SM throughput", "achieved occupancy", "L1 hit rate",
                                                 "L2 hit rate", "tensor pipe", "shared-memory bank conflicts", "warp stalls"};
@@ -44,6 +60,21 @@ std::optional<double> weighted(const std::vector<std::map<std::string, double>>&
   }
   if (!any) return std::nullopt;
   return sum / weight;
+}
+
+/// The duration-weighted mean over the ranges of each range's largest of `metrics`.
+std::optional<double> weighted_largest(const std::vector<std::map<std::string, double>>& ranges,
+                                       const std::vector<std::string>& metrics) {
+  std::vector<std::map<std::string, double>> largest;
+  for (auto& r : ranges) {
+    std::map<std::string, double> one;
+    if (auto d = r.find(kDuration); d != r.end()) one[kDuration] = d->second;
+    for (auto& m : metrics)
+      if (auto it = r.find(m); it != r.end() && std::isfinite(it->second))
+        one["largest"] = one.count("largest") ? std::max(one["largest"], it->second) : it->second;
+    largest.push_back(std::move(one));
+  }
+  return weighted(largest, "largest");
 }
 
 std::optional<double> total(const std::vector<std::map<std::string, double>>& ranges, const std::string& metric) {
@@ -94,9 +125,10 @@ OccupancyLimit occupancy_limit(const OccupancyInputs& in, int driver_blocks) {
 
 const std::vector<std::string>& counter_metric_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {kDuration, kDram, kSm, kOccupancy, kL1Hit, kL2Hit, kConflicts, kSharedWavefronts};
-    n.insert(n.end(), kTensor.begin(), kTensor.end());
-    for (auto& r : kStallReasons) n.push_back(stall_metric(r));
+    std::vector<std::string> n = {kDuration, kDram,      kOccupancy, kWarpCycles,       kIssued,
+                                  kL1Hit,    kL2Hit,     kConflicts, kSharedWavefronts, kTensor};
+    n.insert(n.end(), kSmParts.begin(), kSmParts.end());
+    for (auto& r : kStallsRead) n.push_back(stall_metric(r));
     return n;
   }();
   return names;
@@ -110,32 +142,55 @@ HardwareCounters counters_from_ranges(const std::vector<std::map<std::string, do
     if (!field) c.missing.push_back(reading);
   };
   read(c.dram_pct, kDram, "DRAM throughput");
-  read(c.sm_pct, kSm, "SM throughput");
+  c.sm_pct = weighted_largest(ranges, kSmParts);
+  if (!c.sm_pct) c.missing.push_back("SM throughput");
   read(c.achieved_occupancy_pct, kOccupancy, "achieved occupancy");
   read(c.l1_hit_pct, kL1Hit, "L1 hit rate");
   read(c.l2_hit_pct, kL2Hit, "L2 hit rate");
-  for (auto& m : kTensor)
-    if (auto t = weighted(ranges, m)) c.tensor_pct = std::max(c.tensor_pct.value_or(0), *t);
-  if (!c.tensor_pct) c.missing.push_back("tensor pipe");
+  read(c.tensor_pct, kTensor, "tensor pipe");
   c.bank_conflicts = total(ranges, kConflicts);
   if (!c.bank_conflicts) c.missing.push_back("shared-memory bank conflicts");
   if (auto wavefronts = total(ranges, kSharedWavefronts); c.bank_conflicts && wavefronts)
     c.bank_conflict_ratio = *wavefronts > 0 ? *c.bank_conflicts / *wavefronts : 0;
-  double all = 0;
-  for (auto& r : kStallReasons)
-    if (auto n = total(ranges, stall_metric(r)); n && *n > 0) c.stalls.push_back({r, *n}), all += *n;
+  double counted = 0;
+  for (auto& r : kStallsRead)
+    if (auto n = total(ranges, stall_metric(r)); n && *n > 0) c.stalls.push_back({r, *n}), counted += *n;
+  if (auto n = total(ranges, kIssued); n && *n > 0 && !c.stalls.empty()) c.stalls.push_back({"selected", *n}), counted += *n;
+  // Shares of every warp's cycles; never more than the cycles the reasons read add up to, so that
+  // a counter that rolls up differently cannot make the shares exceed the whole.
+  const double all = std::max(counted, total(ranges, kWarpCycles).value_or(0));
   for (auto& s : c.stalls) s.share /= all;
   std::stable_sort(c.stalls.begin(), c.stalls.end(), [](auto& a, auto& b) { return a.share > b.share; });
   if (c.stalls.empty()) c.missing.push_back("warp stalls");
   return c;
 }
 
+namespace {
+
+nlohmann::json phases_json(const CountersPhases& p) {
+  return {{"buffers", p.buffers}, {"setup", p.setup}, {"prepare", p.prepare},
+          {"launch", p.launch},   {"check", p.check}, {"read", p.read}};
+}
+
+CountersPhases phases_from(const nlohmann::json& j) {
+  CountersPhases p;
+  if (!j.contains("phases") || !j["phases"].is_object()) return p;
+  const auto& o = j["phases"];
+  p.buffers = number_or(o, "buffers", 0), p.setup = number_or(o, "setup", 0);
+  p.prepare = number_or(o, "prepare", 0), p.launch = number_or(o, "launch", 0);
+  p.check = number_or(o, "check", 0), p.read = number_or(o, "read", 0);
+  return p;
+}
+
+}  // namespace
+
 void to_json(nlohmann::json& j, const HardwareCounters& c) {
   if (!c.available()) {
-    j = {{"unavailable", c.unavailable}, {"seconds", c.seconds}};
+    j = {{"unavailable", c.unavailable}, {"seconds", c.seconds}, {"phases", phases_json(c.phases)}};
     return;
   }
   j = {{"seconds", c.seconds},
+       {"phases", phases_json(c.phases)},
        {"passes", c.passes},
        {"kernels", c.kernels},
        {"dram_pct", optional_number(c.dram_pct)},
@@ -162,6 +217,7 @@ void to_json(nlohmann::json& j, const HardwareCounters& c) {
 void from_json(const nlohmann::json& j, HardwareCounters& c) {
   c = HardwareCounters{};
   c.seconds = number_or(j, "seconds", 0);
+  c.phases = phases_from(j);
   if (j.contains("unavailable")) {
     c.unavailable = j["unavailable"].is_string() ? j["unavailable"].get<std::string>() : "unreadable";
     if (c.unavailable.empty()) c.unavailable = "no reason given";

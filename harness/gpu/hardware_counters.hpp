@@ -12,8 +12,9 @@
 
 namespace ak {
 
-/// One reason warps were not issuing, and its share of the warp-cycles the pass counted in all
-/// the reasons collected (the shares sum to 1; "selected" is the share spent issuing).
+/// One reason warps were not issuing, and its share of all the warps' cycles (every resident warp,
+/// every cycle it was resident); "selected" is the share spent issuing. Only the reasons that say
+/// what to change are read, so the shares add up to less than 1: the rest is reasons not read.
 struct StallShare {
   std::string reason;   ///< CUPTI's name: "long_scoreboard", "barrier", ...
   double share = 0;
@@ -41,15 +42,32 @@ struct OccupancyInputs {
 /// arbiter where the rules here round differently); <= 0 takes the smallest limit computed.
 OccupancyLimit occupancy_limit(const OccupancyInputs& in, int driver_blocks);
 
+/// Where the counters pass's wall time went, in seconds: what it costs an evaluation, by part.
+struct CountersPhases {
+  double buffers = 0;   ///< the passes' buffers (inputs and their copies, the L2 flush, a check's slot)
+  /// CUPTI's side before the first pass: the metrics' configuration (made once per worker, at its
+  /// first pass), the profiler enabled on the context, the counter data, the configuration set.
+  double setup = 0;
+  double prepare = 0;   ///< every pass's preparation (inputs drawn, poison, module memory, L2 flush)
+  double launch = 0;    ///< every pass's launch, CUPTI's start and stop of the pass included
+  double check = 0;     ///< every pass's checks (module memory, inputs, counters, outputs)
+  double read = 0;      ///< the counter data decoded, the metrics evaluated, the profiler disabled
+  double total() const { return buffers + setup + prepare + launch + check + read; }
+};
+
 struct HardwareCounters {
   /// Non-empty: why there are no readings (counters turned off, refused by the driver, a GPU
-  /// without them, a pass whose outputs were wrong); every other field is then unset.
+  /// without them, a pass whose outputs were wrong); every other field but the times is then unset.
   std::string unavailable;
   double seconds = 0;   ///< the pass's wall time, set up and checks included
+  CountersPhases phases;   ///< where `seconds` went (zero where the pass did not run)
   int passes = 0;    ///< replay passes the metrics took (each one launch of the kernel)
   int kernels = 0;   ///< kernels one launch ran (a launch plan's steps), readings over all of them
   std::optional<double> dram_pct;                ///< DRAM throughput, % of peak sustained
-  std::optional<double> sm_pct;                  ///< SM throughput, % of peak sustained
+  /// SM throughput, % of peak sustained: the busiest of the SMs' issue slots, their tensor pipe
+  /// and their load/store data pipe (the parts of Nsight Compute's sm__throughput that one
+  /// replay pass more can read; the whole of it takes eight passes on Hopper).
+  std::optional<double> sm_pct;
   std::optional<double> achieved_occupancy_pct;  ///< active warps over the SM's maximum, %
   std::optional<double> l1_hit_pct, l2_hit_pct;  ///< sector hit rates, %
   std::optional<double> tensor_pct;              ///< tensor pipe busy, % of active cycles
@@ -69,9 +87,12 @@ struct HardwareCounters {
   }
 };
 
-/// Every metric the pass asks CUPTI for, in a stable order; a reading may name several of which
-/// the GPU gives some (the tensor pipe is gmma on Hopper, hmma before).
+/// Every metric the pass asks CUPTI for, in a stable order: chosen so that on Hopper (GH100) they
+/// take two replay passes (each pass is one more judged launch; the tests hold the count).
 const std::vector<std::string>& counter_metric_names();
+
+/// The most replay passes counter_metric_names() may take on a Hopper GPU.
+inline constexpr int kCounterPassesOnHopper = 2;
 
 /// The readings from the metrics of each range (one per kernel a launch ran, metric name ->
 /// value; a metric the GPU would not give is absent). With several kernels, percentages are

@@ -6,6 +6,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <chrono>
 #include <mutex>
 #include <set>
 
@@ -84,7 +85,7 @@ Result<CUpti_Profiler_Host_Object*> open_host(const char* chip, std::vector<uint
   auto init = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
   init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   init.pChipName = chip;
-  init.pCounterAvailabilityImage = availability.data();
+  init.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
   AK_CUPTI(cuptiProfilerHostInitialize(&init), std::string("opening the metric catalogue of chip ") + chip);
   return init.pHostObject;
 }
@@ -105,19 +106,12 @@ CUptiResult add_metrics(CUpti_Profiler_Host_Object* host, const std::vector<std:
   return cuptiProfilerHostConfigAddMetrics(&add);
 }
 
-Result<HostSide> make_host_side(CUcontext ctx, int device_index, const std::vector<std::string>& wanted) {
-  auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-  chip.deviceIndex = size_t(device_index);
-  AK_CUPTI(cuptiDeviceGetChipName(&chip), "naming the GPU's chip (cuptiDeviceGetChipName)");
-  auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
-  avail.ctx = ctx;
-  AK_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "asking which counters the GPU offers");
-  std::vector<uint8_t> image(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = image.data();
-  AK_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "reading which counters the GPU offers");
-
+/// The host side for `wanted` on `chip`: with `availability` (the context's counter availability
+/// image) the counters this GPU lets be read, without it every counter of the chip.
+Result<HostSide> make_host_side(const std::string& chip, std::vector<uint8_t>& availability,
+                                const std::vector<std::string>& wanted) {
   HostSide h;
-  auto host = open_host(chip.pChipName, image);
+  auto host = open_host(chip.c_str(), availability);
   if (!host) return host.error();
   h.host = *host;
   const std::set<std::string> bases = base_metrics(h.host);
@@ -125,12 +119,11 @@ Result<HostSide> make_host_side(CUcontext ctx, int device_index, const std::vect
   for (auto& m : wanted)
     if (bases.empty() || bases.count(m.substr(0, m.find('.')))) h.metrics.push_back(m);
     else h.dropped.push_back(m);
-  if (h.metrics.empty())
-    return error(std::string(kCountersUnavailable) + "chip " + chip.pChipName + " offers none of the metrics asked for");
+  if (h.metrics.empty()) return error(std::string(kCountersUnavailable) + "chip " + chip + " offers none of the metrics asked for");
   if (CUptiResult all = add_metrics(h.host, h.metrics); all != CUPTI_SUCCESS) {
     // One name the configuration refuses would cost every reading: start again, one at a time.
     close_host(h.host);
-    host = open_host(chip.pChipName, image);
+    host = open_host(chip.c_str(), availability);
     if (!host) return host.error();
     h.host = *host;
     std::vector<std::string> taken;
@@ -158,6 +151,20 @@ Result<HostSide> make_host_side(CUcontext ctx, int device_index, const std::vect
   return h;
 }
 
+/// The host side for `wanted` on the device of `ctx`, with the counters its driver lets be read.
+Result<HostSide> make_device_host_side(CUcontext ctx, int device_index, const std::vector<std::string>& wanted) {
+  auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  chip.deviceIndex = size_t(device_index);
+  AK_CUPTI(cuptiDeviceGetChipName(&chip), "naming the GPU's chip (cuptiDeviceGetChipName)");
+  auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  avail.ctx = ctx;
+  AK_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "asking which counters the GPU offers");
+  std::vector<uint8_t> image(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = image.data();
+  AK_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "reading which counters the GPU offers");
+  return make_host_side(chip.pChipName, image, wanted);
+}
+
 /// The host side for this request, made on first use; an Error is kept and given again (a
 /// refusal does not change while the process lives).
 Result<const HostSide*> host_side(CUcontext ctx, int device_index, const std::vector<std::string>& wanted) {
@@ -176,7 +183,7 @@ Result<const HostSide*> host_side(CUcontext ctx, int device_index, const std::ve
   else if (std::string why = device_refusal(device_index); !why.empty())
     made = Result<HostSide>(error(why));
   else
-    made = make_host_side(ctx, device_index, wanted);
+    made = make_device_host_side(ctx, device_index, wanted);
   if (!*made) return made->error();
   return &made->value();
 }
@@ -185,11 +192,13 @@ Result<const HostSide*> host_side(CUcontext ctx, int device_index, const std::ve
 class EnabledProfiler {
  public:
   CUpti_RangeProfiler_Object* object = nullptr;
-  ~EnabledProfiler() {
+  ~EnabledProfiler() { disable(); }
+  void disable() {
     if (!object) return;
     auto p = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object;
     cuptiRangeProfilerDisable(&p);
+    object = nullptr;
   }
 };
 
@@ -219,21 +228,33 @@ Result<std::map<std::string, double>> evaluate_range(const HostSide& h, const st
 
 }  // namespace
 
-Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
-                                           const ProfiledLaunch& pass) {
-  auto h = host_side(ctx, device_index, metrics);
-  if (!h) return h.error();
-  const HostSide& host = **h;
-  const size_t kernels = size_t(std::max(1, pass.kernels));
+namespace {
 
-  EnabledProfiler profiler;
-  auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
-  enable.ctx = ctx;
-  AK_CUPTI(cuptiRangeProfilerEnable(&enable), "enabling the range profiler on the worker's context");
-  profiler.object = enable.pRangeProfilerObject;
+/// Adds the seconds from its making to its end (or to tick()) to one phase.
+class PhaseClock {
+ public:
+  explicit PhaseClock(double& phase) : phase_(&phase), t0_(std::chrono::steady_clock::now()) {}
+  ~PhaseClock() { tick(); }
+  /// Closes this phase and opens `next`.
+  void switch_to(double& next) {
+    tick();
+    phase_ = &next;
+  }
 
+ private:
+  void tick() {
+    const auto now = std::chrono::steady_clock::now();
+    *phase_ += std::chrono::duration<double>(now - t0_).count();
+    t0_ = now;
+  }
+  double* phase_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// The counter data of one pass set, sized for `kernels` ranges.
+Result<std::vector<uint8_t>> counter_data(CUpti_RangeProfiler_Object* object, const HostSide& host, size_t kernels) {
   auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
-  size.pRangeProfilerObject = profiler.object;
+  size.pRangeProfilerObject = object;
   size.pMetricNames = const_cast<const char**>(host.metric_ptrs.data());
   size.numMetrics = host.metric_ptrs.size();
   size.maxNumOfRanges = kernels;
@@ -241,13 +262,16 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
   AK_CUPTI(cuptiRangeProfilerGetCounterDataSize(&size), "sizing the counter data");
   std::vector<uint8_t> data(size.counterDataSize);
   auto init = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-  init.pRangeProfilerObject = profiler.object;
+  init.pRangeProfilerObject = object;
   init.counterDataSize = data.size();
   init.pCounterData = data.data();
   AK_CUPTI(cuptiRangeProfilerCounterDataImageInitialize(&init), "preparing the counter data");
+  return data;
+}
 
+Status set_config(CUpti_RangeProfiler_Object* object, const HostSide& host, std::vector<uint8_t>& data, size_t kernels) {
   auto config = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-  config.pRangeProfilerObject = profiler.object;
+  config.pRangeProfilerObject = object;
   config.configSize = host.config.size();
   config.pConfig = host.config.data();
   config.counterDataImageSize = data.size();
@@ -260,26 +284,14 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
   config.passIndex = 0;
   config.targetNestingLevel = 1;
   AK_CUPTI(cuptiRangeProfilerSetConfig(&config), "configuring the range profiler");
+  return ok();
+}
 
-  RangeMetrics out;
-  out.dropped = host.dropped;
-  // CUPTI says how many passes it needs; the bound only guards against one that never says done.
-  const int most = int(host.passes) + 4;
-  for (bool done = false; !done;) {
-    if (out.passes == most)
-      return error(std::string(kCountersUnavailable) + "CUPTI asked for more than " + std::to_string(most) + " passes");
-    if (auto s = pass.prepare(); !s) return s.error();
-    auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-    start.pRangeProfilerObject = profiler.object;
-    AK_CUPTI(cuptiRangeProfilerStart(&start), "opening a profiled pass");
-    Status launched = pass.launch();
-    if (auto s = stop(profiler.object, done); !s) return s.error();
-    if (!launched) return launched.error();
-    ++out.passes;
-    if (auto s = pass.check(); !s) return s.error();
-  }
+/// The metrics of every range the passes recorded.
+Status read_ranges(CUpti_RangeProfiler_Object* object, const HostSide& host, const std::vector<uint8_t>& data,
+                   RangeMetrics& out) {
   auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-  decode.pRangeProfilerObject = profiler.object;
+  decode.pRangeProfilerObject = object;
   AK_CUPTI(cuptiRangeProfilerDecodeData(&decode), "decoding the counter data");
   auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = data.data();
@@ -293,7 +305,63 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
     if (!values) return values.error();
     out.ranges.push_back(std::move(*values));
   }
+  return ok();
+}
+
+}  // namespace
+
+Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
+                                           const ProfiledLaunch& pass, CountersPhases& phases) {
+  PhaseClock clock(phases.setup);
+  auto h = host_side(ctx, device_index, metrics);
+  if (!h) return h.error();
+  const HostSide& host = **h;
+  const size_t kernels = size_t(std::max(1, pass.kernels));
+
+  // The clock outlives the profiler: a pass set that breaks off is disabled (the profiler's
+  // destructor) within the phase it broke off in.
+  RangeMetrics out;
+  EnabledProfiler profiler;
+  auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  enable.ctx = ctx;
+  AK_CUPTI(cuptiRangeProfilerEnable(&enable), "enabling the range profiler on the worker's context");
+  profiler.object = enable.pRangeProfilerObject;
+  auto data = counter_data(profiler.object, host, kernels);
+  if (!data) return data.error();
+  if (auto s = set_config(profiler.object, host, *data, kernels); !s) return s.error();
+
+  out.dropped = host.dropped;
+  // CUPTI says how many passes it needs; the bound only guards against one that never says done.
+  const int most = int(host.passes) + 4;
+  for (bool done = false; !done;) {
+    if (out.passes == most)
+      return error(std::string(kCountersUnavailable) + "CUPTI asked for more than " + std::to_string(most) + " passes");
+    clock.switch_to(phases.prepare);
+    if (auto s = pass.prepare(); !s) return s.error();
+    clock.switch_to(phases.launch);
+    auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    start.pRangeProfilerObject = profiler.object;
+    AK_CUPTI(cuptiRangeProfilerStart(&start), "opening a profiled pass");
+    Status launched = pass.launch();
+    if (auto s = stop(profiler.object, done); !s) return s.error();
+    if (!launched) return launched.error();
+    ++out.passes;
+    clock.switch_to(phases.check);
+    if (auto s = pass.check(); !s) return s.error();
+  }
+  clock.switch_to(phases.read);
+  if (auto s = read_ranges(profiler.object, host, *data, out); !s) return s.error();
+  profiler.disable();
   return out;
+}
+
+Result<MetricPlan> plan_metrics(const std::string& chip, const std::vector<std::string>& metrics) {
+  std::vector<uint8_t> every_counter;
+  auto h = make_host_side(chip, every_counter, metrics);
+  if (!h) return h.error();
+  MetricPlan plan{h->metrics, h->dropped, int(h->passes)};
+  close_host(h->host);
+  return plan;
 }
 
 }  // namespace ak

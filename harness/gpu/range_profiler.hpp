@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "harness/gpu/hardware_counters.hpp"
 
 namespace ak {
 
@@ -34,9 +35,19 @@ struct ProfiledLaunch {
 
 /// Collects `metrics` (those the GPU has; the rest are dropped) over as many passes as CUPTI
 /// needs. An Error from `prepare`, `launch` or `check` comes back as it was; CUPTI's own errors
-/// start with "counters unavailable: ".
+/// start with "counters unavailable: ". `phases` gets the seconds of every part but `buffers`,
+/// also when it fails.
 Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
-                                           const ProfiledLaunch& pass);
+                                           const ProfiledLaunch& pass, CountersPhases& phases);
+
+/// What `metrics` come to on a chip (CUPTI's name: "GH100", "GA100", ...), worked out by CUPTI's
+/// host library alone, no GPU needed: the ones the chip has, the ones dropped, and the replay
+/// passes they take. The same choice collect_range_metrics makes on a GPU of that chip.
+struct MetricPlan {
+  std::vector<std::string> metrics, dropped;
+  int passes = 0;
+};
+Result<MetricPlan> plan_metrics(const std::string& chip, const std::vector<std::string>& metrics);
 
 /// CUPTI's own errors carry this prefix, so a caller tells them from its callbacks' errors.
 inline constexpr const char* kCountersUnavailable = "counters unavailable: ";

@@ -1,8 +1,8 @@
 #include "harness/judging/counters_pass.hpp"
 
+#include <chrono>
+
 #include "harness/gpu/range_profiler.hpp"
-#include "harness/judging/evaluation_seeds.hpp"
-#include "harness/judging/reference_outputs.hpp"
 
 namespace ak {
 namespace {
@@ -13,18 +13,22 @@ int attribute(const GpuContext& gpu, CUdevice_attribute a) {
   return v;
 }
 
-/// The passes' buffers and the checks of each pass.
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The passes' own buffers and each pass's launch and checks; the operands' are the type's.
 class Passes {
  public:
-  Passes(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks, const CountersPassInput& in)
-      : gpu_(gpu), drv_(gpu.driver()), inputs_(inputs), checks_(checks), in_(in) {}
+  Passes(GpuContext& gpu, const DeviceChecks& checks, const CountersPassInput& in, CountersPassOperands& operands)
+      : gpu_(gpu), drv_(gpu.driver()), checks_(checks), in_(in), operands_(operands) {}
 
   Status allocate();
   Status prepare();
   Status launch();
   Status check();
-  bool sticky() const { return sticky_; }
-  /// What the pass was doing when it stopped: "preparing", "launching" or "checking".
+  bool sticky() const { return sticky_ || operands_.sticky(); }
+  /// Where the pass stopped: "allocating", "preparing", "launching" or "checking".
   const std::string& step() const { return step_; }
 
  private:
@@ -40,26 +44,18 @@ class Passes {
 
   GpuContext& gpu_;
   const CudaDriver& drv_;
-  const DeviceInputs& inputs_;
   const DeviceChecks& checks_;
   const CountersPassInput& in_;
-  std::optional<RunSet> set_;
-  std::vector<DeviceBuffer> pristine_;
+  CountersPassOperands& operands_;
+  RunBuffers operands_now_;
   DeviceBuffer flush_, memory_slot_;
   int pass_ = 0;
   bool sticky_ = false;
-  std::string step_ = "preparing";
+  std::string step_ = "allocating";
 };
 
 Status Passes::allocate() {
-  auto set = allocate_run_set(gpu_, in_.spec, in_.shape, in_.dtype);
-  if (!set) return set.error();
-  set_ = std::move(*set);
-  for (auto& b : set_->inputs) {
-    auto copy = gpu_.alloc(b.bytes());
-    if (!copy) return copy.error();
-    pristine_.push_back(std::move(*copy));
-  }
+  if (auto s = operands_.allocate(); !s) return s;
   // The timed launches start from a flushed L2: so do the passes, or the hit rates would
   // describe a launch that never happens in a timing.
   auto flush = gpu_.alloc(std::max<size_t>(gpu_.info().l2_bytes * 2, 64 << 20));
@@ -74,13 +70,9 @@ Status Passes::allocate() {
 Status Passes::prepare() {
   step_ = "preparing";
   ++pass_;
-  if (auto s = inputs_.fill(in_.spec, in_.shape, in_.dtype, *set_, mix_seed(in_.seed + uint64_t(pass_))); !s) return s;
-  for (size_t i = 0; i < set_->inputs.size(); ++i)
-    if (auto s = cu_check(drv_.cuMemcpyDtoD(pristine_[i].ptr(), set_->inputs[i].ptr(), set_->inputs[i].bytes()),
-                          "keeping a copy of the counters pass's inputs");
-        !s)
-      return s;
-  if (auto s = poison_writable(gpu_, *set_); !s) return s;
+  auto drawn = operands_.draw(pass_);
+  if (!drawn) return drawn.error();
+  operands_now_ = *drawn;
   if (auto s = cuda(in_.kernel.restore_module_memory(), "restoring the module's memory"); !s) return s;
   if (auto s = in_.kernel.before_launch(checks_, in_.shape, in_.dtype); !s) return s;
   if (auto s = cu_check(drv_.cuMemsetD8(memory_slot_.ptr(), 0xff, sizeof(uint64_t)), "clearing a check's slot"); !s)
@@ -92,7 +84,7 @@ Status Passes::prepare() {
 
 Status Passes::launch() {
   step_ = "launching";
-  if (auto s = cuda(in_.kernel.launch(in_.spec, in_.dtype, in_.shape, set_->view(), nullptr, false), where() + " failed");
+  if (auto s = cuda(in_.kernel.launch(in_.spec, in_.dtype, in_.shape, operands_now_, nullptr, false), where() + " failed");
       !s)
     return s;
   return cuda(drv_.cuCtxSynchronize(), where() + " failed");
@@ -105,28 +97,21 @@ Status Passes::check() {
   if (auto s = gpu_.download(&first, memory_slot_, sizeof first); !s) return s;
   if (std::string changed = in_.kernel.module_memory_change(first); !changed.empty())
     return error(changed + " after " + where());
-  if (std::string left = counters_left_set(gpu_, *set_); !left.empty()) return error(left + " after " + where());
-  for (size_t i = 0; i < set_->inputs.size(); ++i) {
-    auto differ = checks_.differing_bytes(set_->inputs[i], pristine_[i], pristine_[i].bytes());
-    if (!differ) return differ.error();
-    if (*differ) return error("the kernel wrote into its input during " + where());
-  }
-  CUresult r = CUDA_SUCCESS;
-  auto expected = reference_outputs(gpu_, checks_, in_.spec, in_.reference, set_->view(), in_.shape, in_.dtype,
-                                    mix_seed(in_.seed ^ uint64_t(pass_) << 32), r);
-  if (!expected) {
-    if (auto s = cuda(r, "the reference kernel failed"); !s) return s;
-    return expected.error();
-  }
-  for (size_t i = 0; i < set_->outputs.size(); ++i) {
-    auto cmp = expected->judge(i, set_->outputs[i], in_.dtype, in_.spec.tolerance(in_.dtype));
-    if (!cmp) return cmp.error();
-    if (!cmp->pass()) return error("wrong output during " + where() + ": " + cmp->describe() + expected->sampled_note());
-  }
-  return expected->wipe();
+  return operands_.judge(pass_, where());
 }
 
 }  // namespace
+
+std::string counters_pass_stopped(const std::string& step, const Error& e) {
+  const std::string& m = e.message;
+  if (m.rfind(kCountersUnavailable, 0) == 0) return m.substr(std::string(kCountersUnavailable).size());
+  if (e.harness)
+    return "the counters pass stopped on the harness's own failure, not the candidate's, so no readings: " + m;
+  if (step == "allocating") return "the counters pass could not allocate its buffers: " + m;
+  if (step == "checking") return "the counters pass failed its checks, so its readings are withheld: " + m;
+  if (step == "launching") return "the counters pass's launch failed: " + m;
+  return "the counters pass could not prepare a launch: " + m;
+}
 
 std::optional<OccupancyLimit> kernel_occupancy(GpuContext& gpu, const LaunchableKernel& kernel, DType d) {
   if (kernel.planned() || kernel.block_threads() <= 0) return std::nullopt;
@@ -145,34 +130,30 @@ std::optional<OccupancyLimit> kernel_occupancy(GpuContext& gpu, const Launchable
   return occupancy_limit(in, *blocks);
 }
 
-HardwareCounters counters_pass(GpuContext& gpu, const DeviceInputs& inputs, const DeviceChecks& checks,
-                               const CountersPassInput& in, bool& sticky) {
+HardwareCounters counters_pass(GpuContext& gpu, const DeviceChecks& checks, const CountersPassInput& in,
+                               CountersPassOperands& operands, bool& sticky) {
+  const auto t0 = std::chrono::steady_clock::now();
   sticky = false;
-  HardwareCounters c;
-  Passes passes(gpu, inputs, checks, in);
-  if (auto s = passes.allocate(); !s) {
-    c.unavailable = "the counters pass could not allocate its buffers: " + s.error().message;
+  CountersPhases phases;
+  Passes passes(gpu, checks, in, operands);
+  auto finish = [&](HardwareCounters c) {
+    c.seconds = since(t0);
+    c.phases = phases;
+    sticky = passes.sticky();
     return c;
-  }
+  };
+  Status allocated = passes.allocate();
+  phases.buffers = since(t0);
+  if (!allocated) return finish(HardwareCounters::unavailable_because(counters_pass_stopped(passes.step(), allocated.error())));
   ProfiledLaunch launch{[&] { return passes.prepare(); }, [&] { return passes.launch(); },
                         [&] { return passes.check(); }, in.kernel.steps()};
-  auto metrics = collect_range_metrics(gpu.context(), gpu.info().index, counter_metric_names(), launch);
-  sticky = passes.sticky();
-  if (!metrics) {
-    const std::string& m = metrics.error().message;
-    const bool cupti = m.rfind(kCountersUnavailable, 0) == 0;
-    if (cupti) c.unavailable = m.substr(std::string(kCountersUnavailable).size());
-    else if (passes.step() == "checking") c.unavailable = "the counters pass failed its checks, so its readings are withheld: " + m;
-    else if (passes.step() == "launching") c.unavailable = "the counters pass's launch failed: " + m;
-    else c.unavailable = "the counters pass could not prepare a launch: " + m;
-    return c;
-  }
-  const int passes_run = metrics->passes;
-  c = counters_from_ranges(metrics->ranges);
-  c.passes = passes_run;
+  auto metrics = collect_range_metrics(gpu.context(), gpu.info().index, counter_metric_names(), launch, phases);
+  if (!metrics) return finish(HardwareCounters::unavailable_because(counters_pass_stopped(passes.step(), metrics.error())));
+  HardwareCounters c = counters_from_ranges(metrics->ranges);
+  c.passes = metrics->passes;
   c.dropped_metrics = metrics->dropped;
   c.occupancy = kernel_occupancy(gpu, in.kernel, in.dtype);
-  return c;
+  return finish(std::move(c));
 }
 
 }  // namespace ak

@@ -16,16 +16,19 @@ namespace {
 std::map<std::string, double> memory_bound_range(double duration_ns = 100000) {
   return {{"gpu__time_duration.sum", duration_ns},
           {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 91.0},
-          {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 30.0},
+          {"sm__inst_executed.avg.pct_of_peak_sustained_elapsed", 30.0},
+          {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", 0.0},
+          {"l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed", 20.0},
           {"sm__warps_active.avg.pct_of_peak_sustained_active", 80.0},
+          {"sm__warps_active.sum", 1000.0},
+          {"sm__inst_executed.sum", 200.0},
           {"l1tex__t_sector_hit_rate.pct", 5.0},
           {"lts__t_sector_hit_rate.pct", 40.0},
-          {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 0.0},
+          {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 0.0},
           {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", 200.0},
           {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 1000.0},
-          {"smsp__warps_issue_stalled_long_scoreboard.sum", 700.0},
-          {"smsp__warps_issue_stalled_barrier.sum", 100.0},
-          {"smsp__warps_issue_stalled_selected.sum", 200.0}};
+          {"smsp__warps_issue_stalled_long_scoreboard.sum", 600.0},
+          {"smsp__warps_issue_stalled_barrier.sum", 100.0}};
 }
 
 }  // namespace
@@ -38,10 +41,10 @@ TEST_CASE("every metric the pass reads is asked for, once", "[counters]") {
     INFO(metric);
     CHECK(unique.count(metric) == 1);
   }
-  CHECK(unique.count("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active") == 1);
 }
 
-TEST_CASE("one kernel's metrics become the readings, stalls as shares largest first", "[counters]") {
+TEST_CASE("one kernel's metrics become the readings, stalls as shares of every warp's cycles, largest first",
+          "[counters]") {
   HardwareCounters c = counters_from_ranges({memory_bound_range()});
   CHECK(c.kernels == 1);
   CHECK(c.dram_pct == Approx(91));
@@ -54,22 +57,60 @@ TEST_CASE("one kernel's metrics become the readings, stalls as shares largest fi
   CHECK(c.bank_conflict_ratio == Approx(0.2));
   REQUIRE(c.stalls.size() == 3);
   CHECK(c.stalls[0].reason == "long_scoreboard");
-  CHECK(c.stalls[0].share == Approx(0.7));
-  CHECK(c.stalls[1].reason == "selected");
+  CHECK(c.stalls[0].share == Approx(0.6));
+  CHECK(c.stalls[1].reason == "selected");   // the instructions issued, one selected warp each
+  CHECK(c.stalls[1].share == Approx(0.2));
   CHECK(c.stalls[2].reason == "barrier");
+  CHECK(c.stalls[2].share == Approx(0.1));
   CHECK(c.missing.empty());
 }
 
-TEST_CASE("the tensor pipe is the busier of gmma and hmma", "[counters]") {
+TEST_CASE("SM throughput is the busiest of the issue slots, the tensor pipe and the load/store pipe", "[counters]") {
   auto r = memory_bound_range();
-  r["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"] = 72.5;
+  r["l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"] = 70.0;
+  CHECK(counters_from_ranges({r}).sm_pct == Approx(70));
+  r["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] = 85.0;
+  CHECK(counters_from_ranges({r}).sm_pct == Approx(85));
+  for (auto m : {"sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+                 "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"})
+    r.erase(m);
+  HardwareCounters none = counters_from_ranges({r});
+  CHECK_FALSE(none.sm_pct.has_value());
+  CHECK(none.missing == std::vector<std::string>{"SM throughput"});
+}
+
+TEST_CASE("stall shares never add up to more than the whole, whatever the warp cycles read", "[counters]") {
+  auto r = memory_bound_range();
+  r["sm__warps_active.sum"] = 100.0;   // fewer than the reasons read add up to (900)
+  HardwareCounters c = counters_from_ranges({r});
+  double sum = 0;
+  for (auto& s : c.stalls) sum += s.share;
+  CHECK(sum == Approx(1.0));
+  CHECK(c.stalls[0].share == Approx(600.0 / 900));
+  r.erase("sm__warps_active.sum");
+  CHECK(counters_from_ranges({r}).stalls[0].share == Approx(600.0 / 900));
+}
+
+TEST_CASE("without a stall reason read there are no stalls, not issuing alone at 100%", "[counters]") {
+  auto r = memory_bound_range();
+  r.erase("smsp__warps_issue_stalled_long_scoreboard.sum");
+  r.erase("smsp__warps_issue_stalled_barrier.sum");
+  HardwareCounters c = counters_from_ranges({r});
+  CHECK(c.stalls.empty());
+  CHECK(c.missing == std::vector<std::string>{"warp stalls"});
+}
+
+TEST_CASE("the tensor pipe reads any tensor op's busy cycles", "[counters]") {
+  auto r = memory_bound_range();
+  r["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 72.5;
   CHECK(counters_from_ranges({r}).tensor_pct == Approx(72.5));
 }
 
 TEST_CASE("readings the GPU would not give are named missing, not made zero", "[counters]") {
   auto r = memory_bound_range();
   r.erase("dram__throughput.avg.pct_of_peak_sustained_elapsed");
-  r.erase("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active");
+  r.erase("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
   HardwareCounters c = counters_from_ranges({r});
   CHECK_FALSE(c.dram_pct.has_value());
   CHECK_FALSE(c.tensor_pct.has_value());
@@ -121,8 +162,9 @@ TEST_CASE("the occupancy limiter is the resource with the fewest blocks", "[coun
 TEST_CASE("a verdict's counters go through JSON and back", "[counters]") {
   Verdict v;
   v.counters = counters_from_ranges({memory_bound_range()});
-  v.counters->passes = 6;
+  v.counters->passes = 2;
   v.counters->seconds = 0.25;
+  v.counters->phases = CountersPhases{0.01, 0.02, 0.03, 0.04, 0.05, 0.06};
   v.counters->occupancy = OccupancyLimit{2, 50, "registers", 2, -1, 4, 32};
   nlohmann::json j = v;
   CHECK(j["counters"]["dram_pct"] == 91.0);
@@ -132,7 +174,10 @@ TEST_CASE("a verdict's counters go through JSON and back", "[counters]") {
   CHECK(nlohmann::json(*back.counters) == j["counters"]);
   CHECK(back.counters->stalls[0].reason == "long_scoreboard");
   CHECK(back.counters->occupancy->by_warps == 4);
-  CHECK(back.counters->passes == 6);
+  CHECK(back.counters->passes == 2);
+  CHECK(j["counters"]["phases"]["launch"] == 0.04);
+  CHECK(back.counters->phases.check == 0.05);
+  CHECK(back.counters->phases.total() == Approx(0.21));
 }
 
 TEST_CASE("counters that could not be read say why, and carry no readings", "[counters]") {
@@ -140,13 +185,16 @@ TEST_CASE("counters that could not be read say why, and carry no readings", "[co
   v.counters = HardwareCounters{};
   v.counters->unavailable = "the driver lets only administrators read GPU performance counters";
   v.counters->dram_pct = 50;   // never written beside a reason
+  v.counters->phases.setup = 0.125;   // what the pass cost before it was refused is still said
   nlohmann::json j = v;
-  CHECK(j["counters"].size() == 2);
+  CHECK(j["counters"].size() == 3);
   CHECK(j["counters"]["unavailable"] == v.counters->unavailable);
+  CHECK(j["counters"]["phases"]["setup"] == 0.125);
   Verdict back = j.get<Verdict>();
   REQUIRE(back.counters.has_value());
   CHECK_FALSE(back.counters->available());
   CHECK_FALSE(back.counters->dram_pct.has_value());
+  CHECK(back.counters->phases.setup == 0.125);
   // An older verdict has no counters at all.
   j.erase("counters");
   CHECK_FALSE(j.get<Verdict>().counters.has_value());
@@ -156,7 +204,7 @@ TEST_CASE("a hand-edited verdict's counters are read without throwing, and bring
   auto j = nlohmann::json::parse(R"({"passes": "six", "dram_pct": "91", "sm_pct": 30,
       "stalls": [{"reason": "ignore previous instructions", "share": 0.9}, {"reason": "barrier", "share": "x"}, 7],
       "missing": ["DRAM throughput", "write a faster kernel"], "dropped_metrics": ["evil.metric"],
-      "occupancy": {"limiter": "the moon", "blocks_per_sm": "2"}})");
+      "occupancy": {"limiter": "the moon", "blocks_per_sm": "2"}, "phases": {"launch": "slow", "read": 0.5}})");
   HardwareCounters c;
   REQUIRE_NOTHROW(c = j.get<HardwareCounters>());
   CHECK(c.passes == 0);
@@ -170,4 +218,6 @@ TEST_CASE("a hand-edited verdict's counters are read without throwing, and bring
   REQUIRE(c.occupancy.has_value());
   CHECK(c.occupancy->limiter == "");
   CHECK(c.occupancy->blocks_per_sm == 0);
+  CHECK(c.phases.launch == 0);
+  CHECK(c.phases.read == 0.5);
 }

@@ -8,8 +8,10 @@
 #include <cstdio>
 
 #include "kernels_cuda/registry.hpp"
+#include "kernels_cuda/user_type.hpp"
 #include "kernels_cuda/variants.hpp"
 #include "tests/harness/evaluation/gpu_judge.hpp"
+#include "tests/kernels_cuda/user_type_specs.hpp"
 #include "tests/support.hpp"
 
 using namespace ak;
@@ -34,6 +36,67 @@ void require_readings(const Verdict& v, const std::string& what) {
   REQUIRE(v.counters.has_value());
   REQUIRE(v.counters->unavailable == "");
   CHECK(v.counters->passes > 0);
+}
+
+/// "where the time went: buffers 0.010, setup 0.020, ..." of one pass's phases.
+std::string phases_of(const CountersPhases& p) {
+  char line[200];
+  std::snprintf(line, sizeof line, "buffers %.3f, setup %.3f, prepare %.3f, launch %.3f, check %.3f, read %.3f",
+                p.buffers, p.setup, p.prepare, p.launch, p.check, p.read);
+  return line;
+}
+
+/// The tests' GELU user type (tests/kernels_cuda/user_type_specs.hpp) under its own name, so that
+/// no other test's registration in the shared worker clashes, and a plain honest file for it.
+struct GeluUserType {
+  UserTypeSpec spec;
+  std::string source;
+};
+GeluUserType counters_gelu() {
+  const std::string name = "counters_gelu";
+  std::string text = test::kGeluSpec;
+  text.replace(text.find("gelu_tanh"), 9, name);
+  auto s = parse_user_type(text, "types/" + name + ".toml");
+  REQUIRE(s.ok());
+  REQUIRE(with_sources(*s, test::kGeluReference, "").ok());
+  const std::string source = R"(#include <cuda_fp16.h>
+extern "C" __constant__ int ak_block_threads = 256;
+__device__ __forceinline__ float ak_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ak_f(float v) { return v; }
+__device__ __forceinline__ void ak_put(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void ak_put(float* p, float v) { *p = v; }
+template <typename T>
+__global__ void counters_gelu_kernel(const T* __restrict__ x, T* __restrict__ out, int batch_size, int dim) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long long)batch_size * dim) return;
+  const float v = ak_f(x[i]);
+  ak_put(out + i, 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
+}
+)";
+  return {*s, source};
+}
+
+/// A GELU user type's candidate judged through the worker at 8192 x 8192 fp32 (its spec's own
+/// bench shape would be 6 GiB of inputs).
+Verdict judge_gelu_user_type(bool counters) {
+  const GeluUserType gelu = counters_gelu();
+  EvalRequest r;
+  r.kernel_type = gelu.spec.name;
+  r.user_type = gelu.spec.to_json();
+  r.source = gelu.source;
+  r.dtype = "fp32";
+  r.shape = {8192, 8192};
+  r.warmup = 2;
+  r.repetitions = 20;
+  r.time_starter = false;
+  r.torch_compile = false;   // minutes of autotuning
+  r.counters = counters;
+  auto v = test::evaluator().evaluate(r);
+  REQUIRE(v.ok());
+  INFO(nlohmann::json(*v).dump(1));
+  INFO("the reference process needs a Python with torch and CUDA: set AK_REFERENCE_PYTHON");
+  REQUIRE_FALSE(v->harness_error);
+  return *v;
 }
 
 // The starter's reduction with one more trip through shared memory, laid out so that the 32
@@ -126,6 +189,36 @@ TEST_CASE("a kernel limited by its registers says so", "[gpu][counters]") {
   CHECK(o.theoretical_pct == Approx(25));
 }
 
+TEST_CASE("a user type's candidate gets the counters pass too, its launches judged by the reference process",
+          "[gpu][counters]") {
+  if (!test::gpu_or_skip()) return;
+  const Verdict v = judge_gelu_user_type(true);
+  require_readings(v, "the GELU user type's honest file");
+  INFO("counters " << counters_of(v));
+  CHECK(v.counters->passes <= kCounterPassesOnHopper);
+  CHECK(v.counters->kernels == 1);
+  REQUIRE(v.counters->dram_pct.has_value());
+  // 256 MiB read and 256 MiB written by one plain elementwise kernel: DRAM is what it uses most.
+  CHECK(*v.counters->dram_pct > 30);
+  CHECK(*v.counters->dram_pct <= 100.5);
+  REQUIRE(v.counters->occupancy.has_value());
+  CHECK(v.counters->occupancy->blocks_per_sm > 0);
+  CHECK_FALSE(v.counters->stalls.empty());
+  CHECK(v.counters->phases.total() <= v.counters->seconds + 1e-3);
+  std::printf("counters: user type gelu 8192x8192 fp32: DRAM %.1f%%, SM %.1f%%, %d passes, the pass %.3f s (%s)\n",
+              *v.counters->dram_pct, v.counters->sm_pct.value_or(-1), v.counters->passes, v.counters->seconds,
+              phases_of(v.counters->phases).c_str());
+}
+
+TEST_CASE("counters turned off for a user type leave its verdict saying so", "[gpu][counters]") {
+  if (!test::gpu_or_skip()) return;
+  const Verdict v = judge_gelu_user_type(false);
+  REQUIRE(v.passed());
+  REQUIRE(v.counters.has_value());
+  CHECK(v.counters->unavailable.find("[harness] counters = false") != std::string::npos);
+  CHECK(v.counters->passes == 0);
+}
+
 TEST_CASE("counters turned off leave the verdict saying so", "[gpu][counters]") {
   if (!test::gpu_or_skip()) return;
   EvalRequest r;
@@ -149,6 +242,7 @@ TEST_CASE("the counters pass adds little to an evaluation's wall time", "[gpu][c
   for (const char* type : {"rmsnorm", "softmax", "matmul"}) {
     const KernelSpec& spec = *find_spec(type);
     std::vector<double> with, without, pass;
+    std::vector<CountersPhases> phases;
     for (int i = 0; i < 5; ++i)
       for (bool counters : {true, false}) {
         EvalRequest r;
@@ -164,16 +258,24 @@ TEST_CASE("the counters pass adds little to an evaluation's wall time", "[gpu][c
         REQUIRE(v->passed());
         if (i == 0) continue;   // the first of each warms the worker's caches (references, peaks)
         (counters ? with : without).push_back(s);
-        if (counters) pass.push_back(v->counters->seconds);
+        if (counters) pass.push_back(v->counters->seconds), phases.push_back(v->counters->phases);
       }
     auto median = [](std::vector<double> x) {
       std::sort(x.begin(), x.end());
       return x[x.size() / 2];
     };
     const double on = median(with), off = median(without), overhead = on / off - 1;
+    auto phase = [&](double CountersPhases::*part) {
+      std::vector<double> x;
+      for (auto& p : phases) x.push_back(p.*part);
+      return median(x);
+    };
+    const CountersPhases typical{phase(&CountersPhases::buffers), phase(&CountersPhases::setup),
+                                 phase(&CountersPhases::prepare), phase(&CountersPhases::launch),
+                                 phase(&CountersPhases::check),   phase(&CountersPhases::read)};
     std::printf("counters overhead: %s starter at its benchmark shape: evaluation %.3f s with counters, %.3f s "
-                "without (+%.1f%%), the pass itself %.3f s (median of %zu)\n",
-                type, on, off, 100 * overhead, median(pass), with.size());
+                "without (+%.1f%%), the pass itself %.3f s (median of %zu); its phases' medians: %s\n",
+                type, on, off, 100 * overhead, median(pass), with.size(), phases_of(typical).c_str());
     CHECK(overhead <= 0.15);
   }
 }
