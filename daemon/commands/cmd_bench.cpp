@@ -21,6 +21,11 @@ void print_counters(const Verdict& v) {
   const HardwareCounters& c = *v.counters;
   if (c.available()) std::printf("  limits      %s\n", diagnose(c, v.registers, v.spill_bytes).sentence().c_str());
   for (auto& line : counter_lines(c)) std::printf("  counters    %s\n", line.c_str());
+  const CountersPhases& p = c.phases;
+  if (c.seconds > 0)
+    std::printf("  counters    the pass's %.3f s: buffers %.3f, setup %.3f, prepare %.3f, launch %.3f, check %.3f, "
+                "read %.3f\n",
+                c.seconds, p.buffers, p.setup, p.prepare, p.launch, p.check, p.read);
 }
 
 void print_verdict(const Verdict& v, const std::string& file, bool counters) {

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <spdlog/spdlog.h>
-
 #include "harness/compile/candidate_compile.hpp"
 #include "harness/evaluation/evaluation_decisions.hpp"
 #include "kernels_cuda/registry.hpp"
@@ -189,11 +187,6 @@ void Harness::read_counters(const EvalRequest& req, const Job& job, const Compil
   bool lost = false;
   v.counters = counters_pass(*gpu_, *checks_, {*job.spec, job.shape, job.dtype, cand.kernel}, operands, lost);
   v.context_lost = v.context_lost || lost;
-  const HardwareCounters& c = *v.counters;
-  spdlog::info("counters pass: {} passes, {:.3f} s (buffers {:.3f}, setup {:.3f}, prepare {:.3f}, launch {:.3f}, "
-               "check {:.3f}, read {:.3f}){}",
-               c.passes, c.seconds, c.phases.buffers, c.phases.setup, c.phases.prepare, c.phases.launch,
-               c.phases.check, c.phases.read, c.available() ? "" : ": no readings");
 }
 
 Verdict Harness::evaluate(const EvalRequest& req, const StageListener& on_stage, const VerdictListener& on_settled) {
