@@ -196,7 +196,6 @@ TEST_CASE("a user type's candidate gets the counters pass too, its launches judg
   require_readings(v, "the GELU user type's honest file");
   INFO("counters " << counters_of(v));
   CHECK(v.counters->passes <= kCounterPassesOnHopper);
-  CHECK(v.counters->kernels == 1);
   REQUIRE(v.counters->dram_pct.has_value());
   // 256 MiB read and 256 MiB written by one plain elementwise kernel: DRAM is what it uses most.
   CHECK(*v.counters->dram_pct > 30);
