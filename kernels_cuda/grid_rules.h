@@ -19,6 +19,12 @@ inline long long ak_rotary_blocks(const long long* shape, int rows_per_block) {
   return (rows + rows_per_block - 1) / rows_per_block;
 }
 
+/// Types whose shape's first dimension is the rows and whose other dimensions describe one row
+/// (swiglu version 2, {rows, cols, ld}): one block per ak_rows_per_block rows.
+inline long long ak_first_dim_blocks(const long long* shape, int rows_per_block) {
+  return (shape[0] + rows_per_block - 1) / rows_per_block;
+}
+
 /// Tensor-core types: one block per tile_m x tile_n tile of each of `batches` rows x cols outputs;
 /// 0 when a tile size is missing.
 inline long long ak_tiled_blocks(long long rows, long long cols, int tile_m, int tile_n, long long batches) {

@@ -19,7 +19,7 @@ const std::vector<const KernelSpec*>& all_specs() {
 
 const std::vector<const KernelSpec*>& older_specs() {
   static const std::vector<const KernelSpec*> specs{&rotary_embedding_v1_spec(), &cross_entropy_v1_spec(), &matmul_v1_spec(),
-                                                    &flash_attention_v1_spec()};
+                                                    &flash_attention_v1_spec(), &swiglu_v1_spec()};
   return specs;
 }
 

@@ -49,5 +49,6 @@ const KernelSpec& flash_attention_spec();
 const KernelSpec& flash_attention_v1_spec();
 const KernelSpec& fused_mlp_spec();
 const KernelSpec& swiglu_spec();
+const KernelSpec& swiglu_v1_spec();
 
 }  // namespace ak

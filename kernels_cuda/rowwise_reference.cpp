@@ -12,6 +12,11 @@ int64_t rowwise_grid(const Shape& s, const LaunchGeometry& g) {
   return ak_rowwise_blocks(dims.data(), int(dims.size()), g.rows_per_block);
 }
 
+int64_t first_dim_grid(const Shape& s, const LaunchGeometry& g) {
+  std::vector<long long> dims(s.begin(), s.end());
+  return ak_first_dim_blocks(dims.data(), g.rows_per_block);
+}
+
 void set_rowwise_stage_shapes(KernelSpec& k, const Shape& large, const Shape& long_row) {
   k.launch_help = kRowwiseLaunchHelp;
   k.smoke_shape = {8, 512};

@@ -12,6 +12,9 @@ extern const char* const kRowwiseLaunchHelp;
 
 /// Blocks for a row-wise kernel: ceil(rows / rows_per_block).
 int64_t rowwise_grid(const Shape& s, const LaunchGeometry& g);
+/// Blocks for a row-wise kernel whose shape's first dimension alone counts the rows (the others
+/// describe a row: swiglu's cols and row stride): ceil(shape[0] / rows_per_block).
+int64_t first_dim_grid(const Shape& s, const LaunchGeometry& g);
 
 /// The shapes of the five stages that every row-wise type shares: a small smoke shape, eight sweep
 /// shapes (some not multiples of 8 or 32) plus `large` and `long_row`, a stability shape, `large`

@@ -175,6 +175,7 @@ std::string grid_rule_call(const KernelSpec& spec) {
   using Grid = int64_t (*)(const Shape&, const LaunchGeometry&);
   const Grid* g = spec.grid.target<Grid>();
   if (g && *g == &rowwise_grid) return "ak_rowwise_blocks(s, " + std::to_string(spec.shape_names.size()) + ", m->rows_per_block)";
+  if (g && *g == &first_dim_grid) return "ak_first_dim_blocks(s, m->rows_per_block)";
   if (g && *g == &rotary::blocks) return "ak_rotary_blocks(s, m->rows_per_block)";
   if (const TiledRule* r = tiled_rule(spec)) return r->text;
   return "";
