@@ -60,6 +60,12 @@ class Tensor:
     def contiguous(self):
         return self
 
+    def chunk(self, chunks, dim=-1):
+        """Equal parts of the values (torch's chunk along the last dimension of these one-row tensors)."""
+        n = -(-len(self.values) // chunks)
+        return tuple(Tensor(self.values[i:i + n], self.dtype, self.requires_grad, self._ndim, self.device)
+                     for i in range(0, len(self.values), n))
+
     def __mul__(self, other):
         return Tensor([a * b for a, b in zip(self.values, other.values)], self.dtype,
                       self.requires_grad or other.requires_grad, self._ndim, self.device)

@@ -564,10 +564,114 @@ class GatedMLPs(Base):
         for _ in range(3):
             forward(GPT2MLP(), torch.Tensor([1.0, 1.0]))
         self.assertEqual((self.original_calls, self.op_calls(), State.allclose_calls), (3, [], 0))
-        self.assertEqual(Counting.gets, 4)   # the first call's probe alone looked for the parts
+        self.assertEqual(Counting.gets, 7)   # the first call's probe alone looked for the parts, of both forms
         self.assertEqual(forward.other_classes, {GPT2MLP})   # what verify counts apart from declined calls
         forward(GatedMLP(), torch.Tensor([1.0, 1.0]))   # another class: probed and checked on its own
         self.assertEqual((State.allclose_calls, len(self.op_calls("swiglu"))), (1, 1))
+
+
+class GateUpMLP:
+    """transformers' Phi3MLP as a stand-in: one gate_up_proj whose halves are gate and up."""
+
+    def __init__(self, act=None, trains=False):
+        self._modules = Counting(gate_up_proj=Projection([0.5, -1.0, 2.0, 3.0], trains), down_proj=Projection([7.0, 7.0]),
+                                 activation_fn=torch.nn.SiLU() if act is None else act)
+        self.__dict__.update(self._modules)
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(up * self.activation_fn(gate))
+
+
+class GateUpMLPs(Base):
+    """A *MLP class with a fused gate_up_proj (Phi3MLP): the op on the projection's two halves, where
+    the exported swiglu follows version 2 of its contract (rows of gate and up ld apart)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ops.results["swiglu"] = lambda g, u: torch.nn.SiLU()(g) * u
+        self.original_calls = 0
+
+    def replacement(self, versions=None, types=("swiglu",), direct=None):
+        def original(mlp, x, *args, **kwargs):
+            self.original_calls += 1
+            return type(mlp).forward(mlp, x)
+        t = P.Target(None, "m.Phi3MLP", "forward", types[0], "class", types[1:])
+        return R.make_replacement(t, original, self.ops, versions=versions, direct=direct)
+
+    def test_a_checked_phi3_mlp_hands_the_halves_of_its_projection_to_the_op_and_feeds_down_proj(self):
+        mlp, forward = GateUpMLP(), self.replacement()
+        forward(mlp, torch.Tensor([1.0, 1.0]))   # the first call: compared with the class's own
+        self.assertEqual((self.original_calls, State.allclose_calls), (1, 1))
+        for p in ("gate_up_proj", "down_proj"):
+            mlp._modules[p].inputs.clear()
+        self.ops.calls.clear()
+        x = torch.Tensor([1.0, 1.0])
+        out = forward(mlp, x)
+        name, (g, u) = self.op_calls()[0]
+        self.assertEqual((len(self.op_calls()), name, g.values, u.values), (1, "swiglu", [0.5, -1.0], [2.0, 3.0]))
+        self.assertEqual(mlp._modules["gate_up_proj"].inputs, [x])   # projected once
+        self.assertAlmostEqual(mlp._modules["down_proj"].inputs[0].values[1], -1.0 / (1 + math.exp(1.0)) * 3.0)
+        self.assertEqual((out.values, self.original_calls, forward.other_classes), ([7.0, 7.0], 1, set()))
+
+    def test_a_version_1_swiglu_or_fused_mlp_alone_leaves_a_phi3_mlp_its_own_forward_not_of_the_ops_form(self):
+        cases = {"swiglu version 1": dict(versions={"swiglu": 1}), "fused_mlp alone": dict(types=("fused_mlp",))}
+        for name, kwargs in cases.items():
+            with self.subTest(name):
+                self.original_calls, State.allclose_calls = 0, 0
+                forward = self.replacement(**kwargs)
+                for _ in range(3):
+                    forward(GateUpMLP(), torch.Tensor([1.0, 1.0]))
+                self.assertEqual((self.original_calls, self.op_calls(), State.allclose_calls), (3, [], 0))
+                self.assertEqual(forward.other_classes, {GateUpMLP})
+
+    def test_an_activation_other_than_silu_runs_the_class_own_forward(self):
+        class GELU:
+            def __call__(self, x):
+                return x
+        forward = self.replacement()
+        for _ in range(2):
+            forward(GateUpMLP(GELU()), torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+        self.assertEqual(forward.other_classes, {GateUpMLP})
+
+    def test_gradients_get_the_models_product_on_the_projection_already_made(self):
+        forward = self.replacement()
+        forward(GateUpMLP(), torch.Tensor([1.0, 1.0]))
+        State.grad = True
+        forward(GateUpMLP(), torch.Tensor([1.0, 1.0], requires_grad=True))   # the input needs them: the original
+        self.assertEqual((self.original_calls, len(self.op_calls())), (2, 1))
+        mlp = GateUpMLP(trains=True)
+        out = forward(mlp, torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, len(self.op_calls()), len(mlp._modules["gate_up_proj"].inputs)), (2, 1, 1))
+        self.assertTrue(mlp._modules["down_proj"].inputs[0].requires_grad)
+        self.assertEqual(out.values, [7.0, 7.0])
+
+    def test_under_compilation_the_original_runs_until_swiglu_is_decided_then_the_registered_op(self):
+        calls = []
+        forward = self.replacement(direct={"swiglu": lambda g, u: (calls.append(1), g * u)[1]})
+        forward(GateUpMLP(), torch.Tensor([1.0, 1.0]))
+        State.compiling = True
+        forward(GateUpMLP(), torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, self.op_calls()), (2, []))
+        R.set_compile_ops({"swiglu"})
+        forward(GateUpMLP(), torch.Tensor([1.0, 1.0]))
+        self.assertEqual((self.original_calls, len(self.op_calls("swiglu")), len(calls)), (2, 1, 1))  # calls: the probe's
+
+    def test_plain_linears_are_two_linear_calls_and_no_module_call_with_the_class_own_result(self):
+        mlp = GateUpMLP()
+        mlp._modules.update(gate_up_proj=torch.nn.Linear(0.5), down_proj=torch.nn.Linear(1.0, 1.0))
+        mlp.__dict__.update(mlp._modules)
+        forward = self.replacement()
+        x = torch.Tensor([1.0, 2.0])
+        forward(mlp, x)
+        self.ops.calls.clear()
+        torch.nn.Linear.module_calls = State.linear_calls = 0
+        out = forward(mlp, x)
+        self.assertEqual((torch.nn.Linear.module_calls, State.linear_calls, len(self.op_calls("swiglu"))), (0, 2, 1))
+        want = type(mlp).forward(mlp, x)
+        for got, expected in zip(out.values, want.values):
+            self.assertAlmostEqual(got, expected)
 
 
 class PlainLinearMLP:

@@ -86,6 +86,35 @@ class Serving(unittest.TestCase):
         self.assertEqual((row["calls"], row["declined"], row["not_its_form"]), (0, 0, 1))
         self.assertEqual(S.shares_by_type([row]), {})
 
+    def test_a_phi3_mlp_whose_halves_the_gate_product_takes_counts_as_served_not_apart(self):
+        R = fake_torch.package_module("_replacements")
+        launches, ops = Launches({"swiglu": 1}), fake_torch.OpNamespace()
+
+        def swiglu(g, u):
+            launches.counts["swiglu"][0] += 1
+            return torch.nn.SiLU()(g) * u
+        ops.results["swiglu"] = swiglu
+
+        class Phi3MLP:   # transformers' form: one gate_up_proj, its halves gate and up
+            def __init__(self):
+                self._modules = {"gate_up_proj": torch.nn.Linear(0.5), "down_proj": torch.nn.Linear(1.0),
+                                 "activation_fn": torch.nn.SiLU()}
+
+            def forward(self, x):
+                gate, up = self._modules["gate_up_proj"](x).chunk(2, dim=-1)
+                return self._modules["down_proj"](up * self._modules["activation_fn"](gate))
+        t = P.Target(None, "m.Phi3MLP", "forward", "swiglu", "class")
+        armed = [False]
+        call = S.serving_wrapper(lambda t, original: R.make_replacement(t, original, ops), launches, self.rows, armed)(
+            t, None, lambda self, x: type(self).forward(self, x))
+        mlp = Phi3MLP()
+        call(mlp, torch.Tensor([1.0, 2.0]))   # the first call checks the class
+        armed[0] = True
+        for _ in range(3):
+            call(mlp, torch.Tensor([1.0, 2.0]))
+        row = self.rows[t.name].row(lambda type_, i: f"{type_}-file{i}")
+        self.assertEqual((row["calls"], row["served"], row["not_its_form"], row["files"]), (3, 3, 0, {"swiglu-file0": 3}))
+
     def test_a_gated_mlp_counts_as_served_by_fused_mlp_or_by_the_gate_product_whichever_launched(self):
         launches = Launches({"fused_mlp": 1, "swiglu": 1})
         t = P.Target(None, "m.LlamaMLP", "forward", "fused_mlp", "class", ("swiglu",))

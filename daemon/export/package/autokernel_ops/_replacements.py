@@ -412,6 +412,34 @@ def _mlp_parts(mlp, compiling):
     return held.get("gate_proj"), held.get("up_proj"), held.get("down_proj"), held.get("act_fn")
 
 
+_GATE_UP_PARTS = ("gate_up_proj", "down_proj", "activation_fn")
+
+
+def _gate_up_parts(mlp, compiling):
+    """A gated MLP's fused gate and up projection, its down projection and its activation as
+    transformers' Phi3MLP names them (None where absent), read as _mlp_parts reads its parts."""
+    if compiling:
+        return tuple(getattr(mlp, name, None) for name in _GATE_UP_PARTS)
+    held = getattr(mlp, "_modules", _EMPTY)
+    return held.get("gate_up_proj"), held.get("down_proj"), held.get("activation_fn")
+
+
+def _gate_up_forward(x, gate_up, down, act, op, eager, compiling, grad, probing):
+    """Phi3MLP's forward: down_proj(up * act(gate)) with gate and up the halves of gate_up_proj(x)
+    (chunk(2, dim=-1): two views a row of 2 I apart, up I elements after gate), the halves handed
+    to the op where they lie. The op's value is the model's: silu(g) * u and u * silu(g) are one
+    fp32 product, rounded once (the model rounds the SiLU first: within the dtype's tolerance)."""
+    plain = not grad and not compiling and type(x) is _Tensor and _plain_linears(gate_up, down)
+    h = _project(gate_up, x) if plain else gate_up(x)
+    g, u = h.chunk(2, dim=-1)
+    if grad and h.requires_grad:
+        # No backward: the model's own product on the projection already made (left unchecked).
+        return None if probing else down(u * act(g))
+    if plain:
+        return _project(down, eager(g, u))
+    return down((op if compiling or type(g) is not _Tensor else eager)(g, u))
+
+
 _DTYPE_NAME = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 
@@ -474,13 +502,15 @@ def _fused_call(fused, self, x, gate, up, down):
     return None if weights is None else op(x, *weights)
 
 
-def _gated_mlp(op, direct=None, fused=None):
+def _gated_mlp(op, direct=None, fused=None, strided=True):
     """forward(self, x) of a model's MLP class where it is gated as transformers' LlamaMLP and its
-    kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module: the gate
-    product in one op call, where eager PyTorch launches two kernels and writes the activation to
-    memory between them. Any other MLP runs its own forward: GPT2MLP's c_fc and c_proj, Phi3MLP's
-    fused gate_up_proj, a GELU-gated one (GemmaMLP). The projections are the model's own modules,
-    called as its forward calls them; the op stands for the activation and the product only.
+    kin write it, down_proj(act_fn(gate_proj(x)) * up_proj(x)) with act_fn a SiLU module, or as
+    Phi3MLP writes it, one gate_up_proj whose halves are gate and up and an activation_fn (where the
+    exported swiglu reads strided operands, strided: contract version 2): the gate product in one op
+    call, where eager PyTorch launches two kernels and writes the activation to memory between them.
+    Any other MLP runs its own forward: GPT2MLP's c_fc and c_proj, a GELU-gated one (GemmaMLP). The
+    projections are the model's own modules, called as its forward calls them; the op stands for the
+    activation and the product only.
 
     With fused_mlp exported (fused = (its op, the shapes its files were tuned at)), a call at one of
     those shapes, in inference, on plain Linears without bias, is the whole MLP in one launch, on a
@@ -504,6 +534,13 @@ def _gated_mlp(op, direct=None, fused=None):
             if args or kwargs or (compiling and "swiglu" not in COMPILE_OPS):
                 return original(self, x, *args, **kwargs)
             gate, up, down, act = _mlp_parts(self, compiling)
+            if gate is None and up is None and op is not None and strided:
+                gate_up, down, act = _gate_up_parts(self, compiling)
+                if gate_up is not None and down is not None and type(act) in silu:
+                    grad = _grad_enabled()
+                    if grad and x.requires_grad:
+                        return original(self, x)
+                    return _gate_up_forward(x, gate_up, down, act, op, eager, compiling, grad, probing)
             # Exactly one of those classes: a subclass, or another activation (GELU-gated MLPs exist), is not.
             if gate is None or up is None or down is None or type(act) not in silu:
                 if probing:
@@ -619,7 +656,9 @@ def make_replacement(target, original, ops=None, versions=None, direct=None, sha
             fused_direct = direct.get("fused_mlp") or ops.fused_mlp.default
             fused = (fused_direct, shapes.get("fused_mlp"))
         swiglu = ops.swiglu.default if "swiglu" in types else None
-        make = _gated_mlp(swiglu, direct.get("swiglu") if swiglu is not None else None, fused)
+        # A file of swiglu's version 1 (an older run's) reads gate and up dense only.
+        strided = (versions or {}).get("swiglu", 2) >= 2
+        make = _gated_mlp(swiglu, direct.get("swiglu") if swiglu is not None else None, fused, strided)
     elif target.kind == "class":
         make = _norm_forward(getattr(ops, target.type).default, target.type, direct.get(target.type))
     elif (versions or {}).get("rotary_embedding", 2) == 1:

@@ -8,9 +8,10 @@ Measured on fresh replacements made with an original that says when it runs: a r
 declines calls it. The op's own fallback (a call outside the kernel's contract, said once on
 stderr) is seen in the type's launch counters (<type>_launches(), one count per file), read before
 and after each call. A rotary-embedding class's tables launch no kernel of the run: their call is
-served when it does not decline. An MLP class the replacement found not to be a gated MLP of three
-projections (its first call tells: Phi-3's fused gate_up_proj, GPT-2's) runs its own forward by
-design: its calls are counted apart (not_its_form), not as calls the op declined."""
+served when it does not decline. An MLP class the replacement found not to be a gated MLP (its
+first call tells: GPT-2's c_fc and c_proj; Phi-3's fused gate_up_proj where the exported swiglu
+reads dense operands only, its contract's version 1) runs its own forward by design: its calls are
+counted apart (not_its_form), not as calls the op declined."""
 
 
 def launches_of(ops):
@@ -60,7 +61,7 @@ def serving_wrapper(make, launches, rows, armed):
         def call(*args, **kwargs):
             if not armed[0]:
                 return fresh(*args, **kwargs)
-            if args and type(args[0]) in others:  # an MLP class that is not gated (Phi-3's fused one): not the op's call
+            if args and type(args[0]) in others:  # an MLP class that is not gated (GPT-2's): not the op's call
                 row.not_its_form += 1
                 return fresh(*args, **kwargs)
             before = counts() if counted else None
