@@ -131,10 +131,14 @@ std::vector<long long> module_shape(const std::string& type, const ModuleRange& 
     return {x[0], x[1], k_heads, x[2], x[3], m.layout >= 0 ? m.layout : 1};
   }
   if (type == "swiglu") {
-    // [rows, cols]: tokens, hidden width (the gate projection's features).
+    // [rows, cols, ld]: tokens, hidden width, and the row stride of gate and up as the op reads
+    // them: the width, for two projections apart; twice it, for the halves of one fused gate_up
+    // projection (Phi-3's, whose Linear holds both words).
     const LinearChild* gate = linear_named(m, "gate");
     if (!gate || gate->in != x.back()) return {};
-    return {leading_product(x), gate->out};
+    if (gate->name.find("up") == std::string::npos) return {leading_product(x), gate->out, gate->out};
+    if (gate->out % 2 != 0) return {};
+    return {leading_product(x), gate->out / 2, gate->out};
   }
   return {};
 }

@@ -48,7 +48,8 @@ std::optional<ModuleRange> parse_module_range(const std::string& range);
 
 /// The kernel type a module or function stands for, "" for none. By name: *RMSNorm -> rmsnorm,
 /// *LayerNorm -> layernorm, *Softmax -> softmax, apply_rotary_pos_emb -> rotary_embedding, and
-/// *MLP with gate, up and down Linear children and a SiLU act_fn -> swiglu (its gate product; its
+/// *MLP with gate, up and down Linear children (or one gate_up Linear, Phi-3's) and a SiLU act_fn
+/// (activation_fn) -> swiglu (its gate product; its
 /// projections stay matmul rows; a GELU-gated MLP, or one whose activation the range does not name,
 /// is none: the exported op serves only an act_fn that is a SiLU module). Attention modules are left to the kernels inside them: they also hold the q/k/v/o
 /// projections, which are matmuls of their own.

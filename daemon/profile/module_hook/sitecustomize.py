@@ -45,13 +45,15 @@ def _rotary_layout(torch, args):
 
 def _linear_children(torch, module):
     """' linear=gate_proj:2048x5632,...' for the direct nn.Linear children: a SwiGLU MLP's shape; and,
-    beside them, ' act=SiLUActivation', the class of an act_fn child: what a gated MLP gates with."""
+    beside them, ' act=SiLUActivation', the class of an act_fn child (activation_fn in Phi-3's MLP):
+    what a gated MLP gates with."""
     cached = module.__dict__.get("_ak_linear")
     if cached is None:
         children = list(module.named_children())
         parts = [f"{n}:{c.in_features}x{c.out_features}" for n, c in children if isinstance(c, torch.nn.Linear)]
         cached = f" linear={','.join(parts)}" if parts else ""
-        act = dict(children).get("act_fn")
+        named = dict(children)
+        act = named.get("act_fn", named.get("activation_fn"))
         if parts and act is not None:
             cached += f" act={_word(type(act).__name__)}"
         module.__dict__["_ak_linear"] = cached

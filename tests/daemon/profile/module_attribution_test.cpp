@@ -60,6 +60,30 @@ std::vector<json> llama_layers(int layers) {
   return r.records;
 }
 
+const char* kPhi3Mlp = "ak.module:Phi3MLP sizes=[[2, 2048, 3072]] dtype=fp16 linear=gate_up_proj:3072x16384,"
+                       "down_proj:8192x3072 act=SiLU";
+
+/// Phi-3's MLP, `layers` times, as Phi3MLP.forward runs: one gate_up_proj GEMM, its halves by
+/// chunk (no kernel), the SiLU module on the gate half, the product, down_proj.
+std::vector<json> phi3_mlps(int layers) {
+  Recorder r;
+  double t = 0;
+  for (int l = 0; l < layers; ++l) {
+    long long mlp = r.push(kPhi3Mlp, t += 1);
+    for (const char* k : {"nvjet_gate_up", "silu_kernel", "mul_kernel", "nvjet_down"}) {
+      const std::string name = k;
+      const bool product = name == "mul_kernel";
+      long long leaf = product ? -1
+                       : r.push(name == "silu_kernel" ? "ak.module:SiLU sizes=[[2, 2048, 8192]] dtype=fp16 leaf=1"
+                                                      : "ak.module:Linear sizes=[[2, 2048, 3072]] dtype=fp16 leaf=1", t += 1);
+      r.kernel(k, t += 1, product || name == "silu_kernel" ? 60 : 300);
+      if (!product) r.pop(leaf, t += 1);
+    }
+    r.pop(mlp, t += 1);
+  }
+  return r.records;
+}
+
 const ProfiledKernel* row_named(const Profile& p, const std::string& name) {
   for (auto& k : p.kernels)
     if (k.name == name) return &k;
@@ -111,6 +135,8 @@ TEST_CASE("a module is classified by its class name, and a gated MLP by its gate
   // profile of an older hook): the exported op would not run there, so no swiglu row promises it.
   CHECK(classify_module(*parse_module_range(gated + " act=PytorchGELUTanh")) == "");
   CHECK(classify_module(*parse_module_range(gated)) == "");
+  // Phi-3's: one Linear holds gate and up, its activation is activation_fn.
+  CHECK(classify_module(*parse_module_range(kPhi3Mlp)) == "swiglu");
   // GPT-2's MLP has no gate: two GEMMs and a GELU are not a SwiGLU.
   CHECK(classify_module(*parse_module_range("ak.module:GPT2MLP sizes=[[8, 1024, 768]] dtype=fp16 linear=c_fc:768x3072,c_proj:3072x768")) == "");
   CHECK(classify_module(*parse_module_range("ak.module:LlamaAttention sizes=[[2, 2048, 2048]] dtype=fp16")) == "");
@@ -127,7 +153,11 @@ TEST_CASE("a module's shape is read in its type's terms from its inputs", "[prof
   REQUIRE(gqa);
   CHECK(module_shape("rotary_embedding", *gqa) == std::vector<long long>{2, 32, 8, 2048, 128, 2});
   // The gate product: tokens by the gate projection's features.
-  CHECK(module_shape("swiglu", *parse_module_range(kMlp)) == std::vector<long long>{4096, 5632});
+  CHECK(module_shape("swiglu", *parse_module_range(kMlp)) == std::vector<long long>{4096, 5632, 5632});
+  // One fused gate_up projection: its halves, each rows of 8192 read 16384 apart.
+  CHECK(module_shape("swiglu", *parse_module_range(kPhi3Mlp)) == std::vector<long long>{4096, 8192, 16384});
+  CHECK(module_shape("swiglu", *parse_module_range("ak.module:Phi3MLP sizes=[[2, 8, 16]] dtype=fp16 "
+                                                   "linear=gate_up_proj:16x63,down_proj:31x16 act=SiLU")).empty());
   // A gate whose input is not the module's width is not read as one.
   CHECK(module_shape("swiglu", *parse_module_range("ak.module:LlamaMLP sizes=[[2, 8, 16]] dtype=fp16 "
                                                    "linear=gate_proj:32x64,up_proj:16x64,down_proj:64x16")).empty());
@@ -153,7 +183,7 @@ TEST_CASE("the kernels inside a classified module add up to one candidate with i
   const ProfiledKernel* mlp = row_named(*p, "module LlamaMLP");
   REQUIRE(mlp);
   CHECK(mlp->type == "swiglu");
-  CHECK(mlp->shape == std::vector<long long>{4096, 5632});
+  CHECK(mlp->shape == std::vector<long long>{4096, 5632, 5632});
   // The row is the gate product alone (the SiLU and the product, 50 us each a call) ...
   CHECK(mlp->total_us == Approx(3 * 2 * 50));
   CHECK(mlp->mean_us == Approx(100));
@@ -247,8 +277,28 @@ TEST_CASE("a profile with module candidates survives its JSON and the plan count
   CHECK_THAT(toml, Catch::Contains("baseline_us = 50.00"));
   CHECK_THAT(toml, Catch::Contains("# module: LlamaRMSNorm, 5 distinct kernels"));
   // The gated MLP is planned as its gate product, with the product's own time as the baseline.
-  CHECK_THAT(toml, Catch::Contains("type = \"swiglu\"\nshape = [4096, 5632]"));
+  CHECK_THAT(toml, Catch::Contains("type = \"swiglu\"\nshape = [4096, 5632, 5632]"));
   CHECK_THAT(toml, Catch::Contains("baseline_us = 100.00"));
+}
+
+TEST_CASE("a Phi-3 MLP is planned as a swiglu at the stride of its fused projection's halves", "[profile][modules]") {
+  auto p = build_profile(phi3_mlps(2), 0);
+  REQUIRE(p.ok());
+  const ProfiledKernel* mlp = row_named(*p, "module Phi3MLP");
+  REQUIRE(mlp);
+  CHECK(mlp->type == "swiglu");
+  CHECK(mlp->shape == std::vector<long long>{4096, 8192, 16384});
+  CHECK(mlp->total_us == Approx(2 * 2 * 60));   // the SiLU and the product; the GEMMs are matmul rows
+  Plan plan = make_plan(*p, 10, 2.0);
+  bool planned = false;
+  for (auto& r : plan.rows)
+    if (r.kernel.type == "swiglu") {
+      planned = true;
+      CHECK(r.supported);
+      CHECK(r.shape == std::vector<long long>{4096, 8192, 16384});
+    }
+  CHECK(planned);
+  CHECK_THAT(plan_toml(plan, "phi3.json"), Catch::Contains("type = \"swiglu\"\nshape = [4096, 8192, 16384]"));
 }
 
 TEST_CASE("ten thousand module ranges are attributed in one sweep", "[profile][modules]") {

@@ -79,9 +79,16 @@ _PROGRAM = textwrap.dedent('''
             self.act_fn = SiLUActivation()
         def forward(self, x): return self.down_proj(self.act_fn(x))
 
+    class Phi3MLP(nn.Module):
+        def __init__(self):
+            self.gate_up_proj, self.down_proj = nn.Linear(2048, 11264), nn.Linear(5632, 2048)
+            self.activation_fn = SiLUActivation()
+        def forward(self, x): return self.down_proj(self.activation_fn(x))
+
     x = torch.Tensor(2, 2048, 2048)
     LlamaRMSNorm()(x)
     LlamaMLP()(x)
+    Phi3MLP()(x)
     q = torch.Tensor(2, 16, 2048, 128)
     apply_rotary_pos_emb(q, q, torch.Tensor(1, 2048, 128), torch.Tensor(1, 2048, 128))
     import torch.cuda.nvtx as nvtx
@@ -169,6 +176,9 @@ class ModuleHook(unittest.TestCase):
         self.assertIn("ak.module:LlamaMLP sizes=[[2, 2048, 2048]] dtype=fp16 "
                       "linear=gate_proj:2048x5632,up_proj:2048x5632,down_proj:5632x2048 act=SiLUActivation "
                       "class=__main__:LlamaMLP params=0 buffers=0 leaf=0 init=untried train=0 args=1", lines)
+        self.assertIn("ak.module:Phi3MLP sizes=[[2, 2048, 2048]] dtype=fp16 "
+                      "linear=gate_up_proj:2048x11264,down_proj:5632x2048 act=SiLUActivation "
+                      "class=__main__:Phi3MLP params=0 buffers=0 leaf=0 init=untried train=0 args=1", lines)
         self.assertIn("ak.module:Linear sizes=[[2, 2048, 2048]] dtype=fp16 "
                       "class=torch.nn:Linear params=0 buffers=0 leaf=1 init=no train=0 args=1", lines)
         self.assertIn("ak.function:apply_rotary_pos_emb sizes=[[2, 16, 2048, 128], [2, 16, 2048, 128], "
