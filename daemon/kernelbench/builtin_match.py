@@ -202,7 +202,7 @@ def _agrees(mapping, run, model, inputs, outputs):
 
 def match_builtin(analysis):
     """The built-in type the problem computes, as {"type", "cols_axes", "args", "outputs", "shape"}
-    (shape: [rows, cols] at the module's own sizes), or None with the reason in a second value."""
+    (shape: [rows, cols] at the module's own sizes; swiglu's [rows, cols, cols]), or None with the reason in a second value."""
     base = analysis.base
     if any(t[0] == "buffer" for t in base.tensors):
         return None, "it has buffers, which no built-in type takes"
@@ -236,5 +236,7 @@ def match_builtin(analysis):
         first = shape_of[chosen["args"][BUILTIN_TYPES[chosen["type"]][0][0][0]]]
         k = chosen["cols_axes"]
         chosen["shape"] = [_numel(first[:len(first) - k]), _numel(first[len(first) - k:])]
+        if chosen["type"] == "swiglu":  # its contract's row stride (version 2): a problem's operands are dense
+            chosen["shape"].append(chosen["shape"][1])
     chosen["shapes_compared"] = shapes
     return chosen, None

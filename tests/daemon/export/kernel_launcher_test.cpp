@@ -131,6 +131,18 @@ TEST_CASE("a TMA matmul file's launcher reads its maps, clusters and persistent 
                                    "                                                        10, (CUstream)stream);"));
 }
 
+TEST_CASE("swiglu's launcher counts blocks by the rows alone in version 2 and by the leading dimensions in version 1", "[export][launcher]") {
+  CHECK(exportable(swiglu_spec()));
+  CHECK(grid_rule_call(swiglu_spec()) == "ak_first_dim_blocks(s, m->rows_per_block)");
+  auto v2 = launcher_source(swiglu_spec(), swiglu_spec().starter_source());
+  REQUIRE(v2.ok());
+  CHECK_THAT(*v2, Catch::Contains("ak_first_dim_blocks(s, m->rows_per_block)"));
+  CHECK(exportable(swiglu_v1_spec()));
+  CHECK(grid_rule_call(swiglu_v1_spec()) == "ak_rowwise_blocks(s, 2, m->rows_per_block)");
+  CHECK_THAT(launch_header({&swiglu_spec()}), Catch::Contains("#define AK_CONTRACT_VERSION_swiglu 2"));
+  CHECK_THAT(launch_header({&swiglu_v1_spec()}), Catch::Contains("#define AK_CONTRACT_VERSION_swiglu 1"));
+}
+
 TEST_CASE("fused_mlp's and flash_attention's launchers write their own tile rules", "[export][launcher]") {
   auto mlp = launcher_source(fused_mlp_spec(), variant_source("fused_mlp", "tma_swiglu"));
   REQUIRE(mlp.ok());

@@ -118,6 +118,7 @@ TEST_CASE("a problem that computes a built-in type is matched by its outputs, wi
   CHECK(builtin(3)["outputs"] == json{{"mean", "out"}});
   CHECK(builtin(4)["type"] == "swiglu");
   CHECK(builtin(4)["args"] == json{{"gate", "gate"}, {"up", "up"}});
+  CHECK(builtin(4)["shape"] == json::array({64, 1000, 1000}));   // rows, cols and the row stride of dense operands
   CHECK(builtin(5)["type"] == "layernorm");
   CHECK(builtin(5)["cols_axes"] == 2);
   CHECK(builtin(5)["shape"] == json::array({16, 24 * 300}));
