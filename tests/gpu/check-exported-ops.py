@@ -62,6 +62,13 @@ def inputs(type_, shape, dtype, recipe, gen):
             k = qkv[..., hq * d: (hq + hk) * d].view(b, s, hk, d).transpose(1, 2)
             tables = b
         return (q, k, uniform(0.5, 1.5, tables, s, d), uniform(-0.5, 0.5, tables, s, d))
+    if type_ == "swiglu" and len(shape) == 3:  # version 2: [rows, cols, ld], rows of gate and up ld apart
+        rows, cols, ld = shape
+        g, u = data(rows, ld), torch.randn(rows, ld, device="cuda", generator=gen).to(dtype)
+        if ld >= 2 * cols:  # the halves of one fused projection, as chunk(2, dim=-1) gives them
+            g[:, cols:2 * cols] = u[:, :cols]
+            return (g[:, :cols], g[:, cols:2 * cols])
+        return (g[:, :cols], u[:, :cols])
     if type_ == "swiglu":  # the recipe's values in the gate, where silu's exp overflows; up plain
         return (data(*shape), torch.randn(*shape, device="cuda", generator=gen).to(dtype))
     rows, cols = shape
@@ -187,6 +194,9 @@ def fallback_cases(type_, args):
         cases["up of another dtype"] = (x, up.float())
         cases["up broadcast over the rows"] = (x, up[0])
         cases["gate with no dimensions"] = (x[0, 0], up[0, 0])
+        cases["up's rows another stride apart than gate's"] = (x, torch.cat((up, up), -1)[:, : up.shape[-1]])
+        # The same values one element into a wider buffer: rows cols + 1 apart, gate 2 bytes past alignment.
+        cases["gate and up not 16-byte aligned"] = (torch.cat((x[:, :1], x), -1)[:, 1:], torch.cat((up[:, :1], up), -1)[:, 1:])
     if type_ == "cross_entropy":
         target = args[1].clone()
         target[::7] = -100  # ignore_index: the kernel's own rule in contract version 2, PyTorch's in version 1
@@ -221,6 +231,8 @@ def check_fallbacks(op, type_, dtype, version):
     """Each call outside the contract gives PyTorch's result (or the reference's, for rotary)."""
     gen = torch.Generator(device="cuda").manual_seed(2)
     shape = {1: [4, 8, 64, 128], 2: [2, 8, 2, 64, 128, 1]}[version] if type_ == "rotary_embedding" else [64, 1000]
+    if type_ == "swiglu" and version >= 2:
+        shape = [64, 1000, 1000]  # dense operands, which the cases then make otherwise
     failures = []
     for why, args in fallback_cases(type_, inputs(type_, shape, dtype, "normal", gen)).items():
         try:
@@ -274,17 +286,36 @@ def check_withdrawn_patch():
 SWIGLU_SHAPES = ([2, 2048, 5632], [3, 5, 1001], [4097, 1], [1, 1])
 
 
-def check_swiglu_shapes(op, tolerance):
-    """The op on gates of more than two dimensions and odd widths, every dtype, against the fp64
-    result, with gate's shape."""
+# Phi-3's MLP as its forward hands the op its halves: gate_up_proj's output [batch, tokens, 2 I]
+# chunked in two, each a view with rows 2 I apart, up I elements after gate (Phi-3 mini's I 8192,
+# an odd I, and one row).
+SWIGLU_CHUNKED = ([2, 2048, 8192], [3, 5, 1001], [1, 8])
+
+
+def check_swiglu_shapes(op, tolerance, version):
+    """The op on gates of more than two dimensions and odd widths, and (version 2) on the halves of
+    one fused projection, every dtype, against the fp64 result, with gate's shape; on the halves,
+    the kernel itself must have run where the contract covers them (16-byte aligned: I a multiple of 8)."""
     gen = torch.Generator(device="cuda").manual_seed(3)
     failures = []
     for dname, tol in sorted(tolerance.items()):
+        dtype = DTYPES[dname]
         for shape in SWIGLU_SHAPES:
-            args = inputs("swiglu", shape, DTYPES[dname], "normal", gen)
+            args = (torch.randn(*shape, device="cuda", generator=gen).to(dtype),
+                    torch.randn(*shape, device="cuda", generator=gen).to(dtype))
             got = op(*args)
             if list(got.shape) != shape or not matches(got, reference("swiglu", args), tol):
                 failures.append(f"{dname} {'x'.join(map(str, shape))}")
+        for shape in SWIGLU_CHUNKED:
+            h = torch.randn(*shape[:-1], 2 * shape[-1], device="cuda", generator=gen).to(dtype)
+            gate, up = h.chunk(2, dim=-1)
+            got = op(gate, up)
+            name = f"{dname} halves of {'x'.join(map(str, h.shape))}"
+            if list(got.shape) != shape or not got.is_contiguous() or not matches(got, reference("swiglu", (gate, up)), tol):
+                failures.append(name)
+            covered = version >= 2 and shape[-1] * h.element_size() % 16 == 0
+            if covered and not any("swiglu_kernel" in k for k in kernel_names(lambda: op(gate, up))):
+                failures.append(f"{name}: PyTorch's op ran, not the kernel")
     return failures
 
 
@@ -296,8 +327,9 @@ def kernel_names(work):
 
 
 def check_swiglu_patch():
-    """A gated MLP of the program's own (LlamaMLP's forward, nn.SiLU), transformers' LlamaMLP where it
-    is installed (its own SiLU module), and two MLPs the op does not serve (GELU-gated; GPT-2's c_fc and c_proj): patched,
+    """A gated MLP of the program's own (LlamaMLP's forward, nn.SiLU), one of Phi3MLP's form (a fused
+    gate_up_proj, its halves to the op), transformers' LlamaMLP and Phi3MLP where it is installed
+    (its own SiLU module), and two MLPs the op does not serve (GELU-gated; GPT-2's c_fc and c_proj): patched,
     the gated ones give their own output within the dtype's tolerance, eagerly and compiled with
     swiglu decided; the others give theirs bit for bit."""
     class TinyLlamaMLP(torch.nn.Module):
@@ -321,17 +353,35 @@ def check_swiglu_patch():
         def forward(self, x):
             return self.c_proj(self.act(self.c_fc(x)))
 
-    for cls in (TinyLlamaMLP, GeluGatedMLP, GPT2LikeMLP):
+    class Phi3LikeMLP(torch.nn.Module):  # Phi3MLP's forward: one gate_up_proj, its halves gate and up
+        def __init__(self, d, i):
+            super().__init__()
+            self.gate_up_proj, self.down_proj = torch.nn.Linear(d, 2 * i, bias=False), torch.nn.Linear(i, d, bias=False)
+            self.activation_fn = torch.nn.SiLU()
+
+        def forward(self, x):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            return self.down_proj(up * self.activation_fn(gate))
+
+    for cls in (TinyLlamaMLP, GeluGatedMLP, GPT2LikeMLP, Phi3LikeMLP):
         cls.__module__ = "__main__"
         globals()[cls.__name__] = cls
     models = {"TinyLlamaMLP": TinyLlamaMLP(1024, 2816, torch.nn.SiLU()), "GeluGatedMLP": GeluGatedMLP(1024, 2816, torch.nn.GELU()),
-              "GPT2LikeMLP": GPT2LikeMLP(1024, 4096)}
+              "GPT2LikeMLP": GPT2LikeMLP(1024, 4096), "Phi3LikeMLP": Phi3LikeMLP(1024, 2816)}
     try:
         from transformers import LlamaConfig
         from transformers.models.llama.modeling_llama import LlamaMLP
         models["LlamaMLP"] = LlamaMLP(LlamaConfig(hidden_size=1024, intermediate_size=2816, hidden_act="silu"))
     except ImportError:
         pass
+    try:
+        from transformers import Phi3Config
+        from transformers.models.phi3.modeling_phi3 import Phi3MLP
+        models["Phi3MLP"] = Phi3MLP(Phi3Config(hidden_size=1024, intermediate_size=2816, hidden_act="silu"))
+    except ImportError:
+        pass
+    # A file of swiglu's version 1 reads dense operands only: Phi-3's halves are then not the op's form.
+    strided = autokernel_ops.VERSIONS.get("swiglu", 2) >= 2
     x = torch.randn(2, 64, 1024, device="cuda", dtype=torch.float16)
     result = {}
     with torch.no_grad():
@@ -349,7 +399,7 @@ def check_swiglu_patch():
                 compiled = torch.compile(m, fullgraph=True)(x)
                 autokernel_ops.set_compile_ops([])
                 torch._dynamo.reset()
-            gated = name in ("TinyLlamaMLP", "LlamaMLP")
+            gated = name in ("TinyLlamaMLP", "LlamaMLP") or (strided and name in ("Phi3LikeMLP", "Phi3MLP"))
             if gated:
                 same = lambda a, b: torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-2)  # noqa: E731
             else:
@@ -445,7 +495,7 @@ def main():
             r["kernel_over_harness"] = r["op"]["kernel_median_us"] / r["harness"]["median_us"]
             r["events_over_harness_events"] = r["op"]["flushed_median_us"] / r["harness"]["event_median_us"]
         if t == "swiglu":
-            r["shape_failures"] = check_swiglu_shapes(op, entry["validated"]["tolerance"])
+            r["shape_failures"] = check_swiglu_shapes(op, entry["validated"]["tolerance"], entry.get("contract_version", 1))
         ok = ok and not failures and r["compile_matches"] and not r["fallback_failures"] and not r.get("shape_failures")
         report["ops"][t] = r
         print(f"{t}: {cases} cases, {len(failures)} failures {failures[:5]}; outside the contract: "
