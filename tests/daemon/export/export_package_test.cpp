@@ -179,6 +179,25 @@ TEST_CASE("a kept flash_attention file of version 2 exports the op of GQA views,
   CHECK_THAT(left_out[0], Catch::Contains("old: follows version 1 of the flash_attention contract"));
 }
 
+TEST_CASE("swiglu's starter exports version 2, launched by rows alone, and a version-1 file its own version", "[export]") {
+  std::vector<std::string> left_out;
+  auto files = package_files({starter("swiglu")}, PackageFormat::Torch, left_out);
+  REQUIRE(files.ok());
+  auto manifest = nlohmann::json::parse(files->at("autokernel_ops/manifest.json"));
+  CHECK(manifest["ops"][0]["contract_version"] == 2);
+  CHECK(manifest["ops"][0]["validated"]["shape_names"] == nlohmann::json::array({"rows", "cols", "ld"}));
+  CHECK_THAT(files->at("autokernel_ops/csrc/launch.h"), Catch::Contains("#define AK_CONTRACT_VERSION_swiglu 2\n"));
+  CHECK_THAT(files->at("autokernel_ops/csrc/swiglu_launch.cpp"), Catch::Contains("ak_first_dim_blocks(s, m->rows_per_block)"));
+  // One op source for both versions: the strided operands under version 2, the dense ones under 1.
+  CHECK_THAT(files->at("autokernel_ops/csrc/swiglu.cpp"), Catch::Contains("#if AK_CONTRACT_VERSION_swiglu >= 2"));
+  ExportedKernel old{"swiglu", "", "kept.cu", test::read_file(AK_SOURCE_DIR "/tests/data/swiglu_v1.cu"), "", "", 0, 0, 0};
+  auto then = package_files({old}, PackageFormat::Torch, left_out);
+  REQUIRE(then.ok());
+  CHECK(nlohmann::json::parse(then->at("autokernel_ops/manifest.json"))["ops"][0]["contract_version"] == 1);
+  CHECK_THAT(then->at("autokernel_ops/csrc/launch.h"), Catch::Contains("#define AK_CONTRACT_VERSION_swiglu 1\n"));
+  CHECK_THAT(then->at("autokernel_ops/csrc/swiglu_launch.cpp"), Catch::Contains("ak_rowwise_blocks(s, 2, m->rows_per_block)"));
+}
+
 /// `op` as the host compiler sees it under `version`: the blocks `#if AK_CONTRACT_VERSION_<type> < 2`
 /// ... `#endif` dropped when version >= 2 (the only conditionals the op sources hold on the version).
 std::string op_under_version(std::string op, const std::string& type, int version) {
