@@ -795,7 +795,7 @@ TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the
   CHECK(report["failed"].empty());
 }
 
-TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary tables run the kernel, and capture() replays the patched step", "[gpu][export][export-ops-gpu]") {
+TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary tables run the kernel, swiglu serves a fused projection's halves, and capture() replays the patched step", "[gpu][export][export-ops-gpu]") {
   if (!test::gpu_or_skip()) return;
   if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
     std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
@@ -807,8 +807,12 @@ TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary t
   heads.tag = "qk_norm", heads.shape = "65536x128", heads.dtype = "fp16";
   ExportedKernel rope = starter("rotary_embedding");
   rope.shape = "2x16x4x256x128x1", rope.dtype = "fp16";
+  // swiglu tuned at Phi-3 mini's MLP (the halves of its fused projection, rows 2 I apart) and at a LLaMA's.
+  ExportedKernel phi3 = starter("swiglu"), llama = starter("swiglu");
+  phi3.tag = "phi3_mlp", phi3.shape = "4096x8192x16384", phi3.dtype = "fp16";
+  llama.tag = "llama_mlp", llama.shape = "4096x5632x5632", llama.dtype = "fp16";
   std::vector<std::string> left_out;
-  auto files = package_files({rows, heads, rope}, PackageFormat::Torch, left_out);
+  auto files = package_files({rows, heads, rope, phi3, llama}, PackageFormat::Torch, left_out);
   REQUIRE(files.ok());
   REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
   // The repository this binary runs in (a bundle on the GPU machine runs from its copy's root), else the one it was built from.

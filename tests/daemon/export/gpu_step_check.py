@@ -1,10 +1,15 @@
 """The export's step features on a GPU, run by tests/daemon/export/export_package_test.cpp ([gpu]) on a
-package of two rmsnorm files (tuned at 4096x2048 and at 65536x128) and the rotary starter:
+package of two rmsnorm files (tuned at 4096x2048 and at 65536x128), the rotary starter and two
+swiglu files (the starter tuned at 4096x8192x16384, Phi-3 mini's MLP, and at 4096x5632x5632):
 
   per-shape dispatch   each call launches the file its shape picks (rmsnorm_pick, rmsnorm_launches),
                        with PyTorch's result
   fp32 rotary tables   fp16/bf16 q and k rotated by fp32 cos and sin (OLMo2's helper) run the kernel
                        and give the model's values and dtype; the tables op makes fp32 tables
+  fused gate_up        swiglu on the halves of one [.., 2 I] projection (chunk(2, dim=-1): views
+                       rows 2 I apart) runs the kernel where they lie, with PyTorch's result; an
+                       MLP of Phi3MLP's form (and transformers' Phi3MLP where installed), patched,
+                       gives its own output with the op serving every call
   capture()            a patched model's step replayed as a CUDA graph gives eager's output, a new
                        shape captures again, a step that syncs is refused with CaptureError; with
                        transformers installed, a LLaMA captured keeps SDPA on is_causal=True
@@ -50,6 +55,73 @@ def per_shape_dispatch():
                   and picked == want, f"launches {grew}, pick {picked}")
             check(f"rmsnorm {rows}x{cols} {dtype}: PyTorch's result", torch.allclose(y.float(), ref, rtol=tol, atol=tol),
                   f"max |diff| {err:.2e}")
+
+
+def swiglu_on_fused_halves():
+    for shape, want, dense in (((2, 2048, 8192), 0, False), ((4096, 5632), 1, True), ((3, 5, 1000), 1, False)):  # the last nearer the LLaMA file (file_pick.h)
+        for dtype in (torch.float16, torch.bfloat16):
+            if dense:
+                gate, up = (torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(2))
+            else:
+                gate, up = torch.randn(*shape[:-1], 2 * shape[-1], device="cuda", dtype=dtype).chunk(2, dim=-1)
+            before = launches("swiglu")
+            y = torch.ops.autokernel.swiglu(gate, up)
+            torch.cuda.synchronize()
+            grew = [b - a for a, b in zip(before, launches("swiglu"))]
+            rows, cols = gate.numel() // gate.shape[-1], gate.shape[-1]
+            ld = cols if dense else 2 * cols
+            picked = torch.ops.autokernel.swiglu_pick([rows, cols, ld], 0 if dtype == torch.float16 else 1)
+            ref = up.float() * F.silu(gate.float())  # Phi3MLP's order: the same fp32 product
+            tol = 2e-2 if dtype == torch.bfloat16 else 1e-2
+            form = "dense" if dense else "halves of"
+            check(f"swiglu {form} {'x'.join(map(str, shape))} {dtype}: file {want} launched, as picked",
+                  grew == [int(i == want) for i in range(2)] and picked == want, f"launches {grew}, pick {picked}")
+            check(f"swiglu {form} {'x'.join(map(str, shape))} {dtype}: PyTorch's result, dense", y.is_contiguous()
+                  and tuple(y.shape) == tuple(shape) and torch.allclose(y.float(), ref, rtol=tol, atol=tol),
+                  f"max |diff| {(y.float() - ref).abs().max().item():.2e}")
+
+
+class Phi3LikeMLP(torch.nn.Module):
+    """transformers' Phi3MLP forward: one gate_up_proj, its halves gate and up, SiLU on the gate."""
+
+    def __init__(self, d, i):
+        super().__init__()
+        self.gate_up_proj, self.down_proj = torch.nn.Linear(d, 2 * i, bias=False), torch.nn.Linear(i, d, bias=False)
+        self.activation_fn = torch.nn.SiLU()
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        return self.down_proj(up_states * self.activation_fn(gate))
+
+
+def phi3_mlp_patched():
+    sys.modules["__main__"].Phi3LikeMLP = Phi3LikeMLP  # a model class the patch looks for
+    Phi3LikeMLP.__module__ = "__main__"
+    models = {"Phi3LikeMLP": Phi3LikeMLP(1024, 2816)}
+    try:
+        from transformers import Phi3Config
+        from transformers.models.phi3.modeling_phi3 import Phi3MLP
+        models["Phi3MLP"] = Phi3MLP(Phi3Config(hidden_size=1024, intermediate_size=2816, hidden_act="silu"))
+    except Exception as e:
+        print(f"skip transformers' Phi3MLP: {type(e).__name__}: {e}")
+    for name, model in models.items():
+        for dtype in (torch.float16, torch.bfloat16):
+            m = model.cuda().to(dtype).eval()
+            x = torch.randn(2, 64, 1024, device="cuda", dtype=dtype)
+            with torch.no_grad():
+                want = m(x)
+                with autokernel_ops.patched() as p:
+                    first = m(x)
+                    before = sum(launches("swiglu"))
+                    later = [m(x) for _ in range(3)]
+                    torch.cuda.synchronize()
+                    served = sum(launches("swiglu")) - before
+                    patched = any(f".{type(m).__name__}.forward" in n for n in p.names)
+            tol = 2e-2 if dtype == torch.bfloat16 else 1e-2
+            same = all(torch.allclose(y.float(), want.float(), rtol=tol, atol=tol) for y in [first] + later)
+            check(f"{name} {dtype} patched: the op serves each call with the model's own output",
+                  patched and served == 3 and same, f"patched {patched}, swiglu launches {served} of 3 calls")
 
 
 def olmo2_rotary(q, k, cos, sin):
@@ -178,13 +250,15 @@ def causal_in_transformers():
 
 
 def main():
-    check("the package's ops loaded", not autokernel_ops.FAILED and {"rmsnorm", "rotary_embedding"} <= set(autokernel_ops.LOADED),
+    check("the package's ops loaded", not autokernel_ops.FAILED and {"rmsnorm", "rotary_embedding", "swiglu"} <= set(autokernel_ops.LOADED),
           f"loaded {autokernel_ops.LOADED}, failed {autokernel_ops.FAILED}")
     if failures:
         return 1
     torch.manual_seed(0)
     per_shape_dispatch()
     fp32_rotary_tables()
+    swiglu_on_fused_halves()
+    phi3_mlp_patched()
     causal_in_transformers()
     capture_mode()  # last: it ends with a capture that fails
     print(f"{len(failures)} failures")
