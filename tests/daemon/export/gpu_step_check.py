@@ -58,7 +58,8 @@ def per_shape_dispatch():
 
 
 def swiglu_on_fused_halves():
-    for shape, want, dense in (((2, 2048, 8192), 0, False), ((4096, 5632), 1, True), ((3, 5, 1000), 1, False)):  # the last nearer the LLaMA file (file_pick.h)
+    # Each call's shape is [rows, cols, ld]; the last is nearer the LLaMA file by file_pick.h's rule.
+    for shape, want, dense in (((2, 2048, 8192), 0, False), ((4096, 5632), 1, True), ((3, 5, 1000), 1, False)):
         for dtype in (torch.float16, torch.bfloat16):
             if dense:
                 gate, up = (torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(2))
