@@ -25,7 +25,7 @@
 // the ak_* constants below and instantiates the template for __half, __nv_bfloat16 and float.
 //
 // bench: autokernel bench kernels_cuda/matmul/variants/mma_pipeline.cu --kernel matmul --dtype fp16
-// measured: not yet since its fp32 path changed
+// measured: 608.41 us median, spread 0.6% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

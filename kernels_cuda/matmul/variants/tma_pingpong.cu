@@ -41,7 +41,7 @@
 // setmaxnreg and TMA need sm_90a (the H100's architecture as the harness compiles for it).
 //
 // bench: autokernel bench kernels_cuda/matmul/variants/tma_pingpong.cu --kernel matmul --dtype fp16
-// measured: not yet
+// measured: 233.53 us median, spread 0.6% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

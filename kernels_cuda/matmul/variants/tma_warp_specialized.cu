@@ -57,7 +57,7 @@
 // setmaxnreg and TMA need sm_90a (the H100's architecture as the harness compiles for it).
 //
 // bench: autokernel bench kernels_cuda/matmul/variants/tma_warp_specialized.cu --kernel matmul --dtype fp16
-// measured: 181.49 us median, spread 0.9% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
+// measured: 182.02 us median, spread 0.8% ((p90 - p10) / median), fp16 at the benchmark shape, NVIDIA H200, 2026-11-27
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
