@@ -97,7 +97,7 @@ TEST_CASE("hardware counters are read by default, can be turned off, and take on
              Catch::Contains("harness.counters") && Catch::Contains("true or false"));
 }
 
-TEST_CASE("the tuner orders its moves by the counters by default; order_by_counters = false turns that off", "[config]") {
+TEST_CASE("the tuner orders its moves by the counters by default, and order_by_counters = false turns that off", "[config]") {
   auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
   REQUIRE(on.ok());
   CHECK(on->tuner.order_by_counters);

@@ -48,7 +48,7 @@ TEST_CASE("a result CUPTI gives no name for is shown by its number", "[counters]
              Catch::Equals("opening a pass failed: CUPTI result 999"));
 }
 
-TEST_CASE("the other refusals a person can act on say what to change; the rest add nothing", "[counters]") {
+TEST_CASE("the other refusals a person can act on say what to change, and the rest add nothing", "[counters]") {
   CHECK_THAT(refused(CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED), Catch::Contains("MIG") && Catch::Contains("whole GPU"));
   CHECK_THAT(refused(CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES), Catch::Contains("hypervisor"));
   CHECK_THAT(refused(CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED), Catch::Contains("another profiler"));
