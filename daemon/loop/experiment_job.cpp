@@ -66,7 +66,7 @@ void propose_and_judge(ExperimentJob& job, Proposer& proposer, Evaluator& evalua
 
 }  // namespace
 
-void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue) {
+void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue, Clock& clock) {
   FinishedJob f;
   // Nothing thrown here may end the daemon: it comes back as this experiment's error row.
   try {
@@ -77,6 +77,7 @@ void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, Finish
     f.thrown = what_of(std::current_exception());
   }
   f.job = std::move(job);
+  f.finished_s = clock.now_s();
   queue.push(std::move(f));
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "daemon/loop/clock.hpp"
 #include "daemon/proposers/proposer.hpp"
 #include "harness/evaluation/evaluator.hpp"
 
@@ -43,6 +44,7 @@ struct FinishedJob {
   /// Not finished: the proposal asked on the thread has arrived and is being judged (the loop
   /// may ask the next question).
   bool proposed_only = false;
+  double finished_s = 0;   ///< when the job's thread was done with it (the loop's clock)
 };
 
 /// Where worker threads leave finished jobs for the loop.
@@ -59,6 +61,6 @@ class FinishedQueue {
 /// The work of one job on its thread: propose if asked to (then say so through `queue`), write
 /// the candidate, evaluate, and leave the result in `queue`. Never throws: an exception from the
 /// proposer is a failed proposal, one from anything after it is `thrown`.
-void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue);
+void run_job(ExperimentJob job, Proposer& proposer, Evaluator& evaluator, FinishedQueue& queue, Clock& clock);
 
 }  // namespace ak

@@ -77,6 +77,7 @@ Status RunLoop::open() {
     notes_[k.tag] = *notes;
   }
   session_start_ = clock_.now_s();
+  gpu_time_ = GpuTime(gpus_.size(), session_start_);
   if (auto s = read_in_flight(); !s) return s;
   if (!rows_.empty())
     spdlog::info("resuming run {} at experiment {} ({} experiments recorded)", cfg_.run.name, next_experiment_, rows_.size());
@@ -250,12 +251,14 @@ Result<RunOutcome> RunLoop::run() {
       if (!ending) out = {RunOutcome::Converged, pick_next(kernels_, cfg_.convergence).reason, ""};
       break;
     }
+    if (ending) idle_free_gpus(GpuState::Ending);
     FinishedJob f = finished_.pop();
     if (f.proposed_only) {
       if (auto s = proposal_arrived(f.job); !s && !failed) failed = s.error(), ending = true;
       continue;
     }
     threads_[f.job.worker].join();
+    gpu_time_.set(f.job.worker, GpuState::Loop, f.finished_s);
     const auto decided_from = std::chrono::steady_clock::now();
     Status decided = finish_guarded(std::move(f));
     decisions_.add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decided_from).count());
@@ -274,6 +277,7 @@ Result<RunOutcome> RunLoop::run() {
     spdlog::info("the loop thread decided {} verdicts: {:.1f} ms each (median), {:.1f} ms at most; {} paired with a best "
                  "replaced while they ran ({} of them judged again)", decisions_.count(), decisions_.median_ms(),
                  decisions_.max_ms(), stale_.count, stale_.judged_again);
+  spdlog::info("{}", gpu_time_.summary(clock_.now_s()));
   out.summary = summary();
   write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
   if (notifier_) notifier_->stopping();
@@ -293,10 +297,12 @@ void RunLoop::write_state(const std::string& status) const {
   j["decisions"] = decisions_.to_json();
   j["stale_verdicts"] = stale_.to_json();
   j["gpus"] = nlohmann::json::array();
+  const double now = clock_.now_s();
   for (size_t w = 0; w < gpus_.size(); ++w) {
     auto d = doing_.find(w);
     j["gpus"].push_back({{"device", gpus_[w].device}, {"model", gpus_[w].model},
-                         {"doing", d == doing_.end() ? std::string("idle") : d->second}});
+                         {"doing", d == doing_.end() ? std::string("idle") : d->second},
+                         {"seconds", gpu_time_.to_json(w, now)}});
   }
   for (auto& k : kernels_) {
     auto c = converged(k, cfg_.convergence);

@@ -20,6 +20,7 @@
 #include "daemon/loop/clock.hpp"
 #include "daemon/loop/decision_times.hpp"
 #include "daemon/loop/experiment_job.hpp"
+#include "daemon/loop/gpu_time.hpp"
 #include "daemon/loop/gpu_workers.hpp"
 #include "daemon/loop/service_notify.hpp"
 #include "daemon/loop/stale_verdicts.hpp"
@@ -112,6 +113,8 @@ class RunLoop {
   bool stop_requested() const { return signals_.stop && signals_.stop->load(); }
   std::string gpu_model_filter(size_t w) const;
   std::string doing_line(const ExperimentJob& job, const std::string& what) const;   ///< for `status`
+  GpuState judging_state(const ExperimentJob& job) const;   ///< what a GPU starting `job` spends its time on
+  void idle_free_gpus(GpuState why);   ///< every GPU without an experiment is idle for `why` from now
   /// Pushes the run's branch to [run] git_remote, when set; a failure is logged, not fatal.
   void push_history();
   std::string verdict_file(long long n, const std::string& tag) const;   ///< experiments/NNNN-<tag>.verdict.json
@@ -146,6 +149,7 @@ class RunLoop {
   double wall_before_ = 0, session_start_ = 0;   ///< for [run] max_hours across restarts
   double cost_usd_ = 0;                 ///< LLM spend; kept in state.json across restarts
   DecisionTimes decisions_;             ///< the loop thread's time per verdict, this process
+  GpuTime gpu_time_{0, 0};             ///< where each GPU's time went, this process
   StaleVerdicts stale_;                 ///< verdicts on candidates whose best was replaced meanwhile
   std::map<std::string, ModelNotes> notes_;   ///< by kernel tag: the model's notes (notes/<tag>.json)
 };

@@ -34,6 +34,18 @@ std::string RunLoop::gpu_model_filter(size_t w) const {
   return "";
 }
 
+GpuState RunLoop::judging_state(const ExperimentJob& job) const {
+  if (job.rejudge_best || job.times_judged > 0 || job.harness_retries > 0) return GpuState::JudgedAgain;
+  if (job.propose_on_thread) return GpuState::Proposing;
+  return job.baseline ? GpuState::Starter : GpuState::Candidate;
+}
+
+void RunLoop::idle_free_gpus(GpuState why) {
+  const double now = clock_.now_s();
+  for (size_t w = 0; w < gpus_.size(); ++w)
+    if (!threads_[w].joinable() && gpu_time_.state(w) != why) gpu_time_.set(w, why, now);
+}
+
 std::string RunLoop::doing_line(const ExperimentJob& job, const std::string& what) const {
   return "experiment " + std::to_string(job.experiment) + " " + kernels_[job.kernel].tag + ": " + what;
 }
@@ -63,14 +75,22 @@ Status RunLoop::dispatch_free_gpus() {
   if (auto s = dispatch_best_rejudgements(); !s) return s;
   for (size_t w = 0; w < gpus_.size(); ++w) {
     while (!threads_[w].joinable()) {
-      if (stop_requested() || budget_spent(true)) return ok();
+      if (stop_requested() || budget_spent(true)) return idle_free_gpus(GpuState::Ending), ok();
       Pick pick = pick_next(kernels_, cfg_.convergence, gpu_model_filter(w));
-      if (pick.index < 0) break;
+      if (pick.index < 0) {
+        // A kernel still open but not offered (its proposer waits on its experiments in flight)
+        // is the tail's idle time; with none open the run is ending.
+        bool open = false;
+        for (auto& k : kernels_) open = open || !converged(k, cfg_.convergence);
+        gpu_time_.set(w, open && busy_gpus() ? GpuState::NoOpenKernel : GpuState::Ending, clock_.now_s());
+        break;
+      }
       if (busy_gpus() == 0) spdlog::info("next: {}", pick.reason);
       else spdlog::info("next, on GPU {}: {}", gpus_[w].device, pick.reason);
       auto started = dispatch(size_t(pick.index), w);
       if (!started) return started.error();
-      if (!*started && proposing_ >= proposer_.concurrency() && proposer_.concurrency() > 0) return ok();
+      if (!*started && proposing_ >= proposer_.concurrency() && proposer_.concurrency() > 0)
+        return idle_free_gpus(GpuState::LlmLimit), ok();
     }
   }
   return ok();
@@ -165,10 +185,11 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
   doing_[job.worker] = doing_line(job, description.empty() ? "waiting for the LLM's proposal" : description) +
                        (job.times_judged ? " (judged again beside the newer best)" : "");
   const size_t w = job.worker;
+  gpu_time_.set(w, judging_state(job), clock_.now_s());
   running_[job.experiment] = job;
   write_state("running");
   Evaluator& ev = *gpus_[w].evaluator;
-  threads_[w] = std::thread([this, &ev, job = std::move(job)]() mutable { run_job(std::move(job), proposer_, ev, finished_); });
+  threads_[w] = std::thread([this, &ev, job = std::move(job)]() mutable { run_job(std::move(job), proposer_, ev, finished_, clock_); });
   return ok();
 }
 
@@ -255,6 +276,7 @@ void RunLoop::keep_model_notes(size_t k, const Proposal& p) {
 
 Status RunLoop::proposal_arrived(const ExperimentJob& job) {
   --proposing_;
+  gpu_time_.set(job.worker, job.baseline ? GpuState::Starter : GpuState::Candidate, clock_.now_s());
   keep_model_notes(job.kernel, job.proposal);
   running_[job.experiment] = job;
   doing_[job.worker] = doing_line(job, job.proposal.description);

@@ -8,6 +8,8 @@
 # scaling.tar.gz and scaling-summary.md (tests/gpu/summarize-scaling.py) to $OUT.
 #   AK_SCALING_LEGS="1 2 4 8"   the GPU counts to run (default: 1, 2, 4, 8 up to the machine's count)
 #   AK_SCALING_KILL=0           leave out the kill -9 leg
+#   AK_SCALING_REBENCH=0        leave out benching the bests again
+#   AK_SCALING_KERNELS=N        the first N [[kernel]] entries of config/scaling.toml only (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
@@ -24,14 +26,22 @@ gpus=$(grep -c '^GPU ' "$w/gpus.txt")
 legs=${AK_SCALING_LEGS:-$(for n in 1 2 4 8; do [ "$n" -le "$gpus" ] && printf '%s ' "$n"; done)}
 say "$gpus GPUs; legs: $legs"
 
-# config/scaling.toml as leg NAME on the first N GPUs.
+# config/scaling.toml (its first AK_SCALING_KERNELS kernels) as leg NAME on the first N GPUs.
 leg_config() {
   local n=$1 name=$2 devices
   devices=$(seq -s ', ' 0 $(( n - 1 )))
-  sed -e "s/^name = \"scaling\"/name = \"$name\"/" -e "s/^devices = \"all\"/devices = [$devices]/" config/scaling.toml \
+  sed -e "s/^name = \"scaling\"/name = \"$name\"/" -e "s/^devices = \"all\"/devices = [$devices]/" config/scaling.toml |
+    awk -v keep="${AK_SCALING_KERNELS:-0}" '/^\[\[kernel\]\]/ { k++ } keep == 0 || k <= keep { print }' \
     > "config/$name.generated.toml"
   echo "config/$name.generated.toml"
 }
+
+# Every leg finds the GPUs' peaks cached: the first leg alone would otherwise measure them.
+for g in $(seq 0 $(( gpus - 1 ))); do
+  "$ak" bench starter --kernel rmsnorm --device "$g" --no-counters > "$w/warm-$g.log" 2>&1 &
+done
+wait
+say "peaks cached: $(ls "$AUTOKERNEL_CACHE_DIR" 2>/dev/null | tr '\n' ' ')"
 
 for n in $legs; do
   cfg=$(leg_config "$n" "scaling-$n")
@@ -44,12 +54,13 @@ for n in $legs; do
   cp "runs/scaling-$n/results.tsv" "$w/leg-$n-results.tsv"
   cp "runs/scaling-$n/state.json" "$w/leg-$n-state.json"
   cp "runs/scaling-$n/autokernel.log" "$w/leg-$n-daemon.log"
+  tar -cf "$w/leg-$n-verdicts.tar" -C "runs/scaling-$n" experiments 2>/dev/null
   "$ak" status --run "runs/scaling-$n" > "$w/leg-$n-status.txt" 2>&1
   say "leg $n: $(tail -n +2 "runs/scaling-$n/results.tsv" | wc -l) experiments"
 done
 
 # Every leg's best of each kernel, benched again side by side on GPU 0.
-say "bests benched again on GPU 0"
+[ "${AK_SCALING_REBENCH:-1}" = 1 ] && say "bests benched again on GPU 0"
 python3 - "$legs" > "$w/rebench-plan.txt" <<'EOF'
 import json, sys
 plan = {}
@@ -62,7 +73,7 @@ EOF
 while read -r type shape files; do
   # shellcheck disable=SC2086  # the files are one argument each
   "$ak" bench $files --kernel "$type" --shape "$shape" --device 0 --json >> "$w/rebench.jsonl" 2>> "$w/rebench.log"
-done < "$w/rebench-plan.txt"
+done < <([ "${AK_SCALING_REBENCH:-1}" = 1 ] && cat "$w/rebench-plan.txt")
 
 if [ "${AK_SCALING_KILL:-1}" = 1 ]; then
   # kill -9 once every GPU has an experiment in flight (and some rows are written), then the resume.

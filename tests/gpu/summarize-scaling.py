@@ -2,8 +2,9 @@
 """The scaling measurement's numbers, from the folder tests/gpu/gpu-scaling.sh fills: for each leg
 (1, 2, 4, 8 GPUs) the experiments per hour over the whole run and over the window when every GPU
 was busy, the verdicts paired with a best replaced while they ran, reverts per kept best and after
-the last one, the loop thread's time per decision; then each kernel's best per leg, as the leg
-measured it and benched again on one GPU. Prints markdown (docs/results.md takes it as it is).
+the last one, the loop thread's time per decision; where the GPUs' time went (judging, or idle and
+why: state.json's per-GPU seconds); then each kernel's best per leg, as the leg measured it and
+benched again on one GPU. Prints markdown (docs/results.md takes it as it is).
 
     python3 tests/gpu/summarize-scaling.py DIR
 
@@ -115,7 +116,29 @@ def leg_numbers(folder, n, wall_ms):
         "reverts_per_best": statistics.mean(between) if between else 0.0,
         "tail_reverts_mean": statistics.mean(tails) if tails else 0.0, "tail_reverts_max": max(tails, default=0),
         "bests": bests(rows), "status": state.get("status"),
+        "gpu_time": gpu_time(state), "candidate_s": mean_seconds(rows),
     }
+
+
+# state.json's per-GPU states (daemon/loop/gpu_time.hpp): the busy ones, then the idle causes.
+BUSY = ["starter", "candidate", "judged_again", "proposing"]
+IDLE = ["start", "loop_thread", "no_open_kernel", "llm_limit", "ending"]
+
+
+def gpu_time(state):
+    """{state: seconds summed over the leg's GPUs}, and the GPU-seconds in all."""
+    out = {}
+    for g in state.get("gpus", []):
+        for k, v in (g.get("seconds") or {}).items():
+            out[k] = out.get(k, 0.0) + float(v)
+    return out, sum(out.values())
+
+
+def mean_seconds(rows, first_try_only=True):
+    """The mean seconds of a candidate's row (starters and the best judged again left out)."""
+    xs = [float(r["seconds"] or 0) for r in rows
+          if not r["description"].startswith(("baseline", "the best judged again")) and r["correctness"] != "NO_PROPOSAL"]
+    return statistics.mean(xs) if xs else None
 
 
 def rebench(folder):
@@ -152,6 +175,13 @@ def markdown(legs, again):
                      f"| {fmt(l['stale'])} ({fmt(l['judged_again'])}) | {l['kept']} | {l['reverts_per_best']:.2f} "
                      f"| {l['tail_reverts_mean']:.2f}, {l['tail_reverts_max']} "
                      f"| {fmt(l['decision_median_ms'], '{:.1f}')}, {fmt(l['decision_max_ms'], '{:.1f}')} | {l['status']} |")
+    lines += ["", "Where the GPUs' time went, in GPU-seconds summed over the leg's GPUs (% of all); a candidate's "
+              "mean seconds from dispatch to its row:", "",
+              "| GPUs | GPU-s | " + " | ".join(BUSY + IDLE) + " | candidate s |", "|---|---|" + "---|" * (len(BUSY) + len(IDLE) + 1)]
+    for l in legs:
+        by, total = l["gpu_time"]
+        cells = [f"{by.get(k, 0):.1f} ({by.get(k, 0) / total * 100:.1f}%)" if total else "-" for k in BUSY + IDLE]
+        lines.append(f"| {l['gpus']} | {total:.1f} | " + " | ".join(cells) + f" | {fmt(l['candidate_s'], '{:.2f}')} |")
     tags = sorted({t for l in legs for t in l["bests"]})
     lines += ["", "| kernel | " + " | ".join(f"{l['gpus']} GPU(s): run / again on GPU 0" for l in legs) +
               " | spread of the benched again |", "|---|" + "---|" * (len(legs) + 1)]

@@ -47,7 +47,18 @@ class Summary(unittest.TestCase):
                    "2026-11-24 08:00:20.000 info  [1] experiment 9 b: faster than the best it was paired with, but a newer "
                    "best was kept meanwhile: judging it again beside that one\n")
         self.write("leg-1-state.json", json.dumps({"status": "converged", "stale_verdicts": {"count": 0, "judged_again": 0},
-                                                   "decisions": {"median_ms": 3.0, "max_ms": 6.0}}))
+                                                   "decisions": {"median_ms": 3.0, "max_ms": 6.0},
+                                                   "gpus": [{"device": 0, "seconds": {"start": 1.0, "candidate": 8.0,
+                                                                                      "no_open_kernel": 1.0}}]}))
+
+    def test_the_gpus_time_is_summed_by_state_and_shown_as_a_share(self):
+        self.one_gpu_leg()
+        leg = S.leg_numbers(self.dir, 1, 12000)
+        self.assertEqual(leg["gpu_time"], ({"start": 1.0, "candidate": 8.0, "no_open_kernel": 1.0}, 10.0))
+        self.assertAlmostEqual(leg["candidate_s"], 1.0)   # the rows' seconds, starters left out
+        text = S.markdown([leg], {})
+        self.assertIn("| 1 | 10.0 | 0.0 (0.0%) | 8.0 (80.0%) |", text)
+        self.assertIn("1.0 (10.0%) | 0.0 (0.0%) | 0.0 (0.0%) | 1.00 |", text)
 
     def test_reverts_are_counted_between_bests_and_after_the_last(self):
         self.one_gpu_leg()

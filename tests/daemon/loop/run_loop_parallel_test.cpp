@@ -95,6 +95,32 @@ TEST_CASE("with two GPUs two experiments run at once and rows are written in ord
   CHECK(nlohmann::json::parse(read_file_text(loop.directory().in_flight()).value_or("x"), nullptr, false).empty());
 }
 
+TEST_CASE("state.json says where each GPU's time went, judging or idle and why, adding up to the run", "[loop][parallel][gpu-time]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ev.hold_ms = 200;
+  ScriptedProposer pr;
+  ManualClock clock;
+  a_after_b(pr);
+  RunLoop loop(loop_config(dir), gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto state = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
+  REQUIRE(state["gpus"].size() == 2);
+  auto seconds = [&](int g, const char* what) { return state["gpus"][g]["seconds"].value(what, 0.0); };
+  double total[2] = {0, 0};
+  for (int g = 0; g < 2; ++g)
+    for (auto& [k, v] : state["gpus"][g]["seconds"].items()) total[g] += v.get<double>();
+  CHECK(total[0] > 0);
+  CHECK(total[0] == Approx(total[1]));   // both from the loop's start to the last write
+  // The starter is measured alone on one GPU; the other has no kernel it could take meanwhile.
+  CHECK(seconds(0, "starter") + seconds(1, "starter") > 0);
+  CHECK(seconds(0, "no_open_kernel") + seconds(1, "no_open_kernel") > 0);
+  // A and B ran at once, one on each GPU.
+  CHECK(seconds(0, "candidate") > 0);
+  CHECK(seconds(1, "candidate") > 0);
+  CHECK(seconds(0, "ending") + seconds(1, "ending") > 0);
+}
+
 TEST_CASE("status shows what each GPU is doing while experiments are in flight", "[loop][parallel]") {
   TempDir dir;
   OrderedEvaluator ev;
