@@ -220,6 +220,7 @@ void read_harness(const toml::table& t, const std::string& file, std::vector<std
   r.names("worker_env", h.worker_env);
   r.integer("scratch_cap_mib", h.scratch_cap_mib, 1, int64_t(1) << 24);
   r.flag("counters", h.counters);
+  r.flag("counters_for_all", h.counters_for_all);
   r.finish();
 }
 

@@ -49,6 +49,10 @@ struct HarnessConfig {
   /// After each candidate's judged timing, one more launch reads the hardware counters
   /// (harness/judging/counters_pass.hpp) for the verdict, the results, the report and the proposers.
   bool counters = true;
+  /// Also for a candidate its pairing does not show faster than the best: by default its counters
+  /// are not read, since they change no decision, and the range profiler's passes hold the
+  /// driver so that every other GPU's verdicts wait (docs/results.md, "Four GPUs").
+  bool counters_for_all = false;
 };
 
 struct LlmConfig {

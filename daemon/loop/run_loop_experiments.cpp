@@ -120,6 +120,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   req.torch_compile = cfg_.harness.torch_compile;
   req.scratch_cap_mib = uint64_t(cfg_.harness.scratch_cap_mib);
   req.counters = cfg_.harness.counters;
+  req.counters_for_all = cfg_.harness.counters_for_all;
   return job;
 }
 

@@ -91,6 +91,7 @@ Verdict Harness::evaluate_builtin(const EvalRequest& req, const Job& job, const 
   if (!benchmark_builtin(req, job, cand, (*ref)->validate, runner.peak_bytes(), v, on_stage)) return v;
   v.correctness = Correctness::Pass;
   v.message = "passed all five stages";
+  if (counters_skipped_for(req, v)) return v;
   auto operands = builtin_counters_operands(*gpu_, *inputs_, *checks_, *job.spec, job.shape, job.dtype,
                                             (*ref)->validate, mix_seed(job.seeds.timing_inputs ^ 0xc0c0));
   read_counters(req, job, cand, *operands, v, on_stage, on_settled);

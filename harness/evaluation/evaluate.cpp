@@ -24,7 +24,8 @@ Verdict finish(Verdict v, std::chrono::steady_clock::time_point t0) {
 void to_json(nlohmann::json& j, const EvalRequest& r) {
   j = {{"kernel_type", r.kernel_type}, {"source", r.source}, {"dtype", r.dtype}, {"shape", r.shape},
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
-       {"repetitions", r.repetitions}, {"best_source", r.best_source}, {"counters", r.counters}};
+       {"repetitions", r.repetitions}, {"best_source", r.best_source}, {"counters", r.counters},
+       {"counters_for_all", r.counters_for_all}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
   if (!r.user_type.is_null())
     j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile, j["scratch_cap_mib"] = r.scratch_cap_mib;
@@ -45,6 +46,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   r.user_type = j.value("user_type", nlohmann::json());
   r.torch_compile = j.value("torch_compile", true);
   r.counters = j.value("counters", true);
+  r.counters_for_all = j.value("counters_for_all", false);
   r.scratch_cap_mib = std::min<uint64_t>(j.value("scratch_cap_mib", kDefaultScratchCapMib), uint64_t(1) << 24);
 }
 
@@ -171,13 +173,15 @@ std::optional<Harness::CompiledCandidate> Harness::compile_step(const EvalReques
   return CompiledCandidate{std::move(compiled->output), std::move(*cand)};
 }
 
+bool Harness::counters_skipped_for(const EvalRequest& req, Verdict& v) {
+  auto why = counters_skipped(req.counters, v.context_lost, v.paired, req.counters_for_all);
+  if (why) v.counters = HardwareCounters::unavailable_because(*why);
+  return why.has_value();
+}
+
 void Harness::read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
                             CountersPassOperands& operands, Verdict& v, const StageListener& on_stage,
                             const VerdictListener& on_settled) {
-  if (auto why = counters_skipped(req.counters, v.context_lost)) {
-    v.counters = HardwareCounters::unavailable_because(*why);
-    return;
-  }
   if (on_settled) {
     Verdict settled = v;
     settled.total_seconds = since(job.started);

@@ -50,6 +50,8 @@ struct EvalRequest {
   uint64_t scratch_cap_mib = kDefaultScratchCapMib;
   /// After the judged timing, one more launch reads the hardware counters ([harness] counters).
   bool counters = true;
+  /// Also when the pairing does not show the candidate faster than the best ([harness] counters_for_all).
+  bool counters_for_all = false;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
@@ -127,8 +129,11 @@ class Harness {
   Result<UserReference*> user_reference(const UserTypeSpec& user);
 
   // What both kinds of type share.
+  /// True, with the reason in v.counters, when a passed candidate's counters are not to be read
+  /// (counters_skipped): then its type's counters operands need not even be made.
+  bool counters_skipped_for(const EvalRequest& req, Verdict& v);
   /// The hardware counters of a passed candidate, read in the counters pass on `operands` (its
-  /// type's), or why not; the verdict settled before it goes to `on_settled` first.
+  /// type's); the verdict settled before it goes to `on_settled` first.
   void read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
                      CountersPassOperands& operands, Verdict& v, const StageListener& on_stage,
                      const VerdictListener& on_settled);

@@ -1,5 +1,6 @@
 #include "harness/evaluation/evaluation_decisions.hpp"
 
+#include "common/format.hpp"
 #include "kernels_cuda/contract_version.hpp"
 
 namespace ak {
@@ -106,9 +107,12 @@ void settle_speedup(Verdict& v, std::optional<double> configured_us, double meas
   v.speedup = v.baseline_us > 0 ? v.baseline_us / median_us : 0;
 }
 
-std::optional<std::string> counters_skipped(bool wanted, bool context_lost) {
+std::optional<std::string> counters_skipped(bool wanted, bool context_lost, const PairedTiming& paired, bool for_all) {
   if (!wanted) return "turned off in the config ([harness] counters = false)";
   if (context_lost) return "not read: the worker's CUDA context was lost timing the baseline";
+  if (!for_all && paired.pairs > 0 && paired.best_failure.empty() && paired.ratio >= 1 - paired.noise)
+    return format_numbers("not read: %.3fx the best's time in the pairing (+- %.3f), not faster, so it is reverted "
+                          "whatever they say ([harness] counters_for_all = true reads them)", paired.ratio, paired.noise);
   return std::nullopt;
 }
 

@@ -68,7 +68,8 @@ void settle_speedup(Verdict& v, std::optional<double> configured_us, double meas
 
 /// Why a passed candidate's hardware counters are not read, or nullopt when they are (built-in and
 /// user types alike): not when the config turns them off, not when the context was lost timing
-/// the baselines.
-std::optional<std::string> counters_skipped(bool wanted, bool context_lost);
+/// the baselines, and not when its pairing with the best does not show it faster beyond the noise
+/// (unless `for_all`): such a candidate is reverted whatever its counters say.
+std::optional<std::string> counters_skipped(bool wanted, bool context_lost, const PairedTiming& paired, bool for_all);
 
 }  // namespace ak

@@ -97,6 +97,17 @@ TEST_CASE("hardware counters are read by default, can be turned off, and take on
              Catch::Contains("harness.counters") && Catch::Contains("true or false"));
 }
 
+TEST_CASE("counters are left out for a candidate not faster than the best by default, and counters_for_all = true reads them", "[config]") {
+  auto dflt = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(dflt.ok());
+  CHECK_FALSE(dflt->harness.counters_for_all);
+  auto all = parse_config("[harness]\ncounters_for_all = true\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(all.ok());
+  CHECK(all->harness.counters_for_all);
+  CHECK_THAT(error_of("[harness]\ncounters_for_all = \"yes\"\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("harness.counters_for_all") && Catch::Contains("true or false"));
+}
+
 TEST_CASE("the tuner orders its moves by the counters by default, and order_by_counters = false turns that off", "[config]") {
   auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
   REQUIRE(on.ok());

@@ -167,9 +167,30 @@ TEST_CASE("the speedup is against the configured baseline when given, else the m
 
 TEST_CASE("counters are read for a passed candidate of any type unless turned off or the context was lost",
           "[evaluation_decisions]") {
-  CHECK_FALSE(counters_skipped(true, false));
-  CHECK_THAT(*counters_skipped(false, false), Catch::Contains("[harness] counters = false"));
-  CHECK_THAT(*counters_skipped(true, true), Catch::Contains("context was lost"));
+  const PairedTiming alone;
+  CHECK_FALSE(counters_skipped(true, false, alone, false));
+  CHECK_THAT(*counters_skipped(false, false, alone, false), Catch::Contains("[harness] counters = false"));
+  CHECK_THAT(*counters_skipped(true, true, alone, false), Catch::Contains("context was lost"));
   // Turned off says so first: a config that turned them off is why, whatever else happened.
-  CHECK_THAT(*counters_skipped(false, true), Catch::Contains("turned off in the config"));
+  CHECK_THAT(*counters_skipped(false, true, alone, false), Catch::Contains("turned off in the config"));
+}
+
+TEST_CASE("a candidate its pairing does not show faster than the best gets no counters unless asked for", "[evaluation_decisions]") {
+  PairedTiming slower;
+  slower.pairs = 100, slower.ratio = 1.05, slower.noise = 0.01;
+  auto why = counters_skipped(true, false, slower, false);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("1.050x the best's time") && Catch::Contains("counters_for_all = true"));
+  CHECK_FALSE(counters_skipped(true, false, slower, true));
+  // Within the noise of the best: not faster, not kept, not read.
+  PairedTiming within = slower;
+  within.ratio = 0.995;
+  CHECK(counters_skipped(true, false, within, false));
+  // Faster beyond the noise, or a pairing that proves nothing: read, as it may be kept.
+  PairedTiming faster = slower;
+  faster.ratio = 0.98;
+  CHECK_FALSE(counters_skipped(true, false, faster, false));
+  PairedTiming doubtful = slower;
+  doubtful.best_failure = "the best's own launch failed its check";
+  CHECK_FALSE(counters_skipped(true, false, doubtful, false));
 }
