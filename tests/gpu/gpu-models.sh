@@ -32,8 +32,10 @@
 #                                        where it beat cuBLAS at its shape), verify in fp16 with
 #                                        --cuda-graphs; within GEMM_BUDGET_S (default 285 s). The
 #                                        table in $OUT/gemm-round.txt, everything in $OUT/gemm-round.tar.gz
-#   tests/gpu/gpu-models.sh tc-tests       the tensor-core export's [gpu] test: a kept matmul, fused_mlp and flash_attention
+#   tests/gpu/gpu-models.sh tc-tests       the tensor-core export's [gpu] tests: a kept matmul, fused_mlp and flash_attention
 #                                        serving a small decoder, through its check script and verify;
+#                                        a kept matmul and fused_mlp serving transformers' Qwen3
+#                                        (examples/models/hf_qwen3.py) through verify;
 #                                        $OUT/tensor-core-tests.log
 #   tests/gpu/gpu-models.sh hf-kernels [MODEL]  (default hf_qwen3) the Hugging Face kernels library as a
 #                                        user takes it: its wheel and kernel-abi-check's from .whl/
@@ -429,10 +431,10 @@ print(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers
   pack
 }
 
-# The tensor-core export's [gpu] test alone.
+# The tensor-core export's [gpu] tests alone.
 tc_tests() {
   timeout 540 .gpu-bundle/autokernel_tests "[tensor-core-export]" > "$out/tensor-core-tests.log" 2>&1
-  echo "tensor-core export [gpu] test exit $?" | tee -a "$out/tensor-core-tests.log"
+  echo "tensor-core export [gpu] tests exit $?" | tee -a "$out/tensor-core-tests.log"
   tail -40 "$out/tensor-core-tests.log"
 }
 

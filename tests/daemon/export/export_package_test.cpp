@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +32,75 @@ ExportedKernel variant(const std::string& type, const std::string& name) {
     if (v.name == name) return {type, "", name, *v.source, "", "", 0, 0, 0};
   FAIL("no variant " << name << " of " << type);
   return {};
+}
+
+/// Whether the [gpu] tests that build the package's ops as extensions can run: a GPU, and a python3
+/// with PyTorch and its extension builder; prints why not (ctest counts it skipped) otherwise.
+bool gpu_torch_or_skip() {
+  if (!test::gpu_or_skip()) return false;
+  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code == 0) return true;
+  std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
+  return false;
+}
+
+/// A kept file of a run folder: the variant of its type it holds, and its row of state.json (the
+/// type, the tag it is kept under, the shape and dtype it was tuned at, its times).
+struct KeptVariant {
+  std::string variant, state_row;
+};
+
+/// A run folder as the loop leaves one: each kept file at run/kernels/<tag>.cu and state.json. The
+/// times in the rows are made up (the export reads only that each file beat its library baseline at
+/// its shape).
+void write_run(const test::TempDir& run, const std::vector<KeptVariant>& kept) {
+  std::filesystem::create_directories(run.path / "kernels");
+  nlohmann::json state = {{"kernels", nlohmann::json::array()}};
+  for (auto& k : kept) {
+    auto row = nlohmann::json::parse(k.state_row);
+    run.write("kernels/" + row["tag"].get<std::string>() + ".cu", variant(row["type"].get<std::string>(), k.variant).source);
+    state["kernels"].push_back(row);
+  }
+  run.write("state.json", state.dump());
+}
+
+/// The package of a run folder as the loop leaves one (run/kernels/ and run/state.json), written to
+/// `pkg`: every kept file read from the state, `kept` of them, packaged for PyTorch.
+void package_run(const std::filesystem::path& run, size_t kept, const std::filesystem::path& pkg) {
+  std::vector<std::string> left_out;
+  auto files_of_run = kept_kernels(run.string(), false, left_out);
+  REQUIRE(files_of_run.ok());
+  REQUIRE(files_of_run->size() == kept);
+  auto files = package_files(*files_of_run, PackageFormat::Torch, left_out);
+  INFO((files.ok() ? std::string() : files.error().message));
+  REQUIRE(files.ok());
+  REQUIRE(write_package(*files, pkg.string()).ok());
+}
+
+/// The shell prefix that runs Python with the package under dir/pkg importable, from the source tree,
+/// its extensions built in dir/ext.
+std::string with_package(const test::TempDir& dir) {
+  return "cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
+         " PYTHONPATH=" + (dir.path / "pkg").string();
+}
+
+/// `autokernel verify` of a model file with the package under dir/pkg, in fp16 (verify's own default,
+/// the dtype the tensor-core tests' files are tagged with), eagerly and as CUDA graphs: checks that
+/// the outputs agree (exit 0) and returns its report (dir/verify.json).
+nlohmann::json verify_with_package(const test::TempDir& dir, const std::string& model) {
+  auto v = test::run_shell(with_package(dir) + " " + test::autokernel_binary() + " verify --model " + model + " --ops " +
+                           (dir.path / "pkg").string() + " --dtype fp16 --steps 6 --cuda-graphs --out " +
+                           (dir.path / "verify.json").string() + " 2>&1");
+  INFO(v.out);
+  CHECK(v.exit_code == 0);
+  return nlohmann::json::parse(test::read_file((dir.path / "verify.json").string()));
+}
+
+/// A verify report's served calls by replaced function ("torch.nn.functional.linear", a model class's
+/// "<module>.<class>.forward"): its calls in one step, how many an op served, and by which file's tag.
+std::map<std::string, nlohmann::json> served_by_function(const nlohmann::json& report) {
+  std::map<std::string, nlohmann::json> served;
+  for (auto& row : report["served"]["calls"]) served[row["name"].get<std::string>()] = row;
+  return served;
 }
 
 }  // namespace
@@ -771,11 +842,7 @@ TEST_CASE("export --out refuses a folder with an earlier export unless --force, 
 }
 
 TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the five stages' shapes", "[gpu][export][torch]") {
-  if (!test::gpu_or_skip()) return;
-  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
-    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
-    return;
-  }
+  if (!gpu_torch_or_skip()) return;
   test::TempDir dir;
   std::vector<ExportedKernel> kernels;
   for (const char* t : {"rmsnorm", "layernorm", "softmax", "rotary_embedding", "cross_entropy", "reduce", "swiglu"}) kernels.push_back(starter(t));
@@ -796,11 +863,7 @@ TEST_CASE("the seven row-wise starters, exported, build and match PyTorch on the
 }
 
 TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary tables run the kernel, swiglu serves a fused projection's halves, and capture() replays the patched step", "[gpu][export][export-ops-gpu]") {
-  if (!test::gpu_or_skip()) return;
-  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
-    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
-    return;
-  }
+  if (!gpu_torch_or_skip()) return;
   test::TempDir dir;
   ExportedKernel rows = variant("rmsnorm", "row_in_registers"), heads = starter("rmsnorm");
   rows.tag = "norm", rows.shape = "4096x2048", rows.dtype = "fp16";
@@ -826,47 +889,20 @@ TEST_CASE("on the GPU each call launches the file its shape picks, fp32 rotary t
 }
 
 TEST_CASE("on the GPU a run's kept matmul, fused_mlp and flash_attention serve a decoder's projections, MLP and GQA attention at their tuned shapes only", "[gpu][export][export-ops-gpu][tensor-core-export]") {
-  if (!test::gpu_or_skip()) return;
-  if (test::run_shell("python3 -c 'import torch, torch.utils.cpp_extension'").exit_code != 0) {
-    std::printf("SKIPPED: no GPU with PyTorch here (python3 cannot import torch)\n");
-    return;
-  }
-  // A run folder as the loop leaves one: the files it kept and state.json. The times are made up
-  // for the test (the export reads only that each file beat its library baseline at its shape).
-  test::TempDir run;
-  std::filesystem::create_directories(run.path / "kernels");
-  run.write("kernels/qo_proj.cu", variant("matmul", "tma_warp_specialized").source);
-  run.write("kernels/mlp.cu", variant("fused_mlp", "tma_swiglu").source);
-  run.write("kernels/attention.cu", variant("flash_attention", "tma_pingpong").source);
-  run.write("state.json", R"({"kernels": [
-    {"tag": "qo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"},
-    {"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"},
-    {"tag": "attention", "type": "flash_attention", "shape": "2x16x4x2048x128x1x2", "dtype": "fp16", "weight": 0.1, "baseline_us": 300, "best_us": 280, "speedup": 1.07, "baseline": "baseline_us in the config"}]})");
-  std::vector<std::string> left_out;
-  auto kept = kept_kernels(run.path.string(), false, left_out);
-  REQUIRE(kept.ok());
-  REQUIRE(kept->size() == 3);
-  auto files = package_files(*kept, PackageFormat::Torch, left_out);
-  INFO((files.ok() ? std::string() : files.error().message));
-  REQUIRE(files.ok());
-  test::TempDir dir;
-  REQUIRE(write_package(*files, (dir.path / "pkg").string()).ok());
-  const std::string env = "cd " + std::string(AK_SOURCE_DIR) + " && TORCH_EXTENSIONS_DIR=" + (dir.path / "ext").string() +
-                          " PYTHONPATH=" + (dir.path / "pkg").string();
-  auto r = test::run_shell(env + " python3 tests/daemon/export/gpu_tensor_core_check.py 2>&1");
+  if (!gpu_torch_or_skip()) return;
+  test::TempDir run, dir;
+  write_run(run, {{"tma_warp_specialized", R"({"tag": "qo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"})"},
+                  {"tma_swiglu", R"({"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"})"},
+                  {"tma_pingpong", R"({"tag": "attention", "type": "flash_attention", "shape": "2x16x4x2048x128x1x2", "dtype": "fp16", "weight": 0.1, "baseline_us": 300, "best_us": 280, "speedup": 1.07, "baseline": "baseline_us in the config"})"}});
+  package_run(run.path, 3, dir.path / "pkg");
+  auto r = test::run_shell(with_package(dir) + " python3 tests/daemon/export/gpu_tensor_core_check.py 2>&1");
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("0 failures"));
   // The same decoder through autokernel verify: outputs agree (exit 0), eagerly and as CUDA graphs,
   // and its served counts say which calls each op took.
-  auto v = test::run_shell(env + " " + test::autokernel_binary() + " verify --model tests/daemon/export/tiny_decoder.py --ops " +
-                           (dir.path / "pkg").string() + " --steps 6 --cuda-graphs --out " + (dir.path / "verify.json").string() +
-                           " 2>&1");
-  INFO(v.out);
-  CHECK(v.exit_code == 0);
-  auto report = nlohmann::json::parse(test::read_file((dir.path / "verify.json").string()));
-  std::map<std::string, nlohmann::json> served;
-  for (auto& row : report["served"]["calls"]) served[row["name"].get<std::string>()] = row;
+  auto report = verify_with_package(dir, "tests/daemon/export/tiny_decoder.py");
+  auto served = served_by_function(report);
   REQUIRE(served.count("torch.nn.functional.linear") == 1);
   const auto& linear = served["torch.nn.functional.linear"];
   INFO(linear.dump());
@@ -900,4 +936,46 @@ TEST_CASE("on the GPU a run's kept matmul, fused_mlp and flash_attention serve a
   CHECK(mlp["share"] == 1.0);
   CHECK(report["autokernel_graph"].contains("median_ms"));
   CHECK(report["autokernel_capture"].contains("median_ms"));
+}
+
+TEST_CASE("on the GPU a run's kept matmul and fused_mlp serve a transformers Qwen3's q and o projections and every MLP call but never its k and v projections or LM head", "[gpu][export][tensor-core-export]") {
+  if (!gpu_torch_or_skip()) return;
+  // examples/models/hf_qwen3.py builds transformers' Qwen3ForCausalLM (transformers 4.51 and later).
+  if (test::run_shell("python3 -c 'from transformers import Qwen3Config, Qwen3ForCausalLM' 2>&1").exit_code != 0) {
+    std::printf("SKIPPED: no GPU with transformers here (python3 cannot import transformers' Qwen3: pip install transformers)\n");
+    return;
+  }
+  // Qwen3's q and o projections are [4096, 2048, 2048] without bias, its k and v [4096, 512, 2048]
+  // (4 kv heads of 128), its LM head [4096, 32000, 2048], its MLP (Qwen3MLP, act_fn transformers'
+  // ACT2FN["silu"]) [4096, 2048, 6144]. Only the first shape and the MLP's have a kept file.
+  test::TempDir run, dir;
+  write_run(run, {{"tma_warp_specialized", R"({"tag": "qo_proj", "type": "matmul", "shape": "4096x2048x2048x0", "dtype": "fp16", "weight": 0.2, "baseline_us": 100, "best_us": 90, "speedup": 1.11, "baseline": "cuBLAS"})"},
+                  {"tma_swiglu", R"({"tag": "mlp", "type": "fused_mlp", "shape": "4096x2048x6144", "dtype": "fp16", "weight": 0.4, "baseline_us": 600, "best_us": 500, "speedup": 1.2, "baseline": "baseline_us in the config"})"}});
+  package_run(run.path, 2, dir.path / "pkg");
+  auto report = verify_with_package(dir, "examples/models/hf_qwen3.py");
+  auto served = served_by_function(report);
+  constexpr int kLayers = 8;
+  // The MLP runs whole in fused_mlp, so F.linear is called for q, k, v and o a layer and the LM head:
+  // the kept file serves q and o; PyTorch's F.linear runs for k, v and the head (op_fell_back), none
+  // declined in Python.
+  REQUIRE(served.count("torch.nn.functional.linear") == 1);
+  const auto& linear = served["torch.nn.functional.linear"];
+  INFO(linear.dump());
+  CHECK(linear["type"] == "matmul");
+  CHECK(linear["calls"] == 4 * kLayers + 1);
+  CHECK(linear["served"] == 2 * kLayers);
+  CHECK(linear["files"].value("qo_proj", 0) == 2 * kLayers);
+  CHECK(linear["op_fell_back"] == 2 * kLayers + 1);
+  CHECK(linear["declined"] == 0);
+  // transformers' own MLP class, found in its model module (not the model file's), every call served.
+  const std::string mlp_class = "transformers.models.qwen3.modeling_qwen3.Qwen3MLP.forward";
+  REQUIRE(served.count(mlp_class) == 1);
+  const auto& mlp = served[mlp_class];
+  INFO(mlp.dump());
+  CHECK(mlp["type"] == "fused_mlp");
+  CHECK(mlp["calls"] == kLayers);
+  CHECK(mlp["served"] == kLayers);
+  CHECK(mlp["share"] == 1.0);
+  CHECK(mlp["files"].value("mlp", 0) == kLayers);
+  CHECK(mlp["not_its_form"] == 0);
 }
