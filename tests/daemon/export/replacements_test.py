@@ -780,6 +780,40 @@ class FusedMLP(Base):
             self.assertAlmostEqual(got, expected)
         self.assertIs(mlp.__dict__["_autokernel_fused_weights"], held)   # not copied again
 
+    def test_with_fused_mlp_alone_a_qwen3_mlp_of_transformers_silu_is_one_fused_call_once_transformers_is_loaded(self):
+        """transformers' Qwen3MLP is LlamaMLP's form with act_fn ACT2FN["silu"], transformers' own
+        SiLUActivation (not an nn.SiLU) in transformers 5; exported: fused_mlp, no swiglu."""
+        class SiLUActivation:
+            def __call__(self, x):
+                return torch.nn.SiLU()(x)
+        mlp = self.mlp()
+        mlp._modules["act_fn"] = SiLUActivation()
+        mlp.__dict__.update(mlp._modules)
+        for p in ("gate_proj", "up_proj"):
+            mlp._modules[p]._parameters["bias"] = None
+        x = torch.Tensor([1.0, 2.0])
+        want = type(mlp).forward(mlp, x).values
+        originals = []
+
+        def qwen3_forward():
+            t = P.Target(None, "transformers.models.qwen3.modeling_qwen3.Qwen3MLP", "forward", "fused_mlp", "class")
+            return R.make_replacement(t, lambda m, x: (originals.append(x), type(m).forward(m, x))[1], self.ops,
+                                      shapes={"fused_mlp": {((1, 2, 1), "fp16")}})
+        # Made before transformers' activations are loaded, its SiLU is not known: the class's own forward.
+        forward = qwen3_forward()
+        for _ in range(2):
+            forward(mlp, x)
+        self.assertEqual((len(originals), self.op_calls()), (2, []))
+        sys.modules["transformers.activations"] = types.SimpleNamespace(SiLUActivation=SiLUActivation)
+        self.addCleanup(sys.modules.pop, "transformers.activations")
+        forward = qwen3_forward()
+        forward(mlp, x)   # the first call: compared with the class's own
+        self.ops.calls.clear()
+        out = forward(mlp, x)
+        self.assertEqual(([c[0] for c in self.op_calls()], len(originals)), (["fused_mlp"], 3))
+        for got, expected in zip(out.values, want):
+            self.assertAlmostEqual(got, expected)
+
     def test_at_another_shape_or_with_a_bias_the_gate_product_serves(self):
         for name, shapes, bias in (("another shape", {((4096, 2, 1), "fp16")}, None), ("a bias", {((1, 2, 1), "fp16")}, 0.5)):
             with self.subTest(name):
