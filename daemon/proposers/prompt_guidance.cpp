@@ -20,7 +20,8 @@ std::string budget_text(const ProposalContext& ctx) {
   t += "Broken proposals in a row: " + std::to_string(b.broken_in_a_row) + " of " + std::to_string(b.max_broken) +
        " (a file that does not compile, or a reply without a usable file: not a revert, but the kernel stops at " +
        std::to_string(b.max_broken) + ").\n";
-  t += format_numbers("The kernel is done at %.0f%% of the measured peak, at %.2fx over its baseline, ", b.target_pct_peak * 100,
+  t += format_numbers("The kernel is done at %.0f%% of the measured peak once no slower than its baseline, at %.2fx over it, ",
+                      b.target_pct_peak * 100,
                       b.target_speedup) +
        format_numbers("or after %.2f h of GPU time (%.2f h spent).", b.max_hours, b.hours_spent);
   return t;

@@ -114,7 +114,9 @@ std::optional<std::string> converged(const KernelProgress& k, const ConvergenceC
     return std::to_string(k.consecutive_reverts) + " reverts in a row";
   if (k.broken_in_a_row >= c.max_broken_in_a_row)
     return std::to_string(k.broken_in_a_row) + " broken proposals in a row (files that did not compile, replies with no usable file)";
-  if (k.best_pct_peak >= c.peak_fraction) {
+  // The peak rule says little headroom is left; a baseline still faster than the best (cuBLAS at
+  // 95% of the peak against our 91%, PyTorch's time in a planned config) proves there is more.
+  if (k.best_pct_peak >= c.peak_fraction && k.speedup() >= 1.0) {
     std::snprintf(buf, sizeof buf, "reached %.1f%% of the measured peak (target %.0f%%)", k.best_pct_peak * 100,
                   c.peak_fraction * 100);
     return std::string(buf);

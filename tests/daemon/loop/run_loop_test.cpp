@@ -296,6 +296,21 @@ TEST_CASE("each convergence rule ends a kernel", "[loop][convergence]") {
     CHECK(rows_of(loop).size() == 1);
     CHECK(pr.seen.empty());
   }
+  SECTION("fraction of peak, but still slower than the baseline: the search goes on") {
+    TempDir dir;
+    ScriptedProposer pr;
+    ev.peak_gbps = 10;   // every timing is over the peak fraction
+    pr.add(70, "faster, still slower than the baseline");
+    pr.add(45, "past the baseline");
+    pr.add(40, "never asked for");
+    RunLoop loop(loop_config(dir, "[convergence]\npeak_fraction = 0.9\n",
+                             "[[kernel]]\ntype = \"rmsnorm\"\nshape = [1024, 1024]\nweight = 0.5\nbaseline_us = 50\n"),
+                 ev, pr, clock);
+    REQUIRE(loop.run().ok());
+    CHECK(rows_of(loop).size() == 3);   // the starter (100 us) and 70 us trail the 50 us baseline
+    CHECK(pr.queue.size() == 1);
+    CHECK_THAT(*converged(loop.kernels()[0], ConvergenceConfig{}), Catch::Contains("of the measured peak"));
+  }
   SECTION("speedup over the baseline") {
     TempDir dir;
     ScriptedProposer pr;
