@@ -142,29 +142,26 @@ def abi_check(variant_dir):
     REPORT["abi_check"] = out
 
 
-def wire_layer_names(modeling, raw_rotary):
+def wire_layer_names(modeling, raw_rotary, layers):
     """Gives the model's classes their layer names where transformers has not: transformers 5.17
     uses the `kernels` library only for versions below 0.17 (KERNELS_MAX_VERSION), so with 0.17
     installed its @use_kernel_forward_from_hub decorators are no-ops. The library's own API for
-    third-party layers does what they would: replace_kernel_forward_from_hub on the RMSNorm and MLP
-    classes; and the rotary helper wrapped as transformers wraps it (use_kernel_forward_from_hub on
-    the function, attached to each attention module by use_kernelized_func). The rotary helper is
-    the module's own (raw_rotary), not what our patch put in its place: kernelize checks a layer's
-    forward against the signature of the function it wraps."""
+    third-party layers does what they would: replace_kernel_forward_from_hub on the RMSNorm, MLP and
+    rotary-embedding classes, each with the name the export's layer mapping gives it
+    (layers.layer_name: GateUpMLP for Phi3MLP, GatedMLP for the other MLPs); and the rotary helper
+    wrapped as transformers wraps it (use_kernel_forward_from_hub on the function, attached to each
+    attention module by use_kernelized_func). The rotary helper is the module's own (raw_rotary),
+    not what our patch put in its place: kernelize checks a layer's forward against the signature of
+    the function it wraps."""
     from kernels import replace_kernel_forward_from_hub, use_kernel_forward_from_hub
     said = {}
     for name in dir(modeling):
         cls = getattr(modeling, name)
-        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
-            if name.endswith("RMSNorm") and not hasattr(cls, "kernel_layer_name"):
-                replace_kernel_forward_from_hub(cls, "RMSNorm")
-                said[name] = "RMSNorm"
-            elif name.endswith("MLP") and not hasattr(cls, "kernel_layer_name"):
-                replace_kernel_forward_from_hub(cls, "GatedMLP")
-                said[name] = "GatedMLP"
-            elif name.endswith("RotaryEmbedding") and not hasattr(cls, "kernel_layer_name"):
-                replace_kernel_forward_from_hub(cls, "RotaryEmbedding")
-                said[name] = "RotaryEmbedding"
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module) and not hasattr(cls, "kernel_layer_name"):
+            layer = layers.layer_name(cls)
+            if layer is not None:
+                replace_kernel_forward_from_hub(cls, layer)
+                said[name] = layer
     rotary = raw_rotary
     if rotary is not None and not hasattr(rotary, "kernel_layer_name"):
         modeling.apply_rotary_pos_emb = use_kernel_forward_from_hub("rotary_pos_emb")(rotary)
@@ -187,7 +184,7 @@ def attach_rotary(model, func):
 def swapped(model, layers, func):
     """{layer: modules whose forward kernelize replaced with it}."""
     counts = {}
-    for cls in (layers.RMSNorm, layers.GatedMLP, layers.RotaryEmbedding):
+    for cls in (layers.RMSNorm, layers.GatedMLP, layers.GateUpMLP, layers.RotaryEmbedding):
         counts[cls.__name__] = sum(1 for m in model.modules()
                                    if getattr(m.__dict__.get("forward"), "__func__", None) is cls.forward)
     counts["RotaryPosEmb"] = int(getattr(func.__dict__.get("forward"), "__func__", None) is layers.RotaryPosEmb.forward)
@@ -303,7 +300,7 @@ def main():
     patches = autokernel_ops.patch(also=(_MODULE,))
     REPORT["patched"] = list(patches.names)
     autokernel_ops.set_compile_ops(autokernel_ops.LOADED)  # every op under compilation, as kernelize does
-    func = wire_layer_names(modeling, raw_rotary)
+    func = wire_layer_names(modeling, raw_rotary, ak.layers)
     USE = states(patches, modeling, raw_rotary, func)
     USE("none")
 
@@ -312,8 +309,7 @@ def main():
     kmodel, kinputs = build(module, dtype)
     attached = attach_rotary(kmodel, func)
     repo = lambda name: LocalLayerRepository(Path(a.hf), layer_name=name)  # noqa: E731
-    mapping = {"RMSNorm": {"cuda": repo("RMSNorm")}, "GatedMLP": {"cuda": repo("GatedMLP")},
-               "RotaryEmbedding": {"cuda": repo("RotaryEmbedding")}, "rotary_pos_emb": {"cuda": repo("RotaryPosEmb")}}
+    mapping = {name: {"cuda": repo(layer)} for name, layer in ak.layers.LAYER_NAMES.items()}
     kernelized = []
 
     @guarded("kernelize")
@@ -323,8 +319,10 @@ def main():
             counts = swapped(kmodel, ak.layers, func)
             REPORT["kernelized_eager"] = counts
             print(f"kernelize (INFERENCE): {counts}, rotary attached to {attached} attention modules", flush=True)
-            if not all(counts.values()):
-                fail("kernelize", f"a layer was swapped into no module: {counts}")
+            # Each layer some class of the model's module was named for (a Llama has no GateUpMLP).
+            named = {ak.layers.LAYER_NAMES[n] for n in REPORT["layer_names"].values()}
+            if not all(counts[layer] for layer in named):
+                fail("kernelize", f"a layer was swapped into no module: {counts}, named {sorted(named)}")
             USE("kernels")
             agree("kernelized", run(kmodel, kinputs))
             USE("none")

@@ -4,6 +4,7 @@ forward of a model's module with this package's op, read from the module's own a
     layer           replaces                                                  op (its file picked per call)
     RMSNorm         transformers' *RMSNorm (weight, variance_epsilon or eps)  rmsnorm
     GatedMLP        *MLP with gate_proj, up_proj, down_proj, act_fn (SiLU)    fused_mlp at its tuned shapes, else swiglu
+    GateUpMLP       Phi3MLP: gate_up_proj, down_proj, activation_fn (SiLU)    swiglu on gate_up_proj's halves (contract 2)
     RotaryPosEmb    apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)     rotary_embedding
     RotaryEmbedding *RotaryEmbedding(x, position_ids): the step's cos, sin    rotary_tables (the rotary files' own)
 
@@ -14,6 +15,7 @@ this module. Forward only (has_backward = False: kernelize in Mode.TRAINING keep
 forward), and where a call needs gradients, where the op was not exported or did not load on this
 GPU, or where the call is one the op does not make, PyTorch's math runs instead, as transformers
 computes it; the ops themselves run PyTorch's op for what their kernels do not cover (said once).
+Which model classes take which layer is LAYER_NAMES and layer_name() below.
 Under torch.compile the ops are registered custom ops with fake implementations: a full graph."""
 import torch
 import torch.nn.functional as F
@@ -21,11 +23,15 @@ from torch import nn
 
 from . import DIRECT, LOADED, SHAPES, VERSIONS
 from ._ops import ops
-from ._replacements import _checked_on_first_call, _fused_call, _plain_linears, _rotary_tables, _traced
+from ._replacements import (_checked_on_first_call, _fused_call, _gate_up_forward, _gate_up_parts, _plain_linears,
+                            _rotary_tables, _traced)
 
 # Each op's overload, bound once: None where the op was not exported or did not load here.
 _RMSNORM = ops.rmsnorm.default if "rmsnorm" in LOADED else None
 _SWIGLU = ops.swiglu.default if "swiglu" in LOADED else None
+# Version 1 of the swiglu contract reads gate and up dense only, not gate_up_proj's halves in place:
+# GateUpMLP runs PyTorch's math there.
+_GATE_UP = _SWIGLU if VERSIONS.get("swiglu", 2) >= 2 else None
 _FUSED_MLP = (ops.fused_mlp.default, SHAPES.get("fused_mlp")) if "fused_mlp" in LOADED else None
 # Version 1 of the rotary contract takes q alone, contiguous: its layer runs PyTorch's math.
 _ROTARY = ops.rotary_embedding.default if "rotary_embedding" in LOADED and VERSIONS.get("rotary_embedding", 2) >= 2 else None
@@ -86,6 +92,31 @@ def gated_mlp(module, x):
     if _SWIGLU is None or _grad(g, u):
         return down(act(g) * u)
     return down((_SWIGLU if _traced(g) else _EAGER["swiglu"])(g, u))
+
+
+def gate_up_mlp(module, x):
+    """module(x) for an MLP of Phi3MLP's form, down_proj(up * activation_fn(gate)) with gate and up
+    the halves of gate_up_proj(x): the gate product in one swiglu launch that reads the two halves
+    where the projection wrote them, between the model's own projections."""
+    compiling = torch.compiler.is_compiling()
+    gate_up, down, act = _gate_up_parts(module, compiling)
+    if gate_up is None or down is None or act is None:
+        raise TypeError(f"GateUpMLP serves an MLP with gate_up_proj, down_proj and activation_fn (Phi3MLP's form); "
+                        f"{type(module).__name__} lacks some: give its class the layer name GatedMLP "
+                        "(gate_proj, up_proj, down_proj, act_fn) or none")
+    weight = getattr(gate_up, "weight", None)
+    if _GATE_UP is None or (type(act).__module__, type(act).__name__) not in _SILU or _grad(x) \
+            or (isinstance(weight, torch.Tensor) and weight.dtype != x.dtype):
+        return gate_up_mlp_math(x, gate_up, down, act)
+    # probing False: a call whose projection trains gets the model's product, not None.
+    return _gate_up_forward(x, gate_up, down, act, _GATE_UP, _EAGER["swiglu"], compiling, torch.is_grad_enabled(),
+                            False)
+
+
+def gate_up_mlp_math(x, gate_up, down, act):
+    """transformers' Phi3MLP.forward."""
+    gate, up = gate_up(x).chunk(2, dim=-1)
+    return down(up * act(gate))
 
 
 def rotary(q, k, cos, sin, unsqueeze_dim=1):
@@ -153,6 +184,15 @@ class GatedMLP(nn.Module):
         return gated_mlp(self, x)
 
 
+class GateUpMLP(nn.Module):
+    """For a gated MLP that projects gate and up in one Linear (Phi3MLP and its kin)."""
+    can_torch_compile = True
+    has_backward = False
+
+    def forward(self, hidden_states):
+        return gate_up_mlp(self, hidden_states)
+
+
 class RotaryPosEmb(nn.Module):
     """For transformers' apply_rotary_pos_emb (its layer name "rotary_pos_emb")."""
     can_torch_compile = True
@@ -170,3 +210,26 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x, position_ids):
         return rotary_tables(self, x, position_ids)
+
+
+# The layer mapping: layer name (a model class's kernel_layer_name, a key of use_kernel_mapping's
+# mapping) -> the class here that serves it (LocalLayerRepository(DIR, layer_name=...)).
+LAYER_NAMES = {"RMSNorm": "RMSNorm", "GatedMLP": "GatedMLP", "GateUpMLP": "GateUpMLP",
+               "RotaryEmbedding": "RotaryEmbedding", "rotary_pos_emb": "RotaryPosEmb"}
+# transformers' MLP classes of Phi3MLP's form: one gate_up_proj whose halves are gate and up.
+GATE_UP_MLPS = frozenset({"Phi3MLP"})
+
+
+def layer_name(cls):
+    """The layer name a model class takes (replace_kernel_forward_from_hub(cls, name): transformers
+    names none but its RMSNorm classes'), by the class's name, or None for a class no layer serves:
+    a *MLP is GateUpMLP where it is of Phi3MLP's form (its class or a base in GATE_UP_MLPS), else
+    GatedMLP (gate_proj, up_proj, down_proj, act_fn)."""
+    name = cls.__name__
+    if name.endswith("RMSNorm"):
+        return "RMSNorm"
+    if name.endswith("MLP"):
+        return "GateUpMLP" if any(c.__name__ in GATE_UP_MLPS for c in cls.__mro__) else "GatedMLP"
+    if name.endswith("RotaryEmbedding"):
+        return "RotaryEmbedding"
+    return None
