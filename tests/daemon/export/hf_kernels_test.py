@@ -140,20 +140,42 @@ class Loading(unittest.TestCase):
             self.assertTrue(hasattr(module.layers, "RMSNorm"))
 
 
-def layers_module():
-    """layers.py in a package whose ops did not load (no GPU): every layer runs PyTorch's math."""
+NO_OPS = "DIRECT, LOADED, SHAPES, VERSIONS = {}, [], {}, {}\n"
+# A package whose swiglu loaded, of contract version {version}: the op records each call (the
+# registered op, and the direct function that eager calls take) and computes silu(gate) * up.
+SWIGLU_OPS = """import types
+import torch
+CALLS = []
+
+
+def _recording(kind):
+    def swiglu(gate, up):
+        CALLS.append((kind, gate, up))
+        return torch.nn.functional.silu(gate) * up
+    return swiglu
+
+
+ops = types.SimpleNamespace(swiglu=types.SimpleNamespace(default=_recording("registered")))
+"""
+SWIGLU_LOADED = """from ._ops import _recording
+DIRECT, LOADED, SHAPES, VERSIONS = {{"swiglu": _recording("direct")}}, ["swiglu"], {{}}, {{"swiglu": {version}}}
+"""
+
+
+def layers_module(name="ak_layers_pkg", init=NO_OPS, ops="ops = None\n"):
+    """layers.py in a package `name`, by default one whose ops did not load (no GPU): every layer
+    runs PyTorch's math."""
     d = tempfile.mkdtemp()
     unittest.addModuleCleanup(shutil.rmtree, d, ignore_errors=True)
-    pkg = os.path.join(d, "ak_layers_pkg")
+    pkg = os.path.join(d, name)
     os.makedirs(pkg)
-    Path(pkg, "__init__.py").write_text("DIRECT, LOADED, SHAPES, VERSIONS = {}, [], {}, {}\n")
-    Path(pkg, "_ops.py").write_text("ops = None\n")
+    Path(pkg, "__init__.py").write_text(init)
+    Path(pkg, "_ops.py").write_text(ops)
     for f in ("_replacements.py",):
         Path(pkg, f).write_text(Path(PACKAGE, "autokernel_ops", f).read_text())
     Path(pkg, "layers.py").write_text(Path(PACKAGE, "hf", "layers.py").read_text())
     sys.path.insert(0, d)
-    import ak_layers_pkg.layers as layers
-    return layers
+    return importlib.import_module(f"{name}.layers")
 
 
 @unittest.skipIf(torch is None, "SKIPPED: no PyTorch")
@@ -185,6 +207,19 @@ class Layers(unittest.TestCase):
             def forward(self, x):
                 return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
+        class Phi3MLP(nn.Module):
+            def __init__(self, hidden, inter, act=None):
+                super().__init__()
+                self.gate_up_proj = nn.Linear(hidden, 2 * inter, bias=False)
+                self.down_proj = nn.Linear(inter, hidden, bias=False)
+                self.activation_fn = nn.SiLU() if act is None else act
+
+            def forward(self, hidden_states):
+                up_states = self.gate_up_proj(hidden_states)
+                gate, up_states = up_states.chunk(2, dim=-1)
+                up_states = up_states * self.activation_fn(gate)
+                return self.down_proj(up_states)
+
         class Qwen3RotaryEmbedding(nn.Module):
             def __init__(self, dim):
                 super().__init__()
@@ -201,10 +236,12 @@ class Layers(unittest.TestCase):
 
         from kernels import use_kernel_forward_from_hub
         cls.norm, cls.mlp, cls.tables = Qwen3RMSNorm(64), Qwen3MLP(64, 96), Qwen3RotaryEmbedding(16)
+        cls.Phi3MLP, cls.Qwen3MLP, cls.Qwen3RMSNorm = Phi3MLP, Qwen3MLP, Qwen3RMSNorm
+        cls.Qwen3RotaryEmbedding, cls.phi3_mlp = Qwen3RotaryEmbedding, Phi3MLP(64, 96)
         cls.rotary_func = use_kernel_forward_from_hub("rotary_pos_emb")(apply_rotary_pos_emb)
 
     def test_each_layer_passes_the_librarys_rules_against_the_module_it_replaces(self):
-        for layer, module in ((self.L.RMSNorm, self.norm), (self.L.GatedMLP, self.mlp),
+        for layer, module in ((self.L.RMSNorm, self.norm), (self.L.GatedMLP, self.mlp), (self.L.GateUpMLP, self.phi3_mlp),
                               (self.L.RotaryEmbedding, self.tables), (self.L.RotaryPosEmb, self.rotary_func)):
             with self.subTest(layer=layer.__name__):
                 self.validate(check_cls=type(module), cls=layer, repo="autokernel_ops")
@@ -222,12 +259,13 @@ class Layers(unittest.TestCase):
         self.assertEqual(list(inspect.signature(self.L.RotaryPosEmb.forward).parameters),
                          ["self", "q", "k", "cos", "sin", "unsqueeze_dim"])
         self.assertEqual(list(inspect.signature(self.L.RMSNorm.forward).parameters), ["self", "hidden_states"])
+        self.assertEqual(list(inspect.signature(self.L.GateUpMLP.forward).parameters), ["self", "hidden_states"])
         self.assertEqual(list(inspect.signature(self.L.RotaryEmbedding.forward).parameters), ["self", "x", "position_ids"])
 
     def test_without_the_ops_each_layer_computes_what_the_module_computes(self):
         from types import MethodType
         x = torch.randn(2, 5, 64)
-        for module, layer in ((self.norm, self.L.RMSNorm), (self.mlp, self.L.GatedMLP)):
+        for module, layer in ((self.norm, self.L.RMSNorm), (self.mlp, self.L.GatedMLP), (self.phi3_mlp, self.L.GateUpMLP)):
             with self.subTest(layer=layer.__name__), torch.no_grad():
                 torch.testing.assert_close(MethodType(layer.forward, module)(x), module.forward(x))
         with torch.no_grad():
@@ -241,6 +279,111 @@ class Layers(unittest.TestCase):
         c, s = cos.unsqueeze(1), sin.unsqueeze(1)
         torch.testing.assert_close(mine, (q * c + half(q) * s, k * c + half(k) * s))
 
+
+    def test_the_layer_mapping_names_GateUpMLP_for_Phi3MLP_and_GatedMLP_for_the_other_mlps(self):
+        class Phi3LikeMLP(self.Phi3MLP):  # a model's subclass of Phi3MLP keeps its form
+            pass
+        name = self.L.layer_name
+        self.assertEqual([name(c) for c in (self.Phi3MLP, Phi3LikeMLP, self.Qwen3MLP, self.Qwen3RMSNorm,
+                                            self.Qwen3RotaryEmbedding, torch.nn.Linear)],
+                         ["GateUpMLP", "GateUpMLP", "GatedMLP", "RMSNorm", "RotaryEmbedding", None])
+        self.assertEqual(self.L.LAYER_NAMES["GateUpMLP"], "GateUpMLP")
+        for layer_name, cls in self.L.LAYER_NAMES.items():  # each names a layer class of the module
+            with self.subTest(layer_name=layer_name):
+                self.assertTrue(issubclass(getattr(self.L, cls), torch.nn.Module))
+
+
+@unittest.skipIf(torch is None, "SKIPPED: no PyTorch")
+class GateUpLayer(unittest.TestCase):
+    """GateUpMLP in a package whose swiglu loaded (a recording stand-in of the op): the op on the
+    halves of gate_up_proj's output, or transformers' Phi3MLP math where the op cannot serve."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.v2 = layers_module("ak_layers_swiglu2", SWIGLU_LOADED.format(version=2), SWIGLU_OPS)
+        cls.v1 = layers_module("ak_layers_swiglu1", SWIGLU_LOADED.format(version=1), SWIGLU_OPS)
+        if not hasattr(Layers, "L"):  # the stand-ins of transformers' classes, and the package without ops
+            Layers.setUpClass()
+        cls.Phi3MLP = Layers.Phi3MLP
+
+    def setUp(self):
+        for layers in (self.v1, self.v2):
+            sys.modules[layers.__package__ + "._ops"].CALLS.clear()
+
+    def calls(self, layers):
+        return sys.modules[layers.__package__ + "._ops"].CALLS
+
+    def run_layer(self, layers, mlp, x):
+        from types import MethodType
+        return MethodType(layers.GateUpMLP.forward, mlp)(x)
+
+    def test_the_op_gets_gate_and_up_as_the_two_halves_of_one_projection_where_they_lie(self):
+        mlp, x = self.Phi3MLP(64, 96), torch.randn(2, 5, 64)
+        with torch.no_grad():
+            mine, theirs = self.run_layer(self.v2, mlp, x), mlp(x)
+        torch.testing.assert_close(mine, theirs)
+        self.assertEqual(len(self.calls(self.v2)), 1)
+        kind, gate, up = self.calls(self.v2)[0]
+        self.assertEqual(kind, "direct")  # an eager call: the op without the dispatcher
+        self.assertIsNotNone(gate._base)
+        self.assertIs(gate._base, up._base)  # views of one tensor, no copy
+        self.assertEqual(gate._base.shape, (2, 5, 192))
+        self.assertEqual((gate.shape, gate.stride()), ((2, 5, 96), (960, 192, 1)))
+        self.assertEqual(up.data_ptr() - gate.data_ptr(), 96 * gate.element_size())
+        with torch.no_grad():
+            h = mlp.gate_up_proj(x)
+        torch.testing.assert_close(gate, h[..., :96])
+        torch.testing.assert_close(up, h[..., 96:])
+
+    def test_transformers_own_silu_class_takes_the_op(self):
+        class SiLUActivation(torch.nn.Module):
+            def forward(self, x):
+                return torch.nn.functional.silu(x)
+        SiLUActivation.__module__ = "transformers.activations"
+        mlp, x = self.Phi3MLP(64, 96, SiLUActivation()), torch.randn(3, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(self.run_layer(self.v2, mlp, x), mlp(x))
+        self.assertEqual(len(self.calls(self.v2)), 1)
+
+    def assert_math(self, layers, mlp, x, grad=False):
+        """The layer's result is the module's own, without an op call."""
+        with torch.set_grad_enabled(grad):
+            mine, theirs = self.run_layer(layers, mlp, x), mlp(x)
+        torch.testing.assert_close(mine, theirs)
+        self.assertEqual(self.calls(layers), [])
+        return mine
+
+    def test_a_call_that_needs_gradients_runs_the_math_and_trains(self):
+        mlp = self.Phi3MLP(64, 96)
+        x = torch.randn(2, 5, 64, requires_grad=True)
+        self.assert_math(self.v2, mlp, x, grad=True).sum().backward()
+        self.assertIsNotNone(x.grad)
+        # x needs none, the projection's weight does: the op has no backward either.
+        mlp.zero_grad()
+        self.assert_math(self.v2, mlp, torch.randn(2, 5, 64), grad=True).sum().backward()
+        self.assertIsNotNone(mlp.gate_up_proj.weight.grad)
+
+    def test_swiglu_of_contract_version_1_which_reads_dense_operands_only_runs_the_math(self):
+        self.assert_math(self.v1, self.Phi3MLP(64, 96), torch.randn(2, 5, 64))
+
+    def test_an_activation_other_than_silu_runs_the_math_with_it(self):
+        self.assert_math(self.v2, self.Phi3MLP(64, 96, torch.nn.GELU()), torch.randn(2, 5, 64))
+
+    def test_an_input_of_another_dtype_than_the_projection_runs_the_math_as_autocast_makes_it(self):
+        mlp, x = self.Phi3MLP(64, 96), torch.randn(2, 5, 64).to(torch.bfloat16)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            self.assert_math(self.v2, mlp, x)
+
+    def test_without_the_op_the_layer_runs_the_math(self):
+        mlp, x = self.Phi3MLP(64, 96), torch.randn(2, 5, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(self.run_layer(Layers.L, mlp, x), mlp(x))
+
+    def test_an_mlp_without_gate_up_proj_is_refused_naming_the_layer_it_takes(self):
+        with self.assertRaisesRegex(TypeError, "GatedMLP"):
+            with torch.no_grad():
+                self.run_layer(self.v2, Layers.mlp, torch.randn(2, 64))
+        self.assertEqual(self.calls(self.v2), [])
 
 if __name__ == "__main__":
     unittest.main()
