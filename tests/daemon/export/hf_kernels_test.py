@@ -385,5 +385,56 @@ class GateUpLayer(unittest.TestCase):
                 self.run_layer(self.v2, Layers.mlp, torch.randn(2, 64))
         self.assertEqual(self.calls(self.v2), [])
 
+@unittest.skipIf(torch is None or torch.version.cuda is None, "SKIPPED: no CUDA build of PyTorch (the library resolves "
+                 "variants against it)")
+class Kernelize(unittest.TestCase):
+    """The library's kernelize on a model with a Phi3MLP and a Qwen3MLP, the classes given their
+    layer names by the export's mapping (layer_name, LAYER_NAMES), from a variant whose package is
+    layers.py beside a recording swiglu of contract version 2. kernelize asks the GPU's capability
+    to pick a repository by it: this machine has none, so the library is told an sm_90 one."""
+
+    def test_kernelize_swaps_GateUpMLP_into_Phi3MLP_and_its_forward_calls_the_op_on_the_halves(self):
+        from unittest import mock
+        from kernels import LocalLayerRepository, Mode, get_local_kernel, kernelize, replace_kernel_forward_from_hub
+        from kernels import use_kernel_mapping
+        namespace = "_autokernel_fedcba9876543210"  # not the Loading test's: a package of its own
+        repo = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, repo, ignore_errors=True)
+        target = os.path.join(repo, "build", B.this_variant(torch))
+        pkg = os.path.join(target, "autokernel_ops")
+        os.makedirs(pkg)
+        Path(pkg, "__init__.py").write_text(SWIGLU_LOADED.format(version=2) + "from . import layers\n")
+        Path(pkg, "_ops.py").write_text(SWIGLU_OPS)
+        Path(pkg, "_replacements.py").write_text(Path(PACKAGE, "autokernel_ops", "_replacements.py").read_text())
+        Path(pkg, "layers.py").write_text(Path(PACKAGE, "hf", "layers.py").read_text())
+        Path(target, "metadata.json").write_text(json.dumps(B.metadata(namespace, ["sm_90a"], B.digest(target))))
+        if not hasattr(Layers, "L"):
+            Layers.setUpClass()
+
+        class Phi3MLP(Layers.Phi3MLP):  # classes of this test's own: kernelize marks them
+            pass
+
+        class Qwen3MLP(Layers.Qwen3MLP):
+            pass
+
+        model = torch.nn.Sequential(Phi3MLP(64, 96), Qwen3MLP(64, 96))
+        layers = get_local_kernel(Path(repo)).layers
+        for cls in (Phi3MLP, Qwen3MLP):
+            replace_kernel_forward_from_hub(cls, layers.layer_name(cls))
+        mapping = {name: {"cuda": LocalLayerRepository(Path(repo), layer_name=layer)}
+                   for name, layer in layers.LAYER_NAMES.items()}
+        with mock.patch("kernels.layer.repos._find_capability", return_value=90), use_kernel_mapping(mapping):
+            kernelize(model, mode=Mode.INFERENCE, device="cuda", use_fallback=False)
+        self.assertIs(model[0].forward.__func__, layers.GateUpMLP.forward)
+        self.assertIs(model[1].forward.__func__, layers.GatedMLP.forward)
+        calls = sys.modules[namespace + "._ops"].CALLS
+        x = torch.randn(3, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(model[0](x), Layers.Phi3MLP.forward(model[0], x))
+        self.assertEqual(len(calls), 1)
+        _, gate, up = calls[0]
+        self.assertIs(gate._base, up._base)
+        self.assertEqual(gate._base.shape, (3, 192))
+
 if __name__ == "__main__":
     unittest.main()
