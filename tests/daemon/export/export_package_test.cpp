@@ -568,7 +568,8 @@ TEST_CASE("the hf-kernels layout holds the layers kernelize swaps in, verify's r
   for (const char* f : {"torch-ext/autokernel_ops/layers.py", "torch-ext/autokernel_ops/verify.py", "build_variant.py"})
     CHECK(files->count(f) == 1);
   const std::string& layers = files->at("torch-ext/autokernel_ops/layers.py");
-  for (const char* c : {"class RMSNorm(nn.Module):", "class GatedMLP(nn.Module):", "class RotaryPosEmb(nn.Module):"})
+  for (const char* c : {"class RMSNorm(nn.Module):", "class GatedMLP(nn.Module):", "class GateUpMLP(nn.Module):",
+                        "class RotaryPosEmb(nn.Module):", "LAYER_NAMES = "})
     CHECK_THAT(layers, Catch::Contains(c));
   CHECK_THAT(files->at("torch-ext/autokernel_ops/__init__.py"), Catch::Contains("from . import layers"));
   // The built variant and its script are the package's own entries: --force replaces them too.
