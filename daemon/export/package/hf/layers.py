@@ -104,6 +104,8 @@ def gate_up_mlp(module, x):
         raise TypeError(f"GateUpMLP serves an MLP with gate_up_proj, down_proj and activation_fn (Phi3MLP's form); "
                         f"{type(module).__name__} lacks some: give its class the layer name GatedMLP "
                         "(gate_proj, up_proj, down_proj, act_fn) or none")
+    # A projection whose weight is of another dtype than x (autocast, a quantized Linear) projects
+    # as PyTorch decides for it: the module's own math, as rms_norm does for a weight of another dtype.
     weight = getattr(gate_up, "weight", None)
     if _GATE_UP is None or (type(act).__module__, type(act).__name__) not in _SILU or _grad(x) \
             or (isinstance(weight, torch.Tensor) and weight.dtype != x.dtype):
