@@ -10,6 +10,7 @@
 #   AK_SCALING_KILL=0           leave out the kill -9 leg
 #   AK_SCALING_REBENCH=0        leave out benching the bests again
 #   AK_SCALING_KERNELS=N        the first N [[kernel]] entries of config/scaling.toml only (default: all)
+#   AK_SCALING_COUNTERS=0       every leg with [harness] counters = false (no CUPTI range profiler)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
@@ -33,6 +34,7 @@ leg_config() {
   sed -e "s/^name = \"scaling\"/name = \"$name\"/" -e "s/^devices = \"all\"/devices = [$devices]/" config/scaling.toml |
     awk -v keep="${AK_SCALING_KERNELS:-0}" '/^\[\[kernel\]\]/ { k++ } keep == 0 || k <= keep { print }' \
     > "config/$name.generated.toml"
+  [ "${AK_SCALING_COUNTERS:-1}" = 0 ] && printf '\n[harness]\ncounters = false\n' >> "config/$name.generated.toml"
   echo "config/$name.generated.toml"
 }
 
