@@ -75,37 +75,33 @@ TEST_CASE("worker_env takes variable names and refuses anything else", "[config]
   CHECK_THAT(e, Catch::Contains("harness.worker_env = \"A=B\": expected an array of variable names"));
 }
 
+namespace {
+/// A [harness] flag: its default, the other value a config gives it, and the error for a value
+/// that is not a boolean.
+void check_harness_flag(const std::string& key, bool HarnessConfig::*flag, bool by_default) {
+  auto dflt = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
+  REQUIRE(dflt.ok());
+  CHECK(dflt->harness.*flag == by_default);
+  auto set = parse_config("[harness]\n" + key + " = " + (by_default ? "false" : "true") + "\n[[kernel]]\ntype = \"softmax\"\n",
+                          "/cfg/test.toml");
+  REQUIRE(set.ok());
+  CHECK(set->harness.*flag == !by_default);
+  CHECK_THAT(error_of("[harness]\n" + key + " = \"no\"\n[[kernel]]\ntype = \"softmax\"\n"),
+             Catch::Contains("harness." + key) && Catch::Contains("true or false"));
+}
+}  // namespace
+
 TEST_CASE("torch_compile is on by default, can be turned off, and takes only a boolean", "[config]") {
-  auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(on.ok());
-  CHECK(on->harness.torch_compile);
-  auto off = parse_config("[harness]\ntorch_compile = false\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(off.ok());
-  CHECK_FALSE(off->harness.torch_compile);
-  CHECK_THAT(error_of("[harness]\ntorch_compile = \"no\"\n[[kernel]]\ntype = \"softmax\"\n"),
-             Catch::Contains("harness.torch_compile") && Catch::Contains("true or false"));
+  check_harness_flag("torch_compile", &HarnessConfig::torch_compile, true);
 }
 
 TEST_CASE("hardware counters are read by default, can be turned off, and take only a boolean", "[config]") {
-  auto on = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(on.ok());
-  CHECK(on->harness.counters);
-  auto off = parse_config("[harness]\ncounters = false\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(off.ok());
-  CHECK_FALSE(off->harness.counters);
-  CHECK_THAT(error_of("[harness]\ncounters = 1\n[[kernel]]\ntype = \"softmax\"\n"),
-             Catch::Contains("harness.counters") && Catch::Contains("true or false"));
+  check_harness_flag("counters", &HarnessConfig::counters, true);
+  CHECK_THAT(error_of("[harness]\ncounters = 1\n[[kernel]]\ntype = \"softmax\"\n"), Catch::Contains("true or false"));
 }
 
 TEST_CASE("counters are left out for a candidate not faster than the best by default, and counters_for_all = true reads them", "[config]") {
-  auto dflt = parse_config("[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(dflt.ok());
-  CHECK_FALSE(dflt->harness.counters_for_all);
-  auto all = parse_config("[harness]\ncounters_for_all = true\n[[kernel]]\ntype = \"softmax\"\n", "/cfg/test.toml");
-  REQUIRE(all.ok());
-  CHECK(all->harness.counters_for_all);
-  CHECK_THAT(error_of("[harness]\ncounters_for_all = \"yes\"\n[[kernel]]\ntype = \"softmax\"\n"),
-             Catch::Contains("harness.counters_for_all") && Catch::Contains("true or false"));
+  check_harness_flag("counters_for_all", &HarnessConfig::counters_for_all, false);
 }
 
 TEST_CASE("the tuner orders its moves by the counters by default, and order_by_counters = false turns that off", "[config]") {
