@@ -78,11 +78,7 @@ Status RunLoop::dispatch_free_gpus() {
       if (stop_requested() || budget_spent(true)) return idle_free_gpus(GpuState::Ending), ok();
       Pick pick = pick_next(kernels_, cfg_.convergence, gpu_model_filter(w));
       if (pick.index < 0) {
-        // A kernel still open but not offered (its proposer waits on its experiments in flight)
-        // is the tail's idle time; with none open the run is ending.
-        bool open = false;
-        for (auto& k : kernels_) open = open || !converged(k, cfg_.convergence);
-        gpu_time_.set(w, open && busy_gpus() ? GpuState::NoOpenKernel : GpuState::Ending, clock_.now_s());
+        gpu_time_.set(w, pick.waits_for_flight ? GpuState::NoOpenKernel : GpuState::Ending, clock_.now_s());
         break;
       }
       if (busy_gpus() == 0) spdlog::info("next: {}", pick.reason);

@@ -41,9 +41,10 @@ Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConf
     }
   }
   if (p.index < 0) {
-    bool busy = false;
-    for (auto& k : kernels) busy = busy || k.in_flight > 0;
-    p.reason = busy ? "every open kernel waits for its experiments in flight" : "every kernel has converged";
+    bool busy = false, open = false;
+    for (auto& k : kernels) busy = busy || k.in_flight > 0, open = open || !converged(k, c);
+    p.waits_for_flight = busy && open;
+    p.reason = p.waits_for_flight ? "every open kernel waits for its experiments in flight" : "every kernel has converged";
   }
   return p;
 }

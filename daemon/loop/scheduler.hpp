@@ -10,6 +10,9 @@ namespace ak {
 struct Pick {
   int index = -1;        ///< into the kernels; -1 when every kernel has converged
   std::string reason;    ///< one line for the log
+  /// With no pick: a kernel is still open but waits for its experiments in flight (the run's
+  /// tail: a free GPU idles until one finishes), rather than every kernel having converged.
+  bool waits_for_flight = false;
 };
 
 /// Kernels without a baseline come first, in config order. Then the open kernel with the largest

@@ -134,7 +134,7 @@ def gpu_time(state):
     return out, sum(out.values())
 
 
-def mean_seconds(rows, first_try_only=True):
+def mean_seconds(rows):
     """The mean seconds of a candidate's row (starters and the best judged again left out)."""
     xs = [float(r["seconds"] or 0) for r in rows
           if not r["description"].startswith(("baseline", "the best judged again")) and r["correctness"] != "NO_PROPOSAL"]

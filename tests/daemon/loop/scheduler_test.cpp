@@ -52,6 +52,9 @@ TEST_CASE("kernels without a baseline come first, and converged ones never", "[s
   auto p = pick_next(ks, c);
   CHECK(p.index == -1);
   CHECK(p.reason == "every kernel has converged");
+  CHECK_FALSE(p.waits_for_flight);
+  ks[0].in_flight = 1;   // converged, its last experiment still running: nothing waits on it
+  CHECK_FALSE(pick_next(ks, c).waits_for_flight);
 }
 
 TEST_CASE("the Amdahl estimate of the whole program", "[scheduler]") {
@@ -74,6 +77,7 @@ TEST_CASE("experiments in flight damp a kernel's gain and a starter being measur
   auto none = pick_next(ks, ConvergenceConfig{});
   CHECK(none.index == -1);
   CHECK(none.reason == "every open kernel waits for its experiments in flight");
+  CHECK(none.waits_for_flight);
   std::vector<KernelProgress> fresh{kernel(a, 1, 0.3, 0), kernel(b, 1, 0.3, 0)};
   fresh[0].has_baseline = fresh[1].has_baseline = false;
   fresh[0].in_flight = 1;
