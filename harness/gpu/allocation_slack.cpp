@@ -1,5 +1,7 @@
 #include "harness/gpu/allocation_slack.hpp"
 
+#include <iterator>
+
 namespace ak {
 
 size_t whole_pages(size_t bytes, size_t granularity) {
@@ -20,26 +22,35 @@ void AllocationSlack::remove(CUdeviceptr at) {
 
 CUdeviceptr AllocationSlack::take_kept(size_t span) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = kept_.find(span);
-  if (it == kept_.end()) return 0;
-  const CUdeviceptr at = it->second;
-  kept_bytes_ -= span;
-  kept_.erase(it);
-  return at;
+  // The most recently kept first: the one a repeated case freed last.
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)
+    if (it->span == span) {
+      const CUdeviceptr at = it->at;
+      kept_bytes_ -= span;
+      kept_.erase(std::next(it).base());
+      return at;
+    }
+  return 0;
 }
 
-bool AllocationSlack::keep(CUdeviceptr at, size_t span) {
+std::vector<CUdeviceptr> AllocationSlack::keep(CUdeviceptr at, size_t span) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (span > kKeptSpanBytes || kept_bytes_ + span > kKeptBytes) return false;
-  kept_.emplace(span, at);
+  if (span > kKeptSpanBytes) return {at};
+  std::vector<CUdeviceptr> out;
+  kept_.push_back({at, span});
   kept_bytes_ += span;
-  return true;
+  while (kept_bytes_ > kKeptBytes) {
+    out.push_back(kept_.front().at);
+    kept_bytes_ -= kept_.front().span;
+    kept_.pop_front();
+  }
+  return out;
 }
 
 std::vector<CUdeviceptr> AllocationSlack::drain_kept() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<CUdeviceptr> out;
-  for (const auto& entry : kept_) out.push_back(entry.second);
+  for (const Kept& k : kept_) out.push_back(k.at);
   kept_.clear();
   kept_bytes_ = 0;
   return out;
@@ -52,7 +63,7 @@ std::vector<std::pair<CUdeviceptr, size_t>> AllocationSlack::ranges() const {
     if (a.span > a.used) out.push_back({at + a.used, a.span - a.used});
   // A kept allocation is mapped and no one's: all of it, or it would hold a byte for a kernel that
   // finds it by address.
-  for (const auto& [span, at] : kept_) out.push_back({at, span});
+  for (const Kept& k : kept_) out.push_back({k.at, k.span});
   return out;
 }
 

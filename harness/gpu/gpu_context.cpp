@@ -25,8 +25,12 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   if (slack_ && ptr_) slack_->remove(ptr_);
-  if (slack_ && ptr_ && slack_->keep(ptr_, span_)) return;
-  if (d_ && ptr_) d_->cuMemFree(ptr_);
+  if (!d_ || !ptr_) return;
+  if (!slack_) {
+    d_->cuMemFree(ptr_);
+    return;
+  }
+  for (CUdeviceptr p : slack_->keep(ptr_, span_)) d_->cuMemFree(p);
 }
 
 LoadedModule& LoadedModule::operator=(LoadedModule&& o) noexcept {
@@ -143,7 +147,7 @@ Result<std::unique_ptr<GpuContext>> GpuContext::open(int index) {
 }
 
 GpuContext::~GpuContext() {
-  for (CUdeviceptr p : slack_->drain_kept()) d_->cuMemFree(p);
+  release_kept();
   if (ctx_) d_->cuDevicePrimaryCtxRelease(dev_);
 }
 
@@ -151,7 +155,12 @@ Result<DeviceBuffer> GpuContext::alloc(size_t bytes) {
   CUdeviceptr p = 0;
   const size_t span = whole_pages(bytes, info_.allocation_granularity);
   if (CUdeviceptr kept = slack_->take_kept(span)) return DeviceBuffer(d_, kept, bytes, span, slack_);
-  if (auto s = cu_check(d_->cuMemAlloc(&p, span), "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU"); !s) {
+  CUresult r = d_->cuMemAlloc(&p, span);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    // The kept allocations are the harness's own reserve: they go before a case is refused.
+    if (release_kept() > 0) r = d_->cuMemAlloc(&p, span);
+  }
+  if (auto s = cu_check(r, "allocating " + std::to_string(bytes >> 20) + " MiB on the GPU"); !s) {
     Error e = s.error();
     e.harness = true;  // the harness asked for it: whatever the candidate is, it did not cause this
     e.message += " (the harness's own failure, not the candidate's: " + std::to_string(used_bytes() >> 20) +
@@ -159,6 +168,12 @@ Result<DeviceBuffer> GpuContext::alloc(size_t bytes) {
     return e;
   }
   return DeviceBuffer(d_, p, bytes, span, slack_);
+}
+
+size_t GpuContext::release_kept() {
+  const auto kept = slack_->drain_kept();
+  for (CUdeviceptr p : kept) d_->cuMemFree(p);
+  return kept.size();
 }
 
 Status GpuContext::upload(const DeviceBuffer& dst, const void* src, size_t bytes) {

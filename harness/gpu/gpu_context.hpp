@@ -87,6 +87,10 @@ class GpuContext {
   /// `bytes` of device memory in whole pages of the allocation granularity, its slack listed in
   /// slack(). An allocation failure is the harness's (Error::harness), never a candidate's.
   Result<DeviceBuffer> alloc(size_t bytes);
+  /// Frees the allocations kept for reuse. Before a stage of hundreds of launches (the timed
+  /// ones): kept memory is poisoned before each launch, and there it would cost more than the
+  /// driver calls it saves. Returns how many were freed.
+  size_t release_kept();
   /// Every live allocation's slack, to poison before a launch.
   const std::shared_ptr<AllocationSlack>& slack() const { return slack_; }
   Status upload(const DeviceBuffer& dst, const void* src, size_t bytes);

@@ -142,6 +142,7 @@ Status BuiltinTimingSession::allocate() {
     for (auto& b : regenerated_->inputs)
       if (auto s = cu_check(drv_.cuMemsetD8(b.ptr(), kPoisonByte, b.bytes()), "clearing a harness buffer"); !s) return s;
   }
+  gpu_.release_kept();
   return ok();
 }
 

@@ -100,6 +100,7 @@ Result<UserTiming> UserTimingSession::run(bool& sticky) {
   auto slot = gpu_.alloc(sizeof(uint64_t));
   if (!flush || !slot) return !flush ? flush.error() : slot.error();
   flush_ = std::move(*flush), slot_ = std::move(*slot);
+  gpu_.release_kept();
 
   UserTiming out;
   out.failures.resize(size_t(n_));

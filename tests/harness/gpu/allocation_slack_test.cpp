@@ -36,18 +36,45 @@ TEST_CASE("freed allocations are kept for the next of the same span, within thei
   AllocationSlack slack;
   const size_t page = 2 << 20;
   CHECK(slack.take_kept(page) == 0);
-  CHECK(slack.keep(0x200000, page));
+  CHECK(slack.keep(0x200000, page).empty());
   REQUIRE(slack.ranges().size() == 1);          // kept, it is poisoned whole before every launch
   CHECK(slack.ranges()[0] == std::make_pair(CUdeviceptr(0x200000), page));
   CHECK(slack.take_kept(2 * page) == 0);        // another span: not this one
   CHECK(slack.take_kept(page) == 0x200000);
   CHECK(slack.take_kept(page) == 0);            // taken once
-  CHECK_FALSE(slack.keep(0x400000, AllocationSlack::kKeptSpanBytes + page));   // too large to keep
-  size_t kept = 0;
-  while (slack.keep(0x800000 + kept * page, page)) ++kept;
-  CHECK(kept * page == AllocationSlack::kKeptBytes);   // never more than the bound together
-  CHECK(slack.drain_kept().size() == kept);
-  CHECK(slack.take_kept(page) == 0);
+  CHECK(slack.ranges().empty());
+  const CUdeviceptr huge = 0x4000000000;
+  CHECK(slack.keep(huge, AllocationSlack::kKeptSpanBytes + page) == std::vector<CUdeviceptr>{huge});  // too large: free it
+  CHECK(slack.drain_kept().empty());
+}
+
+TEST_CASE("a case's buffers freed and asked for again come back without the driver", "[harness][slack]") {
+  // A verdict repeats its cases: the spans of one case, freed, serve the next verdict's same case.
+  AllocationSlack slack;
+  const size_t big = size_t(64) << 20, small = 2 << 20;
+  CHECK(slack.keep(0x10000000, big).empty());
+  CHECK(slack.keep(0x20000000, big).empty());
+  CHECK(slack.keep(0x30000000, small).empty());
+  CHECK(slack.take_kept(big) == 0x20000000);    // the one freed last first
+  CHECK(slack.take_kept(small) == 0x30000000);
+  CHECK(slack.take_kept(big) == 0x10000000);
+  CHECK(slack.take_kept(big) == 0);
+}
+
+TEST_CASE("past the bound the allocations kept longest are handed back to be freed", "[harness][slack]") {
+  AllocationSlack slack;
+  const size_t span = AllocationSlack::kKeptSpanBytes;
+  const size_t fit = AllocationSlack::kKeptBytes / span;
+  for (size_t i = 0; i < fit; ++i) CHECK(slack.keep(CUdeviceptr(i + 1) << 32, span).empty());
+  // One more: the first kept goes, and the newest stays.
+  CHECK(slack.keep(CUdeviceptr(100) << 32, span) == std::vector<CUdeviceptr>{CUdeviceptr(1) << 32});
+  CHECK(slack.ranges().size() == fit);
+  size_t bytes = 0;
+  for (auto& r : slack.ranges()) bytes += r.second;
+  CHECK(bytes <= AllocationSlack::kKeptBytes);
+  CHECK(slack.take_kept(span) == CUdeviceptr(100) << 32);
+  CHECK(slack.drain_kept().size() == fit - 1);
+  CHECK(slack.take_kept(span) == 0);
 }
 
 TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poisoned before a launch", "[gpu][slack]") {
@@ -90,6 +117,30 @@ TEST_CASE("a GPU allocation owns whole 2 MiB-aligned pages, and its slack is poi
     CHECK(edge[0] == 7);
     CHECK(edge[1] == kPoisonByte);
   }
+}
+
+TEST_CASE("a freed GPU buffer is kept and poisoned whole until the kept ones are released", "[gpu][slack]") {
+  if (!test::gpu_or_skip()) return;
+  auto gpu = GpuContext::open(0);
+  REQUIRE(gpu.ok());
+  CUdeviceptr at = 0;
+  {
+    auto a = (*gpu)->alloc(size_t(16) << 20);
+    REQUIRE(a.ok());
+    at = a->ptr();
+    CHECK((*gpu)->slack()->ranges().empty());   // live and full: nothing to poison
+  }
+  const auto ranges = (*gpu)->slack()->ranges();
+  REQUIRE(ranges.size() == 1);
+  CHECK(ranges[0] == std::make_pair(at, size_t(16) << 20));   // freed: kept, poisoned whole
+  {
+    auto again = (*gpu)->alloc(size_t(16) << 20);
+    REQUIRE(again.ok());
+    CHECK(again->ptr() == at);                  // the same case again: no driver call
+  }
+  CHECK((*gpu)->release_kept() == 1);
+  CHECK((*gpu)->slack()->ranges().empty());
+  CHECK((*gpu)->release_kept() == 0);
 }
 
 TEST_CASE("an allocation the GPU cannot give is the harness's failure, saying how much is in use", "[gpu][blame]") {
