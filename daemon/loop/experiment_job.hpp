@@ -23,6 +23,7 @@ struct ExperimentJob {
   bool propose_on_thread = false;  ///< ask `context` of the proposer first (an LLM)
   int times_judged = 0;            ///< > 0: judged again beside a newer best
   int harness_retries = 0;         ///< > 0: judged again after the harness itself failed on it
+  int noisy_rejudges = 0;          ///< > 0: judged again with more launches, its pairing too noisy to decide
   bool rejudge_best = false;       ///< the kernel's current best, judged again alone
   ProposalContext context;
   Proposal proposal;               ///< known at dispatch unless propose_on_thread

@@ -275,8 +275,9 @@ Result<RunOutcome> RunLoop::run() {
   push_history();  // what a failed push at a keep left behind
   if (decisions_.count())
     spdlog::info("the loop thread decided {} verdicts: {:.1f} ms each (median), {:.1f} ms at most; {} paired with a best "
-                 "replaced while they ran ({} of them judged again)", decisions_.count(), decisions_.median_ms(),
-                 decisions_.max_ms(), stale_.count, stale_.judged_again);
+                 "replaced while they ran ({} of them judged again); {} too noisy to decide, judged again with more launches",
+                 decisions_.count(), decisions_.median_ms(), decisions_.max_ms(), stale_.count, stale_.judged_again,
+                 noisy_judged_again_);
   spdlog::info("{}", gpu_time_.summary(clock_.now_s()));
   out.summary = summary();
   write_state(out.kind == RunOutcome::Converged ? "converged" : out.kind == RunOutcome::Stopped ? "stopped" : "budget spent");
@@ -296,6 +297,7 @@ void RunLoop::write_state(const std::string& status) const {
   j["wall_seconds"] = wall_seconds();
   j["decisions"] = decisions_.to_json();
   j["stale_verdicts"] = stale_.to_json();
+  j["noisy_verdicts"] = {{"judged_again", noisy_judged_again_}};
   j["gpus"] = nlohmann::json::array();
   const double now = clock_.now_s();
   for (size_t w = 0; w < gpus_.size(); ++w) {

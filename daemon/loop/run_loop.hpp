@@ -96,6 +96,9 @@ class RunLoop {
   Status finish_guarded(FinishedJob f);
   Status record_error(const ExperimentJob& job, const std::string& why);
   Status judge_again(ExperimentJob job);
+  /// A candidate whose pairing was too noisy to decide (CandidateDecision::judge_again_noisy):
+  /// judged again beside the best with more launches.
+  Status judge_again_noisy(ExperimentJob job, const Verdict& v);
   /// A verdict that says the harness failed, not the candidate: the candidate is judged again, up
   /// to kHarnessRetries times, then recorded as HARNESS_ERROR (neither a revert nor a first try).
   Status harness_failed(ExperimentJob job, const Verdict& v);
@@ -151,6 +154,7 @@ class RunLoop {
   DecisionTimes decisions_;             ///< the loop thread's time per verdict, this process
   GpuTime gpu_time_{0, 0};             ///< where each GPU's time went, this process
   StaleVerdicts stale_;                 ///< verdicts on candidates whose best was replaced meanwhile
+  long long noisy_judged_again_ = 0;    ///< pairings too noisy to decide, judged again with more launches
   std::map<std::string, ModelNotes> notes_;   ///< by kernel tag: the model's notes (notes/<tag>.json)
 };
 

@@ -35,7 +35,8 @@ std::string RunLoop::gpu_model_filter(size_t w) const {
 }
 
 GpuState RunLoop::judging_state(const ExperimentJob& job) const {
-  if (job.rejudge_best || job.times_judged > 0 || job.harness_retries > 0) return GpuState::JudgedAgain;
+  if (job.rejudge_best || job.times_judged > 0 || job.harness_retries > 0 || job.noisy_rejudges > 0)
+    return GpuState::JudgedAgain;
   if (job.propose_on_thread) return GpuState::Proposing;
   return job.baseline ? GpuState::Starter : GpuState::Candidate;
 }
@@ -175,12 +176,13 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
     if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
   InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
                  job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure, job.proposal.predicted_us};
-  if (job.times_judged == 0 && job.harness_retries == 0)
+  if (job.times_judged == 0 && job.harness_retries == 0 && job.noisy_rejudges == 0)
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
   kp.in_flight++;
   doing_[job.worker] = doing_line(job, description.empty() ? "waiting for the LLM's proposal" : description) +
-                       (job.times_judged ? " (judged again beside the newer best)" : "");
+                       (job.times_judged ? " (judged again beside the newer best)" : "") +
+                       (job.noisy_rejudges ? " (judged again with more launches)" : "");
   const size_t w = job.worker;
   gpu_time_.set(w, judging_state(job), clock_.now_s());
   running_[job.experiment] = job;
@@ -227,6 +229,20 @@ Status RunLoop::judge_again(ExperimentJob job) {
   job.propose_on_thread = false;
   spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
                "judging it again beside that one", job.experiment, kp.tag);
+  const std::string description = job.proposal.description;
+  return start(std::move(job), description);
+}
+
+Status RunLoop::judge_again_noisy(ExperimentJob job, const Verdict& v) {
+  KernelProgress& kp = kernels_[job.kernel];
+  job.noisy_rejudges++;
+  job.best_version = kp.best_version;
+  job.request.best_source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
+  job.request.repetitions *= kNoisyRepetitionsFactor;
+  job.propose_on_thread = false;
+  spdlog::info("experiment {} {}: {:.1f}% faster than the best by its ratio, but its noise is {:.1f}%: judging it again "
+               "with {} timed launches", job.experiment, kp.tag, (1 - v.paired.ratio) * 100, v.paired.noise * 100,
+               job.request.repetitions);
   const std::string description = job.proposal.description;
   return start(std::move(job), description);
 }
@@ -341,6 +357,7 @@ Status RunLoop::finish_candidate(ExperimentJob job, const Verdict& v) {
   CandidateDecision d = decide_candidate(job, v, k, cfg_.convergence.keep_threshold);
   if (d.stale) stale_.count++;
   if (d.judge_again) return stale_.judged_again++, judge_again(std::move(job));
+  if (d.judge_again_noisy) return noisy_judged_again_++, judge_again_noisy(std::move(job), v);
   cost_usd_ += job.proposal.cost_usd;
   ResultRow& row = d.row;
   if (!d.doubt.empty()) {

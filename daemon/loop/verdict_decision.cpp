@@ -63,6 +63,9 @@ CandidateDecision decide_candidate(const ExperimentJob& job, const Verdict& v, c
   }
   d.doubt = baseline || !v.passed() || d.stale ? "" : best_out_of_line(v, k.best_us, k.best_spread);
   d.keep = v.passed() && d.doubt.empty() && (baseline || faster_than_best(v, k.best_us, keep_threshold));
+  d.judge_again_noisy = !d.keep && !baseline && !d.stale && v.passed() && d.doubt.empty() && v.paired.pairs > 0 &&
+                        v.paired.ratio < 1 - keep_threshold && job.noisy_rejudges == 0;
+  if (d.judge_again_noisy) return d;
   d.previous_best_us = baseline ? 0 : k.best_us;
 
   ResultRow& row = d.row;

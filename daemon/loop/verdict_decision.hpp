@@ -38,6 +38,12 @@ struct CandidateDecision {
   /// Stale, passed, and faster than the best it was paired with: judged again beside the new
   /// best; nothing is recorded now.
   bool judge_again = false;
+  /// Passed, faster than the threshold by its ratio but not beyond its noise, on its first
+  /// pairing: judged again with kNoisyRepetitionsFactor times the launches; nothing is recorded
+  /// now. One noisy pairing would otherwise revert a real gain for good, and with it every later
+  /// step of the kernel's search (measured: a move kept on one GPU at 0.976 ± 0.004 was reverted
+  /// beside three other GPUs at 0.983 ± 0.015, and the kernel converged 1.5% slower).
+  bool judge_again_noisy = false;
   bool keep = false;   ///< its file becomes the kernel's best
   /// Why the best timed beside it cannot be trusted ("" when it can): nothing is kept on that
   /// pairing, and the best is judged again on its own.
@@ -50,6 +56,9 @@ struct CandidateDecision {
 };
 CandidateDecision decide_candidate(const ExperimentJob& job, const Verdict& v, const KernelProgress& k,
                                    double keep_threshold);
+/// How many more launches a noisy pairing's second look gets: the noise of a median ratio
+/// shrinks with the square root of the pairs.
+inline constexpr int kNoisyRepetitionsFactor = 2;
 
 /// The decision on the current best judged again on its own (daemon/loop/run_loop_best.cpp).
 struct BestRejudgementDecision {

@@ -110,6 +110,7 @@ def leg_numbers(folder, n, wall_ms):
         "busy_s": window[1] - window[0] if window else 0.0,
         "stale": state.get("stale_verdicts", {}).get("count"),
         "judged_again": state.get("stale_verdicts", {}).get("judged_again"),
+        "noisy": state.get("noisy_verdicts", {}).get("judged_again"),
         "decision_median_ms": state.get("decisions", {}).get("median_ms"),
         "decision_max_ms": state.get("decisions", {}).get("max_ms"),
         "kept": sum(1 for r in rows if r["kept"] == "yes" and not r["description"].startswith("baseline")),
@@ -166,13 +167,14 @@ def fmt(x, spec="{:.0f}"):
 def markdown(legs, again):
     one = next((l for l in legs if l["gpus"] == 1), None)
     lines = ["| GPUs | experiments | wall s | per hour, whole run | per hour, first to last row | per hour, all GPUs busy (s) "
-             "| × one GPU (busy) | stale verdicts (judged again) | kept | reverts per best | reverts after the last best "
-             "(mean, max) | decision ms (median, max) | ended |", "|" + "---|" * 13]
+             "| × one GPU (busy) | stale verdicts (judged again) | too noisy, judged again | kept | reverts per best "
+             "| reverts after the last best (mean, max) | decision ms (median, max) | ended |", "|" + "---|" * 14]
     for l in legs:
         ratio = l["per_hour_busy"] / one["per_hour_busy"] if one and one["per_hour_busy"] and l["per_hour_busy"] else None
         lines.append(f"| {l['gpus']} | {l['experiments']} | {fmt(l['wall_s'], '{:.1f}')} | {fmt(l['per_hour_whole'])} "
                      f"| {fmt(l['per_hour_rows'])} | {fmt(l['per_hour_busy'])} ({l['busy_s']:.1f}) | {fmt(ratio, '{:.2f}×')} "
-                     f"| {fmt(l['stale'])} ({fmt(l['judged_again'])}) | {l['kept']} | {l['reverts_per_best']:.2f} "
+                     f"| {fmt(l['stale'])} ({fmt(l['judged_again'])}) | {fmt(l['noisy'])} | {l['kept']} "
+                     f"| {l['reverts_per_best']:.2f} "
                      f"| {l['tail_reverts_mean']:.2f}, {l['tail_reverts_max']} "
                      f"| {fmt(l['decision_median_ms'], '{:.1f}')}, {fmt(l['decision_max_ms'], '{:.1f}')} | {l['status']} |")
     lines += ["", "Where the GPUs' time went, in GPU-seconds summed over the leg's GPUs (% of all); a candidate's "

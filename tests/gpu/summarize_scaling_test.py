@@ -77,11 +77,13 @@ class Summary(unittest.TestCase):
         self.write("leg-2-results.tsv", HEADER + "".join(row(n, "a", n == 1, 100, seconds=2.0) for n, _, _ in plan))
         self.write("leg-2-daemon.log", "2026-11-24 08:00:00.000 info  [1] run scaling-2\n" +
                    "".join(log_line(t, n, "a", gpu, n == 1) for n, gpu, t in plan))
-        self.write("leg-2-state.json", json.dumps({"status": "converged", "stale_verdicts": {"count": 3, "judged_again": 1}}))
+        self.write("leg-2-state.json", json.dumps({"status": "converged", "stale_verdicts": {"count": 3, "judged_again": 1},
+                                                   "noisy_verdicts": {"judged_again": 2}}))
         leg = S.leg_numbers(self.dir, 2, 12000)
         self.assertAlmostEqual(leg["busy_s"], 5.0)
         self.assertAlmostEqual(leg["per_hour_busy"], 5 / 5 * 3600)   # rows finished at 2, 3, 4, 5, 6
-        self.assertEqual((leg["stale"], leg["judged_again"]), (3, 1))
+        self.assertEqual((leg["stale"], leg["judged_again"], leg["noisy"]), (3, 1, 2))
+        self.assertIn("| 3 (1) | 2 |", S.markdown([leg], {}))
 
     def test_the_table_has_a_row_per_leg_and_the_bests_benched_again_beside_the_runs(self):
         self.one_gpu_leg()
@@ -93,6 +95,7 @@ class Summary(unittest.TestCase):
             S.main(self.dir)
         text = out.getvalue()
         self.assertIn("| 1 | 11 | 12.0 | 3300 |", text)
+        self.assertIn("| 0 (0) | - | 1 |", text)   # a state.json from before the noisy count: unknown, not 0
         self.assertIn("| a | 90.00 / 91.00 |", text)
         self.assertIn("| b | 50.00 / - |", text)
 

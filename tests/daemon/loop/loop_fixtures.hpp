@@ -2,6 +2,7 @@
 // Scripted parts for driving the loop on the CPU: an evaluator that times sources from a table,
 // a proposer that replays a list, a clock moved by hand.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -40,7 +41,9 @@ class ManualClock : public Clock {
 /// `pair_noise` >= 0 it also times the request's best beside the candidate, as the real harness
 /// does: the ratio is the latencies' unless the line says " ratio=<r>" (a slow moment of the GPU
 /// that moved the medians, not the pair), and the best's own time in that pairing is its
-/// latency unless the line says " best_us=<us>". A source whose first line says " fails_alone"
+/// latency unless the line says " best_us=<us>". The pairing's noise is `pair_noise`, or the
+/// line's " noise=<n>", at 100 timed launches; more launches shrink it with their square root,
+/// as a median's interval does. A source whose first line says " fails_alone"
 /// fails when it is judged with no best beside it (the current best judged again on its own).
 class ScriptedEvaluator : public Evaluator {
  public:
@@ -49,6 +52,7 @@ class ScriptedEvaluator : public Evaluator {
   std::string baseline_source = "reference kernel";   ///< what the harness measured as the baseline
   int calls = 0;
   std::vector<std::string> best_sources;   ///< what each request gave as the current best
+  std::vector<int> repetitions;            ///< each request's timed launches
   ManualClock* clock = nullptr;            ///< advanced by `eval_seconds` per evaluation
   double eval_seconds = 0;
   int harness_failures = 0;   ///< the next this many evaluations say the harness failed
@@ -60,6 +64,7 @@ class ScriptedEvaluator : public Evaluator {
   Result<Verdict> evaluate(const EvalRequest& req) override {
     ++calls;
     best_sources.push_back(req.best_source);
+    repetitions.push_back(req.repetitions);
     if (clock) clock->advance(eval_seconds);
     Verdict v;
     v.kernel_type = req.kernel_type;
@@ -92,7 +97,10 @@ class ScriptedEvaluator : public Evaluator {
       const double best = latency_of(req.best_source, starter_us);
       const std::string line = req.source.substr(0, req.source.find('\n'));
       const size_t r = line.find(" ratio=");
-      v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), pair_noise};
+      const size_t n = line.find(" noise=");
+      const double noise = (n == std::string::npos ? pair_noise : std::stod(line.substr(n + 7))) *
+                           std::sqrt(100.0 / std::max(1, req.repetitions));
+      v.paired = {100, best, r == std::string::npos ? us / best : std::stod(line.substr(r + 7)), noise};
       if (const size_t b = line.find(" best_us="); b != std::string::npos) v.paired.best_us = std::stod(line.substr(b + 9));
       if (const size_t b = line.find(" best_spread="); b != std::string::npos) v.paired.best_spread = std::stod(line.substr(b + 13));
     }

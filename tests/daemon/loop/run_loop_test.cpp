@@ -111,12 +111,38 @@ TEST_CASE("with paired timings a candidate is kept only when its ratio to the be
   CHECK(ev.best_sources[1] == rmsnorm_spec().starter_source());
   CHECK_FALSE(rows[1].kept);                               // 0.988 is not under 0.99 - 0.004
   CHECK(rows[1].paired_ratio == Approx(0.988));
-  CHECK(rows[1].paired_noise == Approx(0.004));
+  // Under the threshold by its ratio: judged again with twice the launches, still within its noise.
+  CHECK(ev.repetitions[2] == 2 * ev.repetitions[1]);
+  CHECK(rows[1].paired_noise == Approx(0.004 / std::sqrt(2.0)).margin(1e-5));   // the row keeps five places
   CHECK(rows[1].paired_best_us == Approx(100));
   CHECK(rows[2].kept);                                     // its median is slower, its pairs are not
   CHECK(rows[2].paired_ratio == Approx(0.97));
-  CHECK(ev.best_sources[3] == "// us=103 ratio=0.97\nslow moment\n");
+  CHECK(ev.best_sources[4] == "// us=103 ratio=0.97\nslow moment\n");
   CHECK(rows[3].kept);                                     // 95 / 103
+}
+
+TEST_CASE("a candidate faster by its ratio but within its noise is judged again with twice the launches, once", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ev.pair_noise = 0.001;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.queue.push_back({"// us=98 noise=0.012\nA\n", "2% faster, noise 1.2%", 10, 0});   // 0.98 is not under 0.978
+  pr.queue.push_back({"// us=96.5 noise=0.03\nB\n", "1.5% faster, noise 3%", 10, 0});
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 1\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  REQUIRE(rows.size() == 3);   // one row each: the first looks are not recorded
+  CHECK(ev.calls == 5);
+  CHECK(ev.repetitions[2] == 2 * ev.repetitions[1]);
+  CHECK(rows[1].description == "2% faster, noise 1.2%");
+  CHECK(rows[1].kept);                                     // 0.98 under 0.99 - 0.0085 at 200 launches
+  CHECK(rows[1].paired_noise == Approx(0.012 / std::sqrt(2.0)).margin(1e-5));
+  CHECK(ev.best_sources[3] == "// us=98 noise=0.012\nA\n");   // B beside A, then again
+  CHECK(ev.repetitions[4] == 2 * ev.repetitions[3]);
+  CHECK_FALSE(rows[2].kept);                               // still within its noise: reverted, never a third look
+  auto state = nlohmann::json::parse(read_file_text(loop.directory().state()).value_or("{}"));
+  CHECK(state["noisy_verdicts"]["judged_again"] == 2);
 }
 
 TEST_CASE("a best that runs slower beside a candidate than when kept is judged again alone, and demoted if it fails", "[loop][best]") {

@@ -146,11 +146,34 @@ TEST_CASE("decision: a candidate within the threshold or its noise is reverted, 
   CHECK_FALSE(d.row.kept);
   CHECK(d.row.correctness == "PASS");
   CHECK(d.row.failure.empty());
-  d = decide_candidate(edit(7), paired(0.98, 100, 0.02), k.progress, 0.01);   // faster, but not beyond its noise
+  CHECK_FALSE(d.judge_again_noisy);   // not under the threshold even by its ratio: no second look
+  ExperimentJob looked_again = edit(7);
+  looked_again.noisy_rejudges = 1;
+  d = decide_candidate(looked_again, paired(0.98, 100, 0.02), k.progress, 0.01);   // faster, but not beyond its noise
   CHECK_FALSE(d.keep);
+  CHECK_FALSE(d.judge_again_noisy);
+  CHECK(d.row.paired_ratio == Approx(0.98));
   // Timed alone (no pairing): its median against the recorded best.
   CHECK(decide_candidate(edit(7), passing(98), k.progress, 0.01).keep);
   CHECK_FALSE(decide_candidate(edit(7), passing(99.5), k.progress, 0.01).keep);
+}
+
+TEST_CASE("decision: a pairing under the threshold by its ratio but not beyond its noise is looked at again, once", "[loop][decision]") {
+  Kernel k;
+  CandidateDecision d = decide_candidate(edit(7), paired(0.983, 100, 0.015), k.progress, 0.01);
+  CHECK(d.judge_again_noisy);
+  CHECK_FALSE(d.keep);
+  CHECK_FALSE(d.judge_again);
+  CHECK(d.row.experiment == 0);   // nothing to record yet
+  // Neither a baseline, a failing file, a stale pairing, nor one beside a best out of line.
+  CHECK_FALSE(decide_candidate(baseline(), paired(0.983, 100, 0.015), k.progress, 0.01).judge_again_noisy);
+  Verdict failed = paired(0.983, 100, 0.015);
+  failed.correctness = Correctness::Fail;
+  CHECK_FALSE(decide_candidate(edit(7), failed, k.progress, 0.01).judge_again_noisy);
+  CHECK_FALSE(decide_candidate(edit(7, 2), paired(0.983, 100, 0.015), k.progress, 0.01).judge_again_noisy);
+  CHECK_FALSE(decide_candidate(edit(7), paired(0.983, 140, 0.015), k.progress, 0.01).judge_again_noisy);
+  // Timed alone there is no pairing to repeat.
+  CHECK_FALSE(decide_candidate(edit(7), passing(98.3), k.progress, 0.02).judge_again_noisy);
 }
 
 TEST_CASE("decision: a failing candidate is reverted with the harness's message on one line", "[loop][decision]") {
