@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
+#include "harness/gpu/driver_call_times.hpp"
+
 namespace ak {
 namespace {
 
@@ -28,6 +32,7 @@ Result<const CudaDriver*> load() {
   if (!missing.empty())
     return error("the NVIDIA driver lacks " + missing + " (install a driver for CUDA " +
                  std::to_string(CUDA_VERSION / 1000) + " or newer)");
+  if (const char* timed = std::getenv("AUTOKERNEL_DRIVER_TIMES"); timed && *timed) time_driver_calls(d);
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;

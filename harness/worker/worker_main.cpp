@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_write.hpp"
+#include "harness/gpu/driver_call_times.hpp"
 #include "harness/worker/worker_protocol.hpp"
 
 namespace ak {
@@ -38,6 +40,15 @@ void on_fatal_signal(int sig) {
 void send(FILE* out, const std::string& line) {
   std::fputs(line.c_str(), out);
   std::fflush(out);
+}
+
+/// The driver calls' totals so far, where AUTOKERNEL_DRIVER_TIMES asks for them: after every
+/// verdict, so a worker replaced or killed leaves what it measured.
+void write_driver_call_times(int device) {
+  const std::string path = driver_call_times_path(device);
+  if (path.empty()) return;
+  if (auto s = write_file_atomic(path, driver_call_times_tsv(driver_call_times())); !s)
+    spdlog::warn("worker: the driver calls' times could not be written to {}: {}", path, s.error().message);
 }
 
 }  // namespace
@@ -76,6 +87,7 @@ int run_worker(int device) {
         req, [&](const std::string& stage) { send(out, protocol::stage_line(stage)); },
         [&](const Verdict& settled) { send(out, protocol::settled_line(settled)); });
     send(out, protocol::verdict_line(v));
+    write_driver_call_times(device);
     if (v.context_lost) {
       spdlog::warn("worker: the CUDA context is lost ({}); exiting so a fresh worker takes over", v.message);
       std::fflush(nullptr);

@@ -11,6 +11,8 @@
 #   AK_SCALING_REBENCH=0        leave out benching the bests again
 #   AK_SCALING_KERNELS=N        the first N [[kernel]] entries of config/scaling.toml only (default: all)
 #   AK_SCALING_COUNTERS=0       every leg with [harness] counters = false (no CUPTI range profiler)
+# Every leg's workers time their CUDA driver calls (AUTOKERNEL_DRIVER_TIMES, driver-times-N/): the
+# summary says which calls took longest, and how many of them waited over a millisecond.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/gpu-round-out}
@@ -50,7 +52,8 @@ for n in $legs; do
   rm -rf "runs/scaling-$n"
   say "leg $n: run"
   start=$(date +%s%N)
-  "$ak" run --config "$cfg" > "$w/leg-$n.log" 2>&1
+  mkdir -p "$w/driver-times-$n"
+  AUTOKERNEL_DRIVER_TIMES="$w/driver-times-$n" "$ak" run --config "$cfg" > "$w/leg-$n.log" 2>&1
   echo "exit $?" >> "$w/leg-$n.log"
   echo "$n $(( ($(date +%s%N) - start) / 1000000 ))" >> "$w/wall.txt"
   cp "runs/scaling-$n/results.tsv" "$w/leg-$n-results.tsv"

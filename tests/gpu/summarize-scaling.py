@@ -118,7 +118,30 @@ def leg_numbers(folder, n, wall_ms):
         "tail_reverts_mean": statistics.mean(tails) if tails else 0.0, "tail_reverts_max": max(tails, default=0),
         "bests": bests(rows), "status": state.get("status"),
         "gpu_time": gpu_time(state), "candidate_s": mean_seconds(rows),
+        "driver": driver_times(os.path.join(folder, f"driver-times-{n}")),
     }
+
+
+def driver_times(folder):
+    """{call: [calls, total ms, calls over 1 ms]} summed over the leg's workers' files
+    (harness/gpu/driver_call_times.hpp); {} when the leg was run without them."""
+    out = {}
+    if not os.path.isdir(folder):
+        return out
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".tsv"):
+            continue
+        with open(os.path.join(folder, name), newline="") as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                try:
+                    calls, total, slow = int(r["calls"]), float(r["total_ms"]), int(r["over_1ms"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                t = out.setdefault(r["call"], [0, 0.0, 0])
+                t[0] += calls
+                t[1] += total
+                t[2] += slow
+    return out
 
 
 # state.json's per-GPU states (daemon/loop/gpu_time.hpp): the busy ones, then the idle causes.
@@ -196,7 +219,21 @@ def markdown(legs, again):
             cells.append(f"{fmt(l['bests'].get(tag), '{:.2f}')} / {fmt(b, '{:.2f}')}")
         spread = (max(benched) - min(benched)) / min(benched) if len(benched) > 1 else None
         lines.append(f"| {tag} | " + " | ".join(cells) + f" | {fmt(spread and spread * 100, '{:.1f}%')} |")
+    lines += driver_table(legs)
     return "\n".join(lines) + "\n"
+
+
+def driver_table(legs, top=8):
+    """The driver calls that took longest on any leg, per leg: calls, seconds, calls over 1 ms."""
+    calls = sorted({c for l in legs for c in l["driver"]}, key=lambda c: -max(l["driver"].get(c, [0, 0.0, 0])[1] for l in legs))
+    if not calls:
+        return []
+    lines = ["", "Time in the CUDA driver's calls, summed over the leg's workers (calls, seconds, calls over 1 ms):", "",
+             "| call | " + " | ".join(f"{l['gpus']} GPU(s)" for l in legs) + " |", "|---|" + "---|" * len(legs)]
+    for c in calls[:top]:
+        cells = [(lambda t: f"{t[0]}, {t[1] / 1000:.2f} s, {t[2]}" if t else "-")(l["driver"].get(c)) for l in legs]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(folder):

@@ -85,6 +85,21 @@ class Summary(unittest.TestCase):
         self.assertEqual((leg["stale"], leg["judged_again"], leg["noisy"]), (3, 1, 2))
         self.assertIn("| 3 (1) | 2 |", S.markdown([leg], {}))
 
+    def test_the_driver_calls_are_summed_over_a_legs_workers_and_the_longest_shown(self):
+        self.one_gpu_leg()
+        os.makedirs(os.path.join(self.dir, "driver-times-1"))
+        header = "call\tcalls\ttotal_ms\tmax_ms\tover_1ms\n"
+        self.write("driver-times-1/driver-times-gpu0-100.tsv", header + "cuMemAlloc\t700\t1800.0\t36.7\t270\n"
+                   "cuMemFree\t700\t1200.0\t28.3\t209\n")
+        self.write("driver-times-1/driver-times-gpu0-101.tsv", header + "cuMemAlloc\t38\t52.0\t3.1\t1\nbroken\tx\n")
+        self.write("driver-times-1/notes.txt", "not a table\n")
+        leg = S.leg_numbers(self.dir, 1, 12000)
+        self.assertEqual(leg["driver"], {"cuMemAlloc": [738, 1852.0, 271], "cuMemFree": [700, 1200.0, 209]})
+        text = S.markdown([leg], {})
+        self.assertIn("| cuMemAlloc | 738, 1.85 s, 271 |", text)
+        self.assertLess(text.index("| cuMemAlloc |"), text.index("| cuMemFree |"))
+        self.assertNotIn("Time in the CUDA driver", S.markdown([dict(leg, driver={})], {}))
+
     def test_the_table_has_a_row_per_leg_and_the_bests_benched_again_beside_the_runs(self):
         self.one_gpu_leg()
         self.write("wall.txt", "1 12000\n")
