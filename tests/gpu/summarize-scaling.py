@@ -219,8 +219,26 @@ def markdown(legs, again):
             cells.append(f"{fmt(l['bests'].get(tag), '{:.2f}')} / {fmt(b, '{:.2f}')}")
         spread = (max(benched) - min(benched)) / min(benched) if len(benched) > 1 else None
         lines.append(f"| {tag} | " + " | ".join(cells) + f" | {fmt(spread and spread * 100, '{:.1f}%')} |")
+    lines += bests_against_one(legs, tags, again)
     lines += driver_table(legs)
     return "\n".join(lines) + "\n"
+
+
+def bests_against_one(legs, tags, again, within=0.005):
+    """Per leg of several GPUs, its bests benched again against one GPU's: how many are within
+    `within`, and those outside it, slower (the goal's failures) and faster."""
+    lines = []
+    for l in legs:
+        if l["gpus"] == 1:
+            continue
+        pairs = [(t, again[(l["gpus"], t)] / again[(1, t)] - 1) for t in tags if (1, t) in again and (l["gpus"], t) in again]
+        if not pairs:
+            continue
+        slower = [f"{t} {d * 100:+.2f}%" for t, d in pairs if d > within]
+        faster = [f"{t} {d * 100:+.2f}%" for t, d in pairs if d < -within]
+        lines.append(f"- {l['gpus']} GPUs: {len(pairs) - len(slower) - len(faster)} of {len(pairs)} bests within "
+                     f"{within * 100:.1f}% of one GPU's; slower: {', '.join(slower) or 'none'}; faster: {', '.join(faster) or 'none'}")
+    return ["", "Bests benched again on GPU 0, against one GPU's:", ""] + lines if lines else []
 
 
 def driver_table(legs, top=8):

@@ -113,6 +113,14 @@ class Summary(unittest.TestCase):
         self.assertIn("| 0 (0) | - | 1 |", text)   # a state.json from before the noisy count: unknown, not 0
         self.assertIn("| a | 90.00 / 91.00 |", text)
         self.assertIn("| b | 50.00 / - |", text)
+        self.assertNotIn("against one GPU's:", text)   # one leg: nothing to hold it against
+
+    def test_each_legs_bests_are_held_against_one_gpus_within_half_a_percent(self):
+        legs = [{"gpus": 1}, {"gpus": 4}]
+        again = {(1, "a"): 100.0, (4, "a"): 100.4, (1, "b"): 50.0, (4, "b"): 51.0, (1, "c"): 20.0, (4, "c"): 19.0,
+                 (1, "d"): 10.0}
+        lines = S.bests_against_one(legs, ["a", "b", "c", "d"], again)
+        self.assertIn("- 4 GPUs: 1 of 3 bests within 0.5% of one GPU's; slower: b +2.00%; faster: c -5.00%", lines)
 
 
 if __name__ == "__main__":
