@@ -148,7 +148,7 @@ def wire_layer_names(modeling, raw_rotary, layers):
     installed its @use_kernel_forward_from_hub decorators are no-ops. The library's own API for
     third-party layers does what they would: replace_kernel_forward_from_hub on the RMSNorm, MLP and
     rotary-embedding classes, each with the name the export's layer mapping gives it
-    (layers.layer_name: GateUpMLP for Phi3MLP, GatedMLP for the other MLPs); and the rotary helper
+    (layers.layer_name: GateUpMLP for Phi3MLP's form, GatedMLP for the other MLPs); and the rotary helper
     wrapped as transformers wraps it (use_kernel_forward_from_hub on the function, attached to each
     attention module by use_kernelized_func). The rotary helper is the module's own (raw_rotary),
     not what our patch put in its place: kernelize checks a layer's forward against the signature of

@@ -283,10 +283,13 @@ class Layers(unittest.TestCase):
     def test_the_layer_mapping_names_GateUpMLP_for_Phi3MLP_and_GatedMLP_for_the_other_mlps(self):
         class Phi3LikeMLP(self.Phi3MLP):  # a model's subclass of Phi3MLP keeps its form
             pass
+        # transformers writes GLM's MLPs out in full, of Phi3MLP's form but not derived from it.
+        GlmMLP = type("GlmMLP", (torch.nn.Module,), {})
+        Glm4MLP = type("Glm4MLP", (torch.nn.Module,), {})
         name = self.L.layer_name
-        self.assertEqual([name(c) for c in (self.Phi3MLP, Phi3LikeMLP, self.Qwen3MLP, self.Qwen3RMSNorm,
+        self.assertEqual([name(c) for c in (self.Phi3MLP, Phi3LikeMLP, GlmMLP, Glm4MLP, self.Qwen3MLP, self.Qwen3RMSNorm,
                                             self.Qwen3RotaryEmbedding, torch.nn.Linear)],
-                         ["GateUpMLP", "GateUpMLP", "GatedMLP", "RMSNorm", "RotaryEmbedding", None])
+                         ["GateUpMLP", "GateUpMLP", "GateUpMLP", "GateUpMLP", "GatedMLP", "RMSNorm", "RotaryEmbedding", None])
         self.assertEqual(self.L.LAYER_NAMES["GateUpMLP"], "GateUpMLP")
         for layer_name, cls in self.L.LAYER_NAMES.items():  # each names a layer class of the module
             with self.subTest(layer_name=layer_name):

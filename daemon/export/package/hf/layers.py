@@ -218,8 +218,9 @@ class RotaryEmbedding(nn.Module):
 # mapping) -> the class here that serves it (LocalLayerRepository(DIR, layer_name=...)).
 LAYER_NAMES = {"RMSNorm": "RMSNorm", "GatedMLP": "GatedMLP", "GateUpMLP": "GateUpMLP",
                "RotaryEmbedding": "RotaryEmbedding", "rotary_pos_emb": "RotaryPosEmb"}
-# transformers' MLP classes of Phi3MLP's form: one gate_up_proj whose halves are gate and up.
-GATE_UP_MLPS = frozenset({"Phi3MLP"})
+# transformers' MLP classes of Phi3MLP's form: one gate_up_proj whose halves are gate and up, and an
+# activation_fn on gate. GLM's and GLM-4's are written out in full, not derived from Phi3MLP.
+GATE_UP_MLPS = frozenset({"Phi3MLP", "GlmMLP", "Glm4MLP"})
 
 
 def layer_name(cls):
