@@ -29,6 +29,11 @@ constexpr size_t kGpuStates = 9;
 const char* gpu_state_name(GpuState s);   ///< the key in state.json, e.g. "no_open_kernel"
 bool gpu_state_busy(GpuState s);          ///< the GPU judges something (or waits on its proposal)
 
+/// One GPU's seconds by state as state.json writes them ("candidate": 8.0, "start": 1.0), in
+/// words: "judged 80.0% of its 10.0 s; idle: start 1.0 s, no_open_kernel 1.0 s" ("" when none).
+/// Keys that name no state are left out.
+std::string gpu_time_line(const nlohmann::json& seconds_by_state);
+
 class GpuTime {
  public:
   GpuTime(size_t gpus, double now_s);

@@ -2,6 +2,7 @@
 
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
+#include "daemon/loop/gpu_time.hpp"
 #include "daemon/proposers/bottleneck.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
 #include "daemon/run_folder/state_file.hpp"
@@ -211,9 +212,11 @@ std::string status_text(const RunSnapshot& s) {
   }
   // What each GPU is doing now (a run that has stopped shows them idle, or what was in flight).
   if (st.contains("gpus") && st["gpus"].is_array())
-    for (auto& g : st["gpus"])
+    for (auto& g : st["gpus"]) {
+      const std::string time = g.contains("seconds") ? gpu_time_line(g["seconds"]) : "";
       out += "GPU " + std::to_string(g.value("device", 0)) + (field(g, "model", "").empty() ? "" : " (" + terminal_safe(field(g, "model", "")) + ")") +
-             ": " + terminal_safe(field(g, "doing", "idle")) + "\n";
+             ": " + terminal_safe(field(g, "doing", "idle")) + (time.empty() ? "" : " (since the daemon started: " + time + ")") + "\n";
+    }
   return out + damaged_lines(s);
 }
 

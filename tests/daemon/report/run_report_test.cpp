@@ -60,7 +60,8 @@ TEST_CASE("status shows each GPU of the run and what it is doing", "[report][par
   std::string run = finished_run(dir);
   auto state = read_file(run + "/state.json");
   // As the daemon writes it while experiment 7 runs on GPU 1.
-  const std::string busy = R"("gpus": [{"device": 0, "doing": "idle", "model": "NVIDIA H200"}, )"
+  const std::string busy = R"("gpus": [{"device": 0, "doing": "idle", "model": "NVIDIA H200", )"
+                           R"("seconds": {"start": 1.0, "candidate": 8.0, "no_open_kernel": 1.0, "someday": 4.0}}, )"
                            R"({"device": 1, "doing": "experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128", "model": "NVIDIA H200"}])";
   const size_t at = state.find("\"gpus\"");
   REQUIRE(at != std::string::npos);
@@ -68,8 +69,10 @@ TEST_CASE("status shows each GPU of the run and what it is doing", "[report][par
   state.replace(at, end + 1 - at, busy);
   REQUIRE(write_file_atomic(run + "/state.json", state).ok());
   auto r = run_autokernel("status --run " + run);
-  CHECK_THAT(r.out, Catch::Contains("GPU 0 (NVIDIA H200): idle"));
-  CHECK_THAT(r.out, Catch::Contains("GPU 1 (NVIDIA H200): experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128"));
+  // Where its time went since the daemon started (a key it does not know is left out).
+  CHECK_THAT(r.out, Catch::Contains("GPU 0 (NVIDIA H200): idle (since the daemon started: judged 80.0% of its 10.0 s; "
+                                    "idle: start 1.0 s, no_open_kernel 1.0 s)\n"));
+  CHECK_THAT(r.out, Catch::Contains("GPU 1 (NVIDIA H200): experiment 7 rmsnorm: tier 1: AK_THREADS 256 -> 128\n"));
 }
 
 TEST_CASE("report over several run folders gives the whole program's speedup over all their kernels", "[report][scale]") {
