@@ -137,10 +137,11 @@ std::string damaged_lines(const RunSnapshot& s) {
   return out;
 }
 
-/// The counters row of experiment `n` of `tag`, or null.
+/// The counters row of experiment `n` of `tag`, or null: the last, of the verdict that decided
+/// (a candidate judged again beside a newer best, or with more launches, has a row per look).
 const CountersRow* counters_of(const std::vector<CountersRow>& counters, long long n, const std::string& tag) {
-  for (auto& c : counters)
-    if (c.experiment == n && c.tag == tag) return &c;
+  for (auto it = counters.rbegin(); it != counters.rend(); ++it)
+    if (it->experiment == n && it->tag == tag) return &*it;
   return nullptr;
 }
 

@@ -151,6 +151,23 @@ TEST_CASE("the run keeps every judged experiment's counters beside results.tsv, 
   CHECK_THAT(svg, Catch::Contains("DRAM 91.0% of peak, SM 30.0% of peak"));
 }
 
+TEST_CASE("a kept version judged twice shows the counters of the look that decided", "[report][counters]") {
+  RunSnapshot s;
+  s.state = nlohmann::json::object();
+  ResultRow kept;
+  kept.experiment = 2, kept.tag = "rmsnorm", kept.kept = true, kept.latency_us = 90, kept.correctness = "PASS";
+  s.rows.push_back(kept);
+  CountersRow first, second;
+  first.experiment = second.experiment = 2;
+  first.tag = second.tag = "rmsnorm";
+  first.counters.dram_pct = 50, first.counters.sm_pct = 20, first.counters.passes = 2;
+  second.counters.dram_pct = 91, second.counters.sm_pct = 30, second.counters.passes = 2;
+  s.counters = {first, second};   // the first look, then the one with more launches that kept it
+  const std::string md = markdown_report(s, "progress.svg");
+  CHECK_THAT(md, Catch::Contains("| 91% | 30% |"));
+  CHECK(md.find("| 50% | 20% |") == std::string::npos);
+}
+
 TEST_CASE("a report of a run without counters has no counters section", "[report][counters]") {
   TempDir dir;
   std::string run = finished_run(dir);
