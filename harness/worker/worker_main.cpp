@@ -47,8 +47,12 @@ void send(FILE* out, const std::string& line) {
 void write_driver_call_times(int device) {
   const std::string path = driver_call_times_path(device);
   if (path.empty()) return;
-  if (auto s = write_file_atomic(path, driver_call_times_tsv(driver_call_times())); !s)
-    spdlog::warn("worker: the driver calls' times could not be written to {}: {}", path, s.error().message);
+  static bool warned = false;   // once a worker: the folder will not appear between verdicts
+  if (auto s = write_file_atomic(path, driver_call_times_tsv(driver_call_times())); !s && !warned) {
+    warned = true;
+    spdlog::warn("worker: the driver calls' times could not be written to {}: {} (AUTOKERNEL_DRIVER_TIMES names a "
+                 "folder that must exist)", path, s.error().message);
+  }
 }
 
 }  // namespace
