@@ -11,28 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/run_folder/gpu_states.hpp"
+
 namespace ak {
-
-enum class GpuState {
-  Start,          ///< idle: from the loop's start to its first experiment
-  Starter,        ///< judging a kernel's starter (experiment 0 of a kernel)
-  Candidate,      ///< judging a candidate for the first time
-  JudgedAgain,    ///< judging again: beside a newer best, after a harness failure, or the best alone
-  Proposing,      ///< waiting, on its experiment's thread, for a slow proposer's answer
-  Loop,           ///< idle: its verdict is back and waits for the loop thread (others' and its own)
-  NoOpenKernel,   ///< idle: every open kernel is in flight elsewhere as much as its proposer allows
-  LlmLimit,       ///< idle: the LLM answers as many questions at once as it may
-  Ending,         ///< idle: nothing left to start (converged, a budget spent, a stop); others finish
-};
-constexpr size_t kGpuStates = 9;
-
-const char* gpu_state_name(GpuState s);   ///< the key in state.json, e.g. "no_open_kernel"
-bool gpu_state_busy(GpuState s);          ///< the GPU judges something (or waits on its proposal)
-
-/// One GPU's seconds by state as state.json writes them ("candidate": 8.0, "start": 1.0), in
-/// words: "judged 80.0% of its 10.0 s; idle: start 1.0 s, no_open_kernel 1.0 s" ("" when none).
-/// Keys that name no state are left out.
-std::string gpu_time_line(const nlohmann::json& seconds_by_state);
 
 class GpuTime {
  public:
@@ -50,9 +31,9 @@ class GpuTime {
   struct Gpu {
     GpuState state = GpuState::Start;
     double since = 0;
-    std::array<double, kGpuStates> seconds{};
+    GpuSeconds seconds{};
   };
-  std::array<double, kGpuStates> with_current(const Gpu& g, double now_s) const;
+  GpuSeconds with_current(const Gpu& g, double now_s) const;
   std::vector<Gpu> gpus_;
 };
 

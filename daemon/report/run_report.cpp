@@ -2,9 +2,9 @@
 
 #include "common/format.hpp"
 #include "common/text_escape.hpp"
-#include "daemon/loop/gpu_time.hpp"
 #include "daemon/proposers/bottleneck.hpp"
 #include "daemon/report/kernelbench_scores.hpp"
+#include "daemon/run_folder/gpu_states.hpp"
 #include "daemon/run_folder/state_file.hpp"
 
 #include <algorithm>

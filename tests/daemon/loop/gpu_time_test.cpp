@@ -44,16 +44,4 @@ TEST_CASE("the summary gives the share of GPU time spent judging and every idle 
   CHECK(s.find("start") == std::string::npos);
 }
 
-TEST_CASE("one GPU's seconds as state.json writes them read as one line, unknown keys left out", "[loop][gpu-time]") {
-  GpuTime t(1, 0);
-  t.set(0, GpuState::Candidate, 2);
-  t.set(0, GpuState::Loop, 9);
-  nlohmann::json j = t.to_json(0, 10);
-  j["someday"] = 3.0;
-  CHECK(gpu_time_line(j) == "judged 70.0% of its 10.0 s; idle: start 2.0 s, loop_thread 1.0 s");
-  CHECK(gpu_time_line(nlohmann::json::object()).empty());
-  CHECK(gpu_time_line(nlohmann::json("a string")).empty());
-  CHECK(gpu_time_line(nlohmann::json{{"candidate", "eight"}}).empty());
-}
-
 }  // namespace ak
