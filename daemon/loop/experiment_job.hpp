@@ -25,6 +25,8 @@ struct ExperimentJob {
   int harness_retries = 0;         ///< > 0: judged again after the harness itself failed on it
   int noisy_rejudges = 0;          ///< > 0: judged again with more launches, its pairing too noisy to decide
   bool rejudge_best = false;       ///< the kernel's current best, judged again alone
+  /// Judged at least once already (beside an older best, by a failed harness, too noisily).
+  bool judged_before() const { return times_judged > 0 || harness_retries > 0 || noisy_rejudges > 0; }
   ProposalContext context;
   Proposal proposal;               ///< known at dispatch unless propose_on_thread
   std::string candidate_path;      ///< where the candidate is written

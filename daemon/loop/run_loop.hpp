@@ -95,6 +95,8 @@ class RunLoop {
   /// finish(), with whatever it throws recorded as the experiment's ERROR row.
   Status finish_guarded(FinishedJob f);
   Status record_error(const ExperimentJob& job, const std::string& why);
+  /// Starts `job` again beside the kernel's current best (its file and version read anew).
+  Status start_beside_best(ExperimentJob job);
   Status judge_again(ExperimentJob job);
   /// A candidate whose pairing was too noisy to decide (CandidateDecision::judge_again_noisy):
   /// judged again beside the best with more launches.

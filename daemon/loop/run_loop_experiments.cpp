@@ -35,8 +35,7 @@ std::string RunLoop::gpu_model_filter(size_t w) const {
 }
 
 GpuState RunLoop::judging_state(const ExperimentJob& job) const {
-  if (job.rejudge_best || job.times_judged > 0 || job.harness_retries > 0 || job.noisy_rejudges > 0)
-    return GpuState::JudgedAgain;
+  if (job.rejudge_best || job.judged_before()) return GpuState::JudgedAgain;
   if (job.propose_on_thread) return GpuState::Proposing;
   return job.baseline ? GpuState::Starter : GpuState::Candidate;
 }
@@ -176,7 +175,7 @@ Status RunLoop::start(ExperimentJob job, const std::string& description) {
     if (auto s = write_file_atomic(job.candidate_path, job.proposal.source); !s) return s;
   InFlight entry{job.experiment, kp.tag, gpus_[job.worker].device, description, job.proposal.tokens,
                  job.proposal.cost_usd, job.started_s, job.proposal.move == MoveKind::Structure, job.proposal.predicted_us};
-  if (job.times_judged == 0 && job.harness_retries == 0 && job.noisy_rejudges == 0)
+  if (!job.judged_before())   // its ledger entry is there since its first look
     if (auto s = ledger_->add(entry); !s) return s;
   at("dispatched");
   kp.in_flight++;
@@ -221,30 +220,29 @@ Status RunLoop::finish_guarded(FinishedJob f) {
   }
 }
 
-Status RunLoop::judge_again(ExperimentJob job) {
-  KernelProgress& kp = kernels_[job.kernel];
-  job.times_judged++;
+Status RunLoop::start_beside_best(ExperimentJob job) {
+  const KernelProgress& kp = kernels_[job.kernel];
   job.best_version = kp.best_version;
   job.request.best_source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   job.propose_on_thread = false;
-  spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
-               "judging it again beside that one", job.experiment, kp.tag);
   const std::string description = job.proposal.description;
   return start(std::move(job), description);
 }
 
+Status RunLoop::judge_again(ExperimentJob job) {
+  job.times_judged++;
+  spdlog::info("experiment {} {}: faster than the best it was paired with, but a newer best was kept meanwhile: "
+               "judging it again beside that one", job.experiment, kernels_[job.kernel].tag);
+  return start_beside_best(std::move(job));
+}
+
 Status RunLoop::judge_again_noisy(ExperimentJob job, const Verdict& v) {
-  KernelProgress& kp = kernels_[job.kernel];
   job.noisy_rejudges++;
-  job.best_version = kp.best_version;
-  job.request.best_source = read_file_text(dir_.path(dir_.kernel_file(kp.tag))).value_or("");
   job.request.repetitions *= kNoisyRepetitionsFactor;
-  job.propose_on_thread = false;
   spdlog::info("experiment {} {}: {:.1f}% faster than the best by its ratio, but its noise is {:.1f}%: judging it again "
-               "with {} timed launches", job.experiment, kp.tag, (1 - v.paired.ratio) * 100, v.paired.noise * 100,
-               job.request.repetitions);
-  const std::string description = job.proposal.description;
-  return start(std::move(job), description);
+               "with {} timed launches", job.experiment, kernels_[job.kernel].tag, (1 - v.paired.ratio) * 100,
+               v.paired.noise * 100, job.request.repetitions);
+  return start_beside_best(std::move(job));
 }
 
 namespace {
