@@ -62,6 +62,7 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
         k.best_us = row.latency_us;
         k.best_throughput = row.throughput;
         k.best_pct_peak = row.pct_peak;
+        k.best_noise = 0;
       }
     } else if (row.correctness == kBestReplaced) {
       // judged a file that is no longer the best: neither a revert nor a best
@@ -69,10 +70,12 @@ void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row) {
       k.best_us = row.latency_us;   // the same file, timed again: what it takes now
       k.best_throughput = row.throughput;
       k.best_pct_peak = row.pct_peak;
+      k.best_noise = 0;
     } else if (row.kept) {
       k.best_us = row.latency_us;
       k.best_throughput = row.throughput;
       k.best_pct_peak = row.pct_peak;
+      k.best_noise = row.paired_noise;
       k.consecutive_reverts = 0;
       k.broken_in_a_row = 0;
     } else if (row.move != MoveKind::Structure && (row.correctness == "COMPILE_ERROR" || row.correctness == "NO_PROPOSAL")) {
@@ -98,6 +101,14 @@ std::vector<ResultRow> standing_bests(const std::vector<ResultRow>& rows, const 
   return chain;
 }
 
+bool reaches_peak_fraction(const KernelProgress& k, const ConvergenceConfig& c) {
+  // Two runs of one workload kept the same file at 90.1% and 89.9% of the peak, each within 0.8%
+  // of the other: one stopped, the other tried seven more moves. The allowance is capped so that a
+  // pairing too noisy to trust cannot end a kernel far below the target.
+  const double noise = std::min(std::max(k.best_noise, 0.0), kPeakNoiseAllowanceCap);
+  return k.best_pct_peak * (1.0 + noise) >= c.peak_fraction;
+}
+
 std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c) {
   char buf[160];
   if (k.starter_failed) return "the starter itself fails: " + k.starter_failure;
@@ -116,9 +127,10 @@ std::optional<std::string> converged(const KernelProgress& k, const ConvergenceC
     return std::to_string(k.broken_in_a_row) + " broken proposals in a row (files that did not compile, replies with no usable file)";
   // The peak rule says little headroom is left; a baseline still faster than the best (cuBLAS at
   // 95% of the peak against our 91%, PyTorch's time in a planned config) proves there is more.
-  if (k.best_pct_peak >= c.peak_fraction && k.speedup() >= 1.0) {
-    std::snprintf(buf, sizeof buf, "reached %.1f%% of the measured peak (target %.0f%%)", k.best_pct_peak * 100,
-                  c.peak_fraction * 100);
+  if (reaches_peak_fraction(k, c) && k.speedup() >= 1.0) {
+    const bool within_noise = k.best_pct_peak < c.peak_fraction;
+    std::snprintf(buf, sizeof buf, "reached %.1f%% of the measured peak (target %.0f%%%s)", k.best_pct_peak * 100,
+                  c.peak_fraction * 100, within_noise ? ", within the noise of the pairing that kept it" : "");
     return std::string(buf);
   }
   if (k.seconds >= c.max_hours_per_kernel * 3600) {

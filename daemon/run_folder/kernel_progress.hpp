@@ -27,6 +27,10 @@ struct KernelProgress {
   /// What that is: "baseline_us in the config", "cuBLAS", "the starter" (the first row says).
   std::string baseline_source;
   double best_us = 0, best_throughput = 0, best_pct_peak = 0;
+  /// The half-width of the pairing that kept the best, as a fraction (its row's paired_noise; 0
+  /// for a starter or a best timed again alone). The peak rule allows it: a best this close
+  /// below the target cannot be told from one just above it.
+  double best_noise = 0;
   /// In memory only: the spread of the best's own launches when it was kept or judged again alone
   /// (capped; 0 after a restart, the strictest allowance, until it is judged again). A best is
   /// allowed this much noise beside a candidate, never the spread of the very pairing it could
@@ -89,6 +93,13 @@ std::string baseline_description(const std::string& source);
 
 /// Folds one row into the kernel it belongs to.
 void apply_row(std::vector<KernelProgress>& kernels, const ResultRow& row);
+
+/// The most of a best's pairing noise the peak rule allows (2%): a noisier pairing ends nothing early.
+inline constexpr double kPeakNoiseAllowanceCap = 0.02;
+
+/// Whether the best reaches [convergence] peak_fraction: its % of the peak, raised by the noise
+/// of the pairing that kept it (best_noise, at most kPeakNoiseAllowanceCap).
+bool reaches_peak_fraction(const KernelProgress& k, const ConvergenceConfig& c);
 
 /// The first convergence rule that holds for a kernel, as a sentence; nullopt while it is open.
 std::optional<std::string> converged(const KernelProgress& k, const ConvergenceConfig& c);
