@@ -1,5 +1,7 @@
 #include "harness/gpu/cupti_timer.hpp"
 
+#include "harness/gpu/driver_call_times.hpp"
+
 #include <cupti.h>
 
 #include <algorithm>
@@ -57,13 +59,21 @@ Result<std::vector<Record>> drain(const std::function<bool(const Record&)>& keep
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   for (;;) {
-    if (auto s = check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flushing activity records"); !s)
-      return s.error();
+    CUptiResult flushed;
+    {
+      TimedCall timed("cuptiActivityFlushAll");
+      flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+    if (auto s = check(flushed, "flushing activity records"); !s) return s.error();
     if (matching() >= expected || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (auto s = check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "disabling kernel activity"); !s)
-    return s.error();
+  CUptiResult disabled;
+  {
+    TimedCall timed("cuptiActivityDisable");
+    disabled = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  if (auto s = check(disabled, "disabling kernel activity"); !s) return s.error();
   std::vector<Record> mine;
   size_t others = 0, dropped = 0;
   std::string other_name;
@@ -92,6 +102,7 @@ Status CuptiKernelTimer::start() {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_records.clear();
   }
+  TimedCall timed("cuptiActivityEnable");
   return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
 }
 

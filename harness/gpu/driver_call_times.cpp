@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 namespace ak {
 namespace {
@@ -29,6 +31,10 @@ struct Totals {
 };
 Totals g_totals[kEntries];
 void* g_real[kEntries];   ///< the functions the wrappers call
+std::atomic<bool> g_timing{false};   ///< a table is timed: add_call_time counts
+
+std::mutex g_named_mutex;
+std::map<std::string, Totals> g_named;   ///< add_call_time's, by name
 
 void add(Totals& t, uint64_t ns) {
   t.calls++;
@@ -52,6 +58,7 @@ struct Timed<I, R (*)(A...)> {
 }  // namespace
 
 void time_driver_calls(CudaDriver& d) {
+  g_timing = true;
 #define AK_WRAP(name)                                                                  \
   if (d.name && d.name != &Timed<kEntry_##name, decltype(d.name)>::call) {            \
     g_real[kEntry_##name] = reinterpret_cast<void*>(d.name);                          \
@@ -61,17 +68,35 @@ void time_driver_calls(CudaDriver& d) {
 #undef AK_WRAP
 }
 
+void add_call_time(const std::string& name, uint64_t ns) {
+  if (!g_timing) return;
+  std::lock_guard<std::mutex> lock(g_named_mutex);
+  add(g_named[name], ns);
+}
+
+TimedCall::~TimedCall() {
+  add_call_time(name_, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count()));
+}
+
 std::vector<DriverCallTime> driver_call_times() {
   std::vector<DriverCallTime> out;
+  auto row = [](const std::string& name, const Totals& t) {
+    return DriverCallTime{name, t.calls, double(t.ns) / 1e6, double(t.max_ns) / 1e6, t.over_1ms};
+  };
   for (int i = 0; i < kEntries; ++i)
-    if (const uint64_t calls = g_totals[i].calls; calls > 0)
-      out.push_back({kNames[i], calls, double(g_totals[i].ns) / 1e6, double(g_totals[i].max_ns) / 1e6, g_totals[i].over_1ms});
+    if (g_totals[i].calls > 0) out.push_back(row(kNames[i], g_totals[i]));
+  {
+    std::lock_guard<std::mutex> lock(g_named_mutex);
+    for (auto& [name, t] : g_named) out.push_back(row(name, t));
+  }
   std::sort(out.begin(), out.end(), [](const DriverCallTime& a, const DriverCallTime& b) { return a.total_ms > b.total_ms; });
   return out;
 }
 
 void reset_driver_call_times() {
   for (Totals& t : g_totals) t.calls = 0, t.ns = 0, t.max_ns = 0, t.over_1ms = 0;
+  std::lock_guard<std::mutex> lock(g_named_mutex);
+  g_named.clear();
 }
 
 std::string driver_call_times_tsv(const std::vector<DriverCallTime>& times) {

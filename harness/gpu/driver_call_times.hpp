@@ -5,6 +5,7 @@
 /// is timed, and each worker writes its totals there after every verdict. A CUPTI range profiler
 /// on one GPU made every cuMemAlloc and cuMemFree of the others wait (docs/results.md); this is
 /// how that was seen.
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,7 +25,25 @@ struct DriverCallTime {
 /// time (a second table's wrapping takes over), and wrapping a table twice changes nothing.
 void time_driver_calls(CudaDriver& d);
 
-/// Every call made so far through a timed table, the largest total first.
+/// Adds one call of `name` that took `ns` to the totals, while a driver table is timed: the calls
+/// outside the driver's table (CUPTI's) and the phases of a stage, so that the table says which
+/// wait beside the driver's own. Nothing is counted while no table is timed.
+void add_call_time(const std::string& name, uint64_t ns);
+
+/// Times its scope as one call of `name` (add_call_time).
+class TimedCall {
+ public:
+  explicit TimedCall(const char* name) : name_(name), t0_(std::chrono::steady_clock::now()) {}
+  ~TimedCall();
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+
+ private:
+  const char* name_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// Every call made so far through a timed table, and every add_call_time, the largest total first.
 std::vector<DriverCallTime> driver_call_times();
 
 /// Forgets the totals (for the tests).

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "harness/gpu/cupti_refusal.hpp"
+#include "harness/gpu/driver_call_times.hpp"
 
 namespace ak {
 namespace {
@@ -195,6 +196,7 @@ class EnabledProfiler {
   ~EnabledProfiler() { disable(); }
   void disable() {
     if (!object) return;
+    TimedCall timed("cuptiRangeProfilerDisable");
     auto p = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object;
     cuptiRangeProfilerDisable(&p);
@@ -205,6 +207,7 @@ class EnabledProfiler {
 Status stop(CUpti_RangeProfiler_Object* object, bool& all_submitted) {
   auto p = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
   p.pRangeProfilerObject = object;
+  TimedCall timed("cuptiRangeProfilerStop");
   AK_CUPTI(cuptiRangeProfilerStop(&p), "closing a profiled pass");
   all_submitted = p.isAllPassSubmitted != 0;
   return ok();
@@ -283,6 +286,7 @@ Status set_config(CUpti_RangeProfiler_Object* object, const HostSide& host, std:
   config.minNestingLevel = 1;
   config.passIndex = 0;
   config.targetNestingLevel = 1;
+  TimedCall timed("cuptiRangeProfilerSetConfig");
   AK_CUPTI(cuptiRangeProfilerSetConfig(&config), "configuring the range profiler");
   return ok();
 }
@@ -290,6 +294,7 @@ Status set_config(CUpti_RangeProfiler_Object* object, const HostSide& host, std:
 /// The metrics of every range the passes recorded.
 Status read_ranges(CUpti_RangeProfiler_Object* object, const HostSide& host, const std::vector<uint8_t>& data,
                    RangeMetrics& out) {
+  TimedCall timed("range profiler: decode and evaluate");
   auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = object;
   AK_CUPTI(cuptiRangeProfilerDecodeData(&decode), "decoding the counter data");
@@ -313,7 +318,10 @@ Status read_ranges(CUpti_RangeProfiler_Object* object, const HostSide& host, con
 Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
                                            const ProfiledLaunch& pass, CountersPhases& phases) {
   PhaseClock clock(phases.setup);
-  auto h = host_side(ctx, device_index, metrics);
+  auto h = [&] {
+    TimedCall timed("range profiler: host side (made once)");
+    return host_side(ctx, device_index, metrics);
+  }();
   if (!h) return h.error();
   const HostSide& host = **h;
   const size_t kernels = size_t(std::max(1, pass.kernels));
@@ -324,7 +332,10 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
   EnabledProfiler profiler;
   auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   enable.ctx = ctx;
-  AK_CUPTI(cuptiRangeProfilerEnable(&enable), "enabling the range profiler on the worker's context");
+  {
+    TimedCall timed("cuptiRangeProfilerEnable");
+    AK_CUPTI(cuptiRangeProfilerEnable(&enable), "enabling the range profiler on the worker's context");
+  }
   profiler.object = enable.pRangeProfilerObject;
   auto data = counter_data(profiler.object, host, kernels);
   if (!data) return data.error();
@@ -341,7 +352,10 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
     clock.switch_to(phases.launch);
     auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
     start.pRangeProfilerObject = profiler.object;
-    AK_CUPTI(cuptiRangeProfilerStart(&start), "opening a profiled pass");
+    {
+      TimedCall timed("cuptiRangeProfilerStart");
+      AK_CUPTI(cuptiRangeProfilerStart(&start), "opening a profiled pass");
+    }
     Status launched = pass.launch();
     if (auto s = stop(profiler.object, done); !s) return s.error();
     if (!launched) return launched.error();

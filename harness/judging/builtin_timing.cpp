@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "harness/gpu/cupti_timer.hpp"
+#include "harness/gpu/driver_call_times.hpp"
 #include "harness/judging/evaluation_seeds.hpp"
 #include "harness/judging/reference_outputs.hpp"
 #include "harness/module/module_memory.hpp"
@@ -174,6 +175,7 @@ Result<CUresult> BuiltinTimingSession::launch(int pair, int k, size_t slot, std:
 }
 
 Result<std::optional<StageFailure>> BuiltinTimingSession::judge(int pair, int k, CUresult& cuda_error) {
+  TimedCall timed("timing: a checked launch judged");
   const std::string which = launch_name(pair) + " on " + shape_str(shape_) + " " + dtype_name(d_);
   cuda_error = drv_.cuCtxSynchronize();
   if (cuda_error != CUDA_SUCCESS) return error("the " + which + " failed: " + cu_error_text(cuda_error));
@@ -329,8 +331,16 @@ Status BuiltinTimingSession::read_all_logs(BuiltinTiming& out) {
 }
 
 Result<BuiltinTiming> BuiltinTimingSession::run() {
-  if (auto s = allocate(); !s) return s.error();
-  if (auto s = size_the_plan(); !s) return s.error();
+  // The phases are timed beside the driver's calls (AUTOKERNEL_DRIVER_TIMES): which of them waits
+  // when other GPUs of the box are busy.
+  {
+    TimedCall timed("timing: buffers");
+    if (auto s = allocate(); !s) return s.error();
+  }
+  {
+    TimedCall timed("timing: sizing launches");
+    if (auto s = size_the_plan(); !s) return s.error();
+  }
   BuiltinTiming out;
   out.bytes = set_->bytes;
   out.failures.resize(size_t(n_));
@@ -339,9 +349,15 @@ Result<BuiltinTiming> BuiltinTimingSession::run() {
   if (auto s = open_logs(pairs_ * n_); !s) return s.error();
   choose_checked_launches();
   TimedLaunches timed;
-  if (auto s = launch_pairs(timed, out); !s) return s.error();
+  {
+    TimedCall phase("timing: launches and checked launches");
+    if (auto s = launch_pairs(timed, out); !s) return s.error();
+  }
   if (out.failures[0]) return out;
-  if (auto s = collect_timings(timed, out); !s) return s.error();
+  {
+    TimedCall phase("timing: records collected");
+    if (auto s = collect_timings(timed, out); !s) return s.error();
+  }
   if (auto s = read_all_logs(out); !s) return s.error();
   return out;
 }

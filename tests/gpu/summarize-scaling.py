@@ -241,12 +241,14 @@ def bests_against_one(legs, tags, again, within=0.005):
     return ["", "Bests benched again on GPU 0, against one GPU's:", ""] + lines if lines else []
 
 
-def driver_table(legs, top=8):
-    """The driver calls that took longest on any leg, per leg: calls, seconds, calls over 1 ms."""
+def driver_table(legs, top=24):
+    """The driver calls (and CUPTI's, and the timing stage's phases) that took longest on any leg, per
+    leg: calls, seconds, calls over 1 ms."""
     calls = sorted({c for l in legs for c in l["driver"]}, key=lambda c: -max(l["driver"].get(c, [0, 0.0, 0])[1] for l in legs))
     if not calls:
         return []
-    lines = ["", "Time in the CUDA driver's calls, summed over the leg's workers (calls, seconds, calls over 1 ms):", "",
+    lines = ["", "Time in the CUDA driver's calls, summed over the leg's workers (calls, seconds, calls over 1 ms); "
+             "CUPTI's calls and the timing stage's phases (\"timing: ...\") are timed beside them:", "",
              "| call | " + " | ".join(f"{l['gpus']} GPU(s)" for l in legs) + " |", "|---|" + "---|" * len(legs)]
     for c in calls[:top]:
         cells = [(lambda t: f"{t[0]}, {t[1] / 1000:.2f} s, {t[2]}" if t else "-")(l["driver"].get(c)) for l in legs]

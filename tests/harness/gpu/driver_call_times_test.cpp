@@ -80,3 +80,30 @@ TEST_CASE("a worker writes its driver calls' times only where AUTOKERNEL_DRIVER_
   if (old) setenv("AUTOKERNEL_DRIVER_TIMES", saved.c_str(), 1);
   else unsetenv("AUTOKERNEL_DRIVER_TIMES");
 }
+
+TEST_CASE("a call outside the driver's table, and a phase, are timed into the same table while it is timed", "[harness][driver_times]") {
+  reset_driver_call_times();
+  CudaDriver d;
+  d.cuMemFree = &quick_free;
+  time_driver_calls(d);   // from here on the process's calls are timed
+  add_call_time("cuptiActivityFlushAll", 2500000);
+  add_call_time("cuptiActivityFlushAll", 500000);
+  {
+    TimedCall phase("timing: buffers");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const auto times = driver_call_times();
+  const DriverCallTime* flush = find(times, "cuptiActivityFlushAll");
+  REQUIRE(flush);
+  CHECK(flush->calls == 2);
+  CHECK(flush->total_ms == Approx(3.0));
+  CHECK(flush->max_ms == Approx(2.5));
+  CHECK(flush->over_1ms == 1);
+  const DriverCallTime* phase = find(times, "timing: buffers");
+  REQUIRE(phase);
+  CHECK(phase->calls == 1);
+  CHECK(phase->total_ms >= 2);
+  CHECK(times.front().name == "cuptiActivityFlushAll");   // sorted with the driver's own calls
+  reset_driver_call_times();
+  CHECK(driver_call_times().empty());
+}
