@@ -9,6 +9,7 @@
 #include "daemon/proposers/bottleneck.hpp"
 #include "daemon/proposers/knob_constraints.hpp"
 #include "daemon/proposers/knobs.hpp"
+#include "daemon/proposers/runner_up_moves.hpp"
 #include "daemon/proposers/variant_moves.hpp"
 
 namespace ak {
@@ -90,6 +91,12 @@ Result<std::optional<Proposal>> BuiltinTuner::propose(const ProposalContext& ctx
   const Bottleneck limit = order_by_counters_ ? best_bottleneck(ctx) : Bottleneck{};
   std::optional<Proposal> knob_move = next_knob_move(ctx, best, limit);
   if (auto v = next_variant_move(ctx, knob_move.has_value())) return std::optional<Proposal>(*v);
+  auto runner_up_knob = [&](const ProposalContext& as_if_best, const PastExperiment& from) {
+    const Bottleneck its_limit = order_by_counters_ && from.counters ? diagnose(*from.counters, from.registers, from.spill_bytes)
+                                                                     : Bottleneck{};
+    return next_knob_move(as_if_best, read_knobs(from.source), its_limit);
+  };
+  if (auto r = next_runner_up_move(ctx, knob_move.has_value(), runner_up_knob)) return std::optional<Proposal>(*r);
   return knob_move;
 }
 
