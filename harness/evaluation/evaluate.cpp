@@ -78,12 +78,12 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
 
 Result<const CompileOutput*> Harness::best_compiled(const KernelSpec& spec, const std::string& source,
                                                     const std::string& arch) {
-  if (auto it = best_.find(spec.type); it != best_.end() && it->second.first == source) return &it->second.second;
-  best_.erase(spec.type);  // one per type: the best changes only when a candidate is kept
-  auto compiled = compile_candidate(spec, source, spec.type + ".cu", arch);
-  if (!compiled) return compiled.error();
-  if (!compiled->ok) return error("the current best does not compile any more: " + compiled->message);
-  return &best_.emplace(spec.type, std::make_pair(source, std::move(compiled->output))).first->second.second;
+  return bests_.find(spec.type, arch, source, [&]() -> Result<CompileOutput> {
+    auto compiled = compile_candidate(spec, source, spec.type + ".cu", arch);
+    if (!compiled) return compiled.error();
+    if (!compiled->ok) return error("the current best does not compile any more: " + compiled->message);
+    return std::move(compiled->output);
+  });
 }
 
 Result<std::vector<LaunchableKernel>> Harness::timing_modules(const KernelSpec& spec,

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/evaluation/compiled_bests.hpp"
 #include "harness/judging/counters_pass.hpp"
 #include "harness/judging/device_peaks.hpp"
 #include "harness/judging/evaluation_seeds.hpp"
@@ -153,7 +154,7 @@ class Harness {
   std::unique_ptr<DeviceInputs> inputs_;
   std::unique_ptr<DeviceChecks> checks_;
   DevicePeaks peaks_;
-  std::map<std::string, std::pair<std::string, CompileOutput>> best_;   ///< per type: source, compiled
+  CompiledBests bests_;
   std::map<std::string, Reference> references_;
   std::map<std::string, double> time_cache_;
   uint64_t scratch_cap_bytes_ = kDefaultScratchCapMib << 20;   ///< the request's, for every load of its files
