@@ -17,6 +17,7 @@ import os
 import re
 import statistics
 import sys
+import tarfile
 from datetime import datetime
 
 # "2026-11-24 02:38:15.215 info  [23940] experiment 12 rmsnorm-2 [GPU 3]: ..."
@@ -119,7 +120,35 @@ def leg_numbers(folder, n, wall_ms):
         "bests": bests(rows), "status": state.get("status"),
         "gpu_time": gpu_time(state), "candidate_s": mean_seconds(rows),
         "driver": driver_times(os.path.join(folder, f"driver-times-{n}")),
+        "stages": stage_medians(os.path.join(folder, f"leg-{n}-verdicts.tar"), rows),
     }
+
+
+def stage_medians(tar_path, rows):
+    """{stage: median seconds} over the candidates' verdicts in the leg's tar of experiments/
+    (starters and the best judged again left out), "total" among them; {} without the tar. Which
+    stage slows when more GPUs share the box: the compile and the CPU references are the host's,
+    the benchmark the driver's and the GPU's."""
+    if not os.path.exists(tar_path):
+        return {}
+    candidates = {int(r["experiment"]) for r in rows
+                  if not r["description"].startswith(("baseline", "the best judged again"))}
+    seconds = {}
+    with tarfile.open(tar_path) as tar:
+        for member in tar.getmembers():
+            m = re.search(r"(\d+)-[^/]*\.verdict\.json$", member.name)
+            if not m or int(m.group(1)) not in candidates:
+                continue
+            try:
+                v = json.load(tar.extractfile(member))
+            except (ValueError, AttributeError, TypeError):
+                continue
+            for stage in v.get("stages") or []:
+                if isinstance(stage, dict) and "name" in stage and "seconds" in stage:
+                    seconds.setdefault(stage["name"], []).append(float(stage["seconds"]))
+            if "total_seconds" in v:
+                seconds.setdefault("total", []).append(float(v["total_seconds"]))
+    return {k: statistics.median(v) for k, v in seconds.items()}
 
 
 def driver_times(folder):
@@ -220,6 +249,7 @@ def markdown(legs, again):
         spread = (max(benched) - min(benched)) / min(benched) if len(benched) > 1 else None
         lines.append(f"| {tag} | " + " | ".join(cells) + f" | {fmt(spread and spread * 100, '{:.1f}%')} |")
     lines += bests_against_one(legs, tags, again)
+    lines += stage_table(legs)
     lines += driver_table(legs)
     return "\n".join(lines) + "\n"
 
@@ -239,6 +269,29 @@ def bests_against_one(legs, tags, again, within=0.005):
         lines.append(f"- {l['gpus']} GPUs: {len(pairs) - len(slower) - len(faster)} of {len(pairs)} bests within "
                      f"{within * 100:.1f}% of one GPU's; slower: {', '.join(slower) or 'none'}; faster: {', '.join(faster) or 'none'}")
     return ["", "Bests benched again on GPU 0, against one GPU's:", ""] + lines if lines else []
+
+
+def stage_table(legs):
+    """A candidate's stages, median seconds per leg, and each against the one-GPU leg's."""
+    names = []
+    for l in legs:
+        for k in l.get("stages") or {}:
+            if k not in names:
+                names.append(k)
+    if not names:
+        return []
+    one = next((l for l in legs if l["gpus"] == 1), None)
+    lines = ["", "A candidate's stages in its verdict, median seconds (× the one-GPU leg's):", "",
+             "| stage | " + " | ".join(f"{l['gpus']} GPU(s)" for l in legs) + " |", "|---|" + "---|" * len(legs)]
+    for k in names:
+        cells = []
+        for l in legs:
+            x = (l.get("stages") or {}).get(k)
+            base = (one.get("stages") or {}).get(k) if one else None
+            ratio = f" ({x / base:.2f}×)" if x is not None and base and l is not one else ""
+            cells.append(f"{fmt(x, '{:.3f}')}{ratio}")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def driver_table(legs, top=24):

@@ -5,6 +5,7 @@ import importlib.util
 import io
 import json
 import os
+import tarfile
 import tempfile
 import unittest
 from contextlib import redirect_stdout
@@ -99,6 +100,30 @@ class Summary(unittest.TestCase):
         self.assertIn("| cuMemAlloc | 738, 1.85 s, 271 |", text)
         self.assertLess(text.index("| cuMemAlloc |"), text.index("| cuMemFree |"))
         self.assertNotIn("Time in the CUDA driver", S.markdown([dict(leg, driver={})], {}))
+
+    def write_verdicts(self, n, verdicts):
+        """leg-N-verdicts.tar with experiments/NNNN-TAG.verdict.json for each (experiment, {stage: s}, total)."""
+        with tarfile.open(os.path.join(self.dir, f"leg-{n}-verdicts.tar"), "w") as tar:
+            for e, stages, total in verdicts:
+                path = os.path.join(self.dir, f"{e:04d}.json")
+                with open(path, "w") as f:
+                    json.dump({"stages": [{"name": k, "seconds": v, "passed": True} for k, v in stages.items()],
+                               "total_seconds": total}, f)
+                tar.add(path, arcname=f"experiments/{e:04d}-a.verdict.json")
+            tar.add(os.path.join(self.dir, "leg-1-results.tsv"), arcname="experiments/notes.txt")
+
+    def test_a_candidates_stages_are_medians_over_its_verdicts_held_against_one_gpus(self):
+        self.one_gpu_leg()
+        # experiment 1 is a starter: left out; 3, 4 and 5 are candidates.
+        self.write_verdicts(1, [(1, {"compile": 9.0}, 9.0), (3, {"compile": 0.3, "benchmark": 0.1}, 1.0),
+                                (4, {"compile": 0.5, "benchmark": 0.3}, 1.2), (5, {"compile": 0.4, "benchmark": 0.2}, 1.4)])
+        one = S.leg_numbers(self.dir, 1, 12000)
+        self.assertEqual(one["stages"], {"compile": 0.4, "benchmark": 0.2, "total": 1.2})
+        four = dict(one, gpus=4, stages={"compile": 0.5, "benchmark": 0.3, "total": 1.5})
+        text = S.markdown([one, four], {})
+        self.assertIn("| compile | 0.400 | 0.500 (1.25×) |", text)
+        self.assertIn("| benchmark | 0.200 | 0.300 (1.50×) |", text)
+        self.assertNotIn("A candidate's stages", S.markdown([dict(one, stages={})], {}))
 
     def test_the_table_has_a_row_per_leg_and_the_bests_benched_again_beside_the_runs(self):
         self.one_gpu_leg()
