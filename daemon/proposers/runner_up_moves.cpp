@@ -8,10 +8,18 @@
 #include "kernels_cuda/variants.hpp"
 
 namespace ak {
+namespace {
+
+/// The best's time: its experiment's, or the context's where the history lacks it.
+double best_time_us(const ProposalContext& ctx) {
+  const PastExperiment* best = current_best_experiment(ctx);
+  return best && best->latency_us > 0 ? best->latency_us : ctx.best_us;
+}
+
+}  // namespace
 
 const PastExperiment* runner_up(const ProposalContext& ctx) {
-  const PastExperiment* best = current_best_experiment(ctx);
-  const double best_us = best && best->latency_us > 0 ? best->latency_us : ctx.best_us;
+  const double best_us = best_time_us(ctx);
   if (best_us <= 0) return nullptr;
   const std::string best_structure = variant_name(ctx.best_source);
   const PastExperiment* fastest = nullptr;
@@ -43,10 +51,8 @@ std::optional<Proposal> next_runner_up_move(const ProposalContext& ctx, bool kno
   as_if_best.best_source = runner->source;
   std::optional<Proposal> p = knob_move(as_if_best, *runner);
   if (!p) return std::nullopt;
-  const PastExperiment* best = current_best_experiment(ctx);
-  const double best_us = best && best->latency_us > 0 ? best->latency_us : ctx.best_us;
   char behind[64];
-  std::snprintf(behind, sizeof behind, "%.1f%% behind the best", (runner->latency_us / best_us - 1) * 100);
+  std::snprintf(behind, sizeof behind, "%.1f%% behind the best", (runner->latency_us / best_time_us(ctx) - 1) * 100);
   p->move = MoveKind::Structure;
   p->description = std::string(kStructureMove) + variant_name(ctx.best_source) + " -> " + variant_name(runner->source) + " " +
                    kRunnerUpWords + behind + ", with " + p->description + ")";

@@ -6,7 +6,7 @@
 /// box of four GPUs each worker takes whichever kernel is next, and the benchmark stage's median
 /// went from 0.13 s on one GPU to 0.29 s, an NVRTC compile of the best inside it (docs/results.md,
 /// "the best compiled again").
-#include <deque>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -29,8 +29,12 @@ class CompiledBests {
   static constexpr size_t kMaxKept = 128;
 
  private:
-  std::map<std::string, CompileOutput> kept_;
-  std::deque<std::string> order_;   ///< least recently found first
+  struct Kept {
+    CompileOutput output;
+    uint64_t last_found = 0;   ///< finds_ when it was last found: the smallest goes first
+  };
+  std::map<std::string, Kept> kept_;
+  uint64_t finds_ = 0;
 };
 
 }  // namespace ak

@@ -59,20 +59,14 @@ Result<std::vector<Record>> drain(const std::function<bool(const Record&)>& keep
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   for (;;) {
-    CUptiResult flushed;
-    {
-      TimedCall timed("cuptiActivityFlushAll");
-      flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    }
+    const CUptiResult flushed =
+        timed_call("cuptiActivityFlushAll", [] { return cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); });
     if (auto s = check(flushed, "flushing activity records"); !s) return s.error();
     if (matching() >= expected || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  CUptiResult disabled;
-  {
-    TimedCall timed("cuptiActivityDisable");
-    disabled = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  }
+  const CUptiResult disabled =
+      timed_call("cuptiActivityDisable", [] { return cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); });
   if (auto s = check(disabled, "disabling kernel activity"); !s) return s.error();
   std::vector<Record> mine;
   size_t others = 0, dropped = 0;
@@ -102,8 +96,8 @@ Status CuptiKernelTimer::start() {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_records.clear();
   }
-  TimedCall timed("cuptiActivityEnable");
-  return check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel activity");
+  return check(timed_call("cuptiActivityEnable", [] { return cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); }),
+               "enabling kernel activity");
 }
 
 Result<std::vector<CuptiKernelTimer::Span>> CuptiKernelTimer::stop_all(size_t expected) {

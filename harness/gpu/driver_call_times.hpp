@@ -43,6 +43,13 @@ class TimedCall {
   std::chrono::steady_clock::time_point t0_;
 };
 
+/// `f()`'s result, its time counted as one call of `name` (add_call_time).
+template <typename F>
+auto timed_call(const char* name, F&& f) {
+  TimedCall timed(name);
+  return f();
+}
+
 /// Every call made so far through a timed table, and every add_call_time, the largest total first.
 std::vector<DriverCallTime> driver_call_times();
 

@@ -318,10 +318,7 @@ Status read_ranges(CUpti_RangeProfiler_Object* object, const HostSide& host, con
 Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
                                            const ProfiledLaunch& pass, CountersPhases& phases) {
   PhaseClock clock(phases.setup);
-  auto h = [&] {
-    TimedCall timed("range profiler: host side (made once)");
-    return host_side(ctx, device_index, metrics);
-  }();
+  auto h = timed_call("range profiler: host side (made on first use)", [&] { return host_side(ctx, device_index, metrics); });
   if (!h) return h.error();
   const HostSide& host = **h;
   const size_t kernels = size_t(std::max(1, pass.kernels));
@@ -332,10 +329,8 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
   EnabledProfiler profiler;
   auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   enable.ctx = ctx;
-  {
-    TimedCall timed("cuptiRangeProfilerEnable");
-    AK_CUPTI(cuptiRangeProfilerEnable(&enable), "enabling the range profiler on the worker's context");
-  }
+  AK_CUPTI(timed_call("cuptiRangeProfilerEnable", [&] { return cuptiRangeProfilerEnable(&enable); }),
+           "enabling the range profiler on the worker's context");
   profiler.object = enable.pRangeProfilerObject;
   auto data = counter_data(profiler.object, host, kernels);
   if (!data) return data.error();
@@ -352,10 +347,7 @@ Result<RangeMetrics> collect_range_metrics(CUcontext ctx, int device_index, cons
     clock.switch_to(phases.launch);
     auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
     start.pRangeProfilerObject = profiler.object;
-    {
-      TimedCall timed("cuptiRangeProfilerStart");
-      AK_CUPTI(cuptiRangeProfilerStart(&start), "opening a profiled pass");
-    }
+    AK_CUPTI(timed_call("cuptiRangeProfilerStart", [&] { return cuptiRangeProfilerStart(&start); }), "opening a profiled pass");
     Status launched = pass.launch();
     if (auto s = stop(profiler.object, done); !s) return s.error();
     if (!launched) return launched.error();
