@@ -5,7 +5,7 @@
 /// recompiled the best at almost every verdict once a run had several kernels of one type: on a
 /// box of four GPUs each worker takes whichever kernel is next, and the benchmark stage's median
 /// went from 0.13 s on one GPU to 0.29 s, an NVRTC compile of the best inside it (docs/results.md,
-/// "the best compiled again").
+/// "Four GPUs on the build of the buffers kept").
 #include <cstdint>
 #include <functional>
 #include <map>
