@@ -147,7 +147,7 @@ bool Harness::benchmark_builtin(const EvalRequest& req, const Job& job, const Co
 void Harness::time_baselines(const EvalRequest& req, const Job& job, double median_us, Verdict& v) {
   // A failure here is the harness's, not the candidate's: the verdict says so, and a broken
   // context still sends the worker away.
-  for (BaselineKind k : baselines_to_time(job.spec->baseline, req.time_starter)) {
+  for (BaselineKind k : baselines_to_time(job.spec->baseline, req.time_starter, req.baseline_us.has_value())) {
     bool lost = false;
     auto t = cached_time(baseline_name(k), *job.spec, job.dtype, job.shape, req, lost);
     if (t) baseline_field(v, k) = *t;

@@ -76,8 +76,9 @@ void note_failing_best(const std::vector<std::optional<StageFailure>>& failures,
   v.notes.push_back("the current best failed its own checks beside this candidate: " + failures[1]->message);
 }
 
-std::vector<BaselineKind> baselines_to_time(Baseline baseline, bool time_starter) {
-  std::vector<BaselineKind> out{baseline == Baseline::Cublas ? BaselineKind::Cublas : BaselineKind::Reference};
+std::vector<BaselineKind> baselines_to_time(Baseline baseline, bool time_starter, bool baseline_carried) {
+  std::vector<BaselineKind> out;
+  if (!baseline_carried) out.push_back(baseline == Baseline::Cublas ? BaselineKind::Cublas : BaselineKind::Reference);
   if (time_starter) out.push_back(BaselineKind::Starter);
   return out;
 }

@@ -54,8 +54,11 @@ void note_failing_best(const std::vector<std::optional<StageFailure>>& failures,
 enum class BaselineKind { Cublas, Reference, Starter };
 /// In order: cuBLAS for a type whose baseline it is (a sampled reference computes only some rows,
 /// so those types are not timed against it), else the reference kernel; then the type's starter
-/// when the request asks for it.
-std::vector<BaselineKind> baselines_to_time(Baseline baseline, bool time_starter);
+/// when the request asks for it. None of the first when the request carries the baseline time
+/// (`baseline_carried`): the loop sends the time its first verdict measured with every later
+/// candidate, and each worker timing the library again at every shape it meets is work that no
+/// one reads (a few percent of four GPUs' time).
+std::vector<BaselineKind> baselines_to_time(Baseline baseline, bool time_starter, bool baseline_carried);
 /// "cuBLAS", "reference" or "starter".
 std::string baseline_name(BaselineKind k);
 /// The verdict's field that holds a baseline's median.

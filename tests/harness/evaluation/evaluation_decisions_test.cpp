@@ -135,8 +135,8 @@ TEST_CASE("a best that failed its own checks beside the candidate is noted, neve
 
 TEST_CASE("a cuBLAS type is timed against cuBLAS, another against its reference kernel, then the starter if asked",
           "[evaluation_decisions]") {
-  CHECK(baselines_to_time(Baseline::Cublas, true) == std::vector{BaselineKind::Cublas, BaselineKind::Starter});
-  CHECK(baselines_to_time(Baseline::ReferenceKernel, false) == std::vector{BaselineKind::Reference});
+  CHECK(baselines_to_time(Baseline::Cublas, true, false) == std::vector{BaselineKind::Cublas, BaselineKind::Starter});
+  CHECK(baselines_to_time(Baseline::ReferenceKernel, false, false) == std::vector{BaselineKind::Reference});
   CHECK(baseline_name(BaselineKind::Cublas) == "cuBLAS");
   CHECK(baseline_name(BaselineKind::Reference) == "reference");
   CHECK(baseline_name(BaselineKind::Starter) == "starter");
@@ -193,4 +193,10 @@ TEST_CASE("a candidate its pairing does not show faster than the best gets no co
   PairedTiming doubtful = slower;
   doubtful.best_failure = "the best's own launch failed its check";
   CHECK_FALSE(counters_skipped(true, false, doubtful, false));
+}
+
+TEST_CASE("a request that carries its baseline time has no library baseline timed, only the starter if asked",
+          "[evaluation_decisions]") {
+  CHECK(baselines_to_time(Baseline::Cublas, false, true).empty());
+  CHECK(baselines_to_time(Baseline::ReferenceKernel, true, true) == std::vector{BaselineKind::Starter});
 }
