@@ -117,6 +117,7 @@ ExperimentJob RunLoop::new_job(size_t k, size_t w, long long n, bool baseline) {
   req.scratch_cap_mib = uint64_t(cfg_.harness.scratch_cap_mib);
   req.counters = cfg_.harness.counters;
   req.counters_for_all = cfg_.harness.counters_for_all;
+  req.shared_compiles = dir_.compiled();
   return job;
 }
 

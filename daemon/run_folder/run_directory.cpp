@@ -19,7 +19,7 @@ Status RunDirectory::create() const {
   // group's and others' bits.
   ::umask(077);
   std::error_code ec;
-  for (const char* sub : {"kernels", "experiments"}) {
+  for (const char* sub : {"kernels", "experiments", "compiled"}) {
     fs::create_directories(fs::path(root_) / sub, ec);
     if (ec) return error("cannot create the run folder " + root_ + "/" + sub + ": " + ec.message());
   }

@@ -2,6 +2,8 @@
 /// The run folder and what lives in it:
 ///   kernels/<tag>.cu            the current best of each kernel (a git repository, branch autokernel/<name>)
 ///   experiments/NNNN-<tag>.cu   every candidate, kept or not, and its verdict (.verdict.json)
+///   compiled/                   the bests' compiled modules, shared by the run's workers (a cache:
+///                               removing it costs compiles, nothing else)
 ///   transcripts/NNNN-<tag>.json every exchange with the LLM (without the key)
 ///   notes/<tag>.json            the LLM's scratchpad for a kernel, and a structure it asked to see
 ///   results.tsv                 one row per experiment
@@ -36,6 +38,7 @@ class RunDirectory {
   std::string state() const { return root_ + "/state.json"; }
   std::string in_flight() const { return root_ + "/in_flight.json"; }
   std::string log() const { return root_ + "/autokernel.log"; }
+  std::string compiled() const { return root_ + "/compiled"; }
   std::string path(const std::string& relative) const { return root_ + "/" + relative; }
 
  private:

@@ -39,6 +39,12 @@ std::string program_ptx(nvrtcProgram p) {
 
 }  // namespace
 
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
 std::string truncate_log(const std::string& log, size_t max_chars) {
   if (log.size() <= max_chars) return log;
   // Never inside a UTF-8 character: step back over continuation bytes to the one that starts it.

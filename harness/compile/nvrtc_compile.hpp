@@ -36,6 +36,9 @@ struct CompileOutput {
 /// A compile error is ok=false with the log; an Error means NVRTC itself could not be used.
 Result<CompileOutput> nvrtc_compile(const CompileRequest& req);
 
+/// NVRTC's version, "12.8": part of what a compile's output depends on.
+std::string nvrtc_version();
+
 /// Keeps the head of a long log (the first errors matter most), cut at a character boundary,
 /// and says how much was cut.
 std::string truncate_log(const std::string& log, size_t max_chars = 8000);

@@ -136,6 +136,7 @@ bool Harness::benchmark_builtin(const EvalRequest& req, const Job& job, const Co
     return false;
   }
   time_baselines(req, job, timing.median_us, v);
+  share_compile(req, job, cand.output, v);
   v.stages.push_back({"benchmark", true, since(tb),
                       std::to_string(timing.samples) + " timed launches on fresh inputs, L2 flushed before each, " +
                           std::to_string(plan.checked_launches) + " of them checked" +

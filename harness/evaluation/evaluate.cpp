@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "harness/compile/candidate_compile.hpp"
 #include "harness/evaluation/evaluation_decisions.hpp"
+#include "harness/gpu/driver_call_times.hpp"
 #include "kernels_cuda/registry.hpp"
 
 namespace ak {
@@ -25,7 +28,7 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
   j = {{"kernel_type", r.kernel_type}, {"source", r.source}, {"dtype", r.dtype}, {"shape", r.shape},
        {"arch", r.arch}, {"seed", r.seed}, {"time_starter", r.time_starter}, {"warmup", r.warmup},
        {"repetitions", r.repetitions}, {"best_source", r.best_source}, {"counters", r.counters},
-       {"counters_for_all", r.counters_for_all}};
+       {"counters_for_all", r.counters_for_all}, {"shared_compiles", r.shared_compiles}};
   if (r.baseline_us) j["baseline_us"] = *r.baseline_us;
   if (!r.user_type.is_null())
     j["user_type"] = r.user_type, j["torch_compile"] = r.torch_compile, j["scratch_cap_mib"] = r.scratch_cap_mib;
@@ -47,6 +50,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   r.torch_compile = j.value("torch_compile", true);
   r.counters = j.value("counters", true);
   r.counters_for_all = j.value("counters_for_all", false);
+  r.shared_compiles = j.value("shared_compiles", "");
   r.scratch_cap_mib = std::min<uint64_t>(j.value("scratch_cap_mib", kDefaultScratchCapMib), uint64_t(1) << 24);
 }
 
@@ -77,13 +81,27 @@ Result<std::unique_ptr<Harness>> Harness::open(int device) {
 }
 
 Result<const CompileOutput*> Harness::best_compiled(const KernelSpec& spec, const std::string& source,
-                                                    const std::string& arch) {
+                                                    const std::string& arch, const SharedCompiles& shared) {
   return bests_.find(spec.type, arch, source, [&]() -> Result<CompileOutput> {
-    auto compiled = compile_candidate(spec, source, spec.type + ".cu", arch);
+    const std::string file = spec.type + ".cu";
+    const CompileRequest request = candidate_request(spec, source, file, arch);
+    if (auto left = timed_call("benchmark: the best found in the shared compiles", [&] { return shared.load(request); }))
+      return std::move(*left);
+    TimedCall timed("benchmark: the best compiled");
+    auto compiled = compile_candidate(spec, source, file, arch);
     if (!compiled) return compiled.error();
     if (!compiled->ok) return error("the current best does not compile any more: " + compiled->message);
+    if (auto kept = shared.save(request, compiled->output); !kept)
+      spdlog::warn("{} (each worker compiles the bests it times beside)", kept.error().message);
     return std::move(compiled->output);
   });
+}
+
+void Harness::share_compile(const EvalRequest& req, const Job& job, const CompileOutput& candidate, Verdict& v) {
+  if (req.shared_compiles.empty() || (v.paired.pairs > 0 && v.paired.ratio >= 1)) return;
+  const SharedCompiles shared(req.shared_compiles);
+  auto kept = shared.save(candidate_request(*job.spec, req.source, job.spec->type + ".cu", v.arch), candidate);
+  if (!kept) v.notes.push_back(kept.error().message + ": the workers that time beside this file compile it again");
 }
 
 Result<std::vector<LaunchableKernel>> Harness::timing_modules(const KernelSpec& spec,
@@ -107,7 +125,8 @@ Result<std::vector<LaunchableKernel>> Harness::files_to_time(const EvalRequest& 
                                                              const CompileOutput& candidate, Verdict& v) {
   std::vector<const CompileOutput*> files{&candidate};
   if (!req.best_source.empty()) {
-    if (auto best = best_compiled(*job.spec, req.best_source, v.arch); best) files.push_back(*best);
+    if (auto best = best_compiled(*job.spec, req.best_source, v.arch, SharedCompiles(req.shared_compiles)); best)
+      files.push_back(*best);
     else v.notes.push_back("not paired with the current best (" + best.error().message + "): judged on its median alone");
   }
   auto modules = timing_modules(*job.spec, files, job.seeds.timing_choices);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/evaluation/compiled_bests.hpp"
+#include "harness/evaluation/shared_compiles.hpp"
 #include "harness/judging/counters_pass.hpp"
 #include "harness/judging/device_peaks.hpp"
 #include "harness/judging/evaluation_seeds.hpp"
@@ -53,6 +54,9 @@ struct EvalRequest {
   bool counters = true;
   /// Also when the pairing does not show the candidate faster than the best ([harness] counters_for_all).
   bool counters_for_all = false;
+  /// A folder where the workers of one run leave the compiles of candidates that may be kept, and
+  /// find a best another worker compiled (SharedCompiles); empty: each worker compiles its own.
+  std::string shared_compiles;
 };
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
@@ -138,8 +142,13 @@ class Harness {
   void read_counters(const EvalRequest& req, const Job& job, const CompiledCandidate& cand,
                      CountersPassOperands& operands, Verdict& v, const StageListener& on_stage,
                      const VerdictListener& on_settled);
-  /// The current best of a request, compiled once per source (loaded afresh for each timing).
-  Result<const CompileOutput*> best_compiled(const KernelSpec& spec, const std::string& source, const std::string& arch);
+  /// The current best of a request, compiled once per source (loaded afresh for each timing): kept
+  /// by this worker, else left by another in `shared`, else compiled now and left there.
+  Result<const CompileOutput*> best_compiled(const KernelSpec& spec, const std::string& source, const std::string& arch,
+                                             const SharedCompiles& shared);
+  /// A candidate the benchmark did not show slower than its best (or that had none) may be kept:
+  /// its compile goes to the run's shared compiles, for the workers that will time beside it.
+  void share_compile(const EvalRequest& req, const Job& job, const CompileOutput& candidate, Verdict& v);
   /// The files to time, each loaded afresh, in an order drawn from `choice_seed`; in the order given.
   Result<std::vector<LaunchableKernel>> timing_modules(const KernelSpec& spec,
                                                        const std::vector<const CompileOutput*>& compiled,

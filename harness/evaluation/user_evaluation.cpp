@@ -98,6 +98,7 @@ bool Harness::benchmark_user(const EvalRequest& req, const Job& job, const Compi
     return false;
   }
   time_pytorch_baseline(req, job, ref, timing.median_us, v, on_stage);
+  share_compile(req, job, cand.output, v);
   v.stages.push_back({"benchmark", true, since(tb),
                       std::to_string(timing.samples) +
                           " timed launches, each on fresh inputs from get_inputs(), L2 flushed before each, " +

@@ -53,6 +53,7 @@ class ScriptedEvaluator : public Evaluator {
   int calls = 0;
   std::vector<std::string> best_sources;   ///< what each request gave as the current best
   std::vector<int> repetitions;            ///< each request's timed launches
+  std::vector<std::string> shared_compiles;   ///< each request's folder of shared compiles
   ManualClock* clock = nullptr;            ///< advanced by `eval_seconds` per evaluation
   double eval_seconds = 0;
   int harness_failures = 0;   ///< the next this many evaluations say the harness failed
@@ -65,6 +66,7 @@ class ScriptedEvaluator : public Evaluator {
     ++calls;
     best_sources.push_back(req.best_source);
     repetitions.push_back(req.repetitions);
+    shared_compiles.push_back(req.shared_compiles);
     if (clock) clock->advance(eval_seconds);
     Verdict v;
     v.kernel_type = req.kernel_type;

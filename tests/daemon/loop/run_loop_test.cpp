@@ -121,6 +121,21 @@ TEST_CASE("with paired timings a candidate is kept only when its ratio to the be
   CHECK(rows[3].kept);                                     // 95 / 103
 }
 
+TEST_CASE("every request names the run folder's compiled folder, which the run creates, for the workers to share bests", "[loop]") {
+  TempDir dir;
+  ScriptedEvaluator ev;
+  ScriptedProposer pr;
+  ManualClock clock;
+  pr.add(95, "faster");
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 1\n"), ev, pr, clock);
+  REQUIRE(loop.run().ok());
+  REQUIRE(ev.shared_compiles.size() >= 2);
+  for (const std::string& folder : ev.shared_compiles) CHECK(folder == ev.shared_compiles[0]);
+  CHECK(ev.shared_compiles[0].size() > std::string("/compiled").size());
+  CHECK(ev.shared_compiles[0].substr(ev.shared_compiles[0].size() - 9) == "/compiled");
+  CHECK(std::filesystem::is_directory(ev.shared_compiles[0]));
+}
+
 TEST_CASE("a candidate faster by its ratio but within its noise is judged again with twice the launches, once", "[loop]") {
   TempDir dir;
   ScriptedEvaluator ev;

@@ -13,6 +13,7 @@
 #include "harness/judging/reference_outputs.hpp"
 #include "harness/module/kernel_launch.hpp"
 #include "harness/module/run_buffers.hpp"
+#include "harness/process/worker_environment.hpp"
 #include "harness/worker/worker_evaluator.hpp"
 #include "kernels_cuda/registry.hpp"
 #include "kernels_cuda/variants.hpp"
@@ -159,6 +160,49 @@ TEST_CASE("every variant passes all five stages and is timed", "[gpu][variants]"
       CHECK(v.pct_peak < kSuspectFactor);
     }
   }
+}
+
+TEST_CASE("a best one worker judged is timed by another worker from the run's shared compiles, not compiled again", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  test::TempDir tmp;
+  const std::string shared = (tmp.path / "compiled").string(), times = (tmp.path / "times").string();
+  std::filesystem::create_directories(shared);
+  std::filesystem::create_directories(times);
+  auto request = [&](const std::string& source, const std::string& best) {
+    EvalRequest r;
+    r.kernel_type = "rmsnorm";
+    r.source = source;
+    r.best_source = best;
+    r.time_starter = false;
+    r.repetitions = 30;
+    r.counters = false;
+    r.shared_compiles = shared;
+    return r;
+  };
+  const std::string best = rmsnorm_spec().starter_source();
+  auto first = evaluator().evaluate(request(best, ""));   // judged alone, as a run's starter is
+  REQUIRE(first.ok());
+  REQUIRE(first->passed());
+  REQUIRE(std::distance(std::filesystem::directory_iterator(shared), std::filesystem::directory_iterator()) == 1);
+  // A second worker, as a second GPU's would be, its driver calls and phases timed.
+  std::vector<std::string> env;
+  for (const std::string& e : minimal_environment())
+    if (e.rfind("AUTOKERNEL_DRIVER_TIMES=", 0) != 0) env.push_back(e);
+  env.push_back("AUTOKERNEL_DRIVER_TIMES=" + times);
+  WorkerEvaluator::Options o;
+  o.command = {test::autokernel_binary(), "worker"};
+  o.stage_timeout_s = 20;
+  o.environment = env;
+  WorkerEvaluator second(o);
+  auto v = second.evaluate(request(best + "\n// another candidate\n", best));
+  REQUIRE(v.ok());
+  INFO(nlohmann::json(*v).dump(1));
+  CHECK(v->passed());
+  CHECK(v->paired.pairs > 0);   // timed beside the best
+  std::string table;
+  for (const auto& f : std::filesystem::directory_iterator(times)) table += test::read_file(f.path().string());
+  CHECK_THAT(table, Catch::Contains("benchmark: the best found in the shared compiles"));
+  CHECK_THAT(table, !Catch::Contains("benchmark: the best compiled"));
 }
 
 TEST_CASE("a candidate that touches an illegal address is CRASH and the next gets a fresh worker", "[gpu][bad]") {
