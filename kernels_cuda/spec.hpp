@@ -157,6 +157,11 @@ struct KernelSpec {
   std::vector<Shape> edge_shapes;       ///< stage 5
 
   std::function<Tolerance(DType)> tolerance;
+  /// Where the tolerance must grow with the shape (a sum's rounding grows with its row), the
+  /// tolerance at a shape; empty: tolerance(d) at every shape. What the harness judges with
+  /// (tolerance_for); tolerance(d) stays the number a person or an LLM is told.
+  std::function<Tolerance(DType, const Shape&)> tolerance_at;
+  Tolerance tolerance_for(DType d, const Shape& s) const { return tolerance_at ? tolerance_at(d, s) : tolerance(d); }
   std::function<double(const Shape&, DType)> bytes;   ///< the minimum bytes moved
   std::function<double(const Shape&)> flops;
   /// Blocks to launch, given the shape and the geometry the module exports.

@@ -95,7 +95,7 @@ std::optional<StageFailure> BuiltinCaseRunner::run(const RunCase& c, int repeats
         return cuda_failure(r, "the reference kernel failed (a harness bug, not the candidate's)", c);
       if (!expected) return failed(expected.error());
       for (size_t i = 0; i < set->outputs.size(); ++i) {
-        auto cmp = expected->judge(i, set->outputs[i], c.dtype, spec_.tolerance(c.dtype));
+        auto cmp = expected->judge(i, set->outputs[i], c.dtype, spec_.tolerance_for(c.dtype, c.shape));
         if (!cmp) return failed(cmp.error());
         if (!cmp->pass()) {
           StageFailure f = fail("wrong output on " + where(c) + ": " + cmp->describe() + expected->sampled_note());

@@ -191,7 +191,7 @@ Result<std::optional<StageFailure>> BuiltinTimingSession::judge(int pair, int k,
     auto expected = reference_outputs(gpu_, checks_, spec_, *reference_, set_->view(), shape_, d_, rows_seed, cuda_error);
     if (!expected) return expected.error();
     for (size_t i = 0; i < set_->outputs.size() && !found; ++i) {
-      auto cmp = expected->judge(i, set_->outputs[i], d_, spec_.tolerance(d_));
+      auto cmp = expected->judge(i, set_->outputs[i], d_, spec_.tolerance_for(d_, shape_));
       if (!cmp) return cmp.error();
       if (!cmp->pass()) {
         found = failure("wrong output during timing (" + which + "): " + cmp->describe() + expected->sampled_note() +

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <random>
 
 #include "kernels_cuda/registry.hpp"
 
@@ -178,6 +179,44 @@ TEST_CASE("the CPU rmsnorm reference gives unit RMS before the weight", "[spec]"
   // mean square 25/4, rms 2.5
   CHECK(y[0] == Approx(3 / 2.5).epsilon(1e-6));
   CHECK(y[1] == Approx(4 / 2.5).epsilon(1e-6));
+}
+
+namespace {
+/// The reduce starter's order of sums in fp32: 256 threads, each a running sum of every 256th
+/// element, then a tree over the threads.
+float starter_order_sum(const std::vector<float>& x) {
+  std::vector<float> part(256, 0.f);
+  for (size_t i = 0; i < x.size(); ++i) part[i % 256] += x[i];
+  for (size_t h = 128; h >= 1; h /= 2)
+    for (size_t t = 0; t < h; ++t) part[t] += part[t + h];
+  return part[0];
+}
+}  // namespace
+
+TEST_CASE("reduce's fp32 tolerance grows with the row, so an honest fp32 sum passes where the row cancels, and a dropped element fails",
+          "[spec]") {
+  const KernelSpec& s = reduce_spec();
+  CHECK(s.tolerance_for(DType::F32, {16384, 4096}).atol == Approx(1e-4));   // the timed shape: docs/design.md's
+  CHECK(s.tolerance_for(DType::F16, {4, 262144}).atol == s.tolerance(DType::F16).atol);
+  CHECK(s.tolerance_for(DType::F32, {4, 262144}).rtol == s.tolerance(DType::F32).rtol);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal;
+  double worst_honest = 0, least_dropped = 1e9;
+  for (int row = 0; row < 40; ++row) {
+    std::vector<float> x(262144);
+    for (float& v : x) v = normal(rng);
+    double exact = 0;
+    for (float v : x) exact += v;
+    // The worst case of the check: a row whose sum cancels, where only atol is left.
+    const double honest = std::fabs(starter_order_sum(x) - exact);
+    worst_honest = std::max(worst_honest, honest);
+    least_dropped = std::min(least_dropped, double(std::fabs(x[size_t(row) * 977])));
+  }
+  const double atol = s.tolerance_for(DType::F32, {4, 262144}).atol;
+  CHECK(worst_honest * 4 < atol);
+  CHECK(worst_honest > s.tolerance(DType::F32).atol);   // design's 1e-4 alone failed honest sums
+  INFO("the smallest element of 40 drawn: " << least_dropped);
+  CHECK(atol < 0.01);   // leaving out an element of N(0, 1) is caught unless it is under 0.01 (0.8% of them)
 }
 
 TEST_CASE("shapes print and parse", "[spec]") {
