@@ -295,15 +295,16 @@ def stage_table(legs):
 
 
 def driver_table(legs, top=24):
-    """The driver calls (and CUPTI's, and the timing stage's phases) that took longest on any leg, per
-    leg: calls, seconds, calls over 1 ms."""
+    """The driver calls (and CUPTI's) that took longest on any leg, then every phase of a stage
+    ("timing: ...", "benchmark: ...", however short: how often a best was compiled says as much as
+    how long), per leg: calls, seconds, calls over 1 ms."""
     calls = sorted({c for l in legs for c in l["driver"]}, key=lambda c: -max(l["driver"].get(c, [0, 0.0, 0])[1] for l in legs))
     if not calls:
         return []
     lines = ["", "Time in the CUDA driver's calls, summed over the leg's workers (calls, seconds, calls over 1 ms); "
              "CUPTI's calls and the timing stage's phases (\"timing: ...\") are timed beside them:", "",
              "| call | " + " | ".join(f"{l['gpus']} GPU(s)" for l in legs) + " |", "|---|" + "---|" * len(legs)]
-    for c in calls[:top]:
+    for c in calls[:top] + [c for c in calls[top:] if ": " in c]:
         cells = [(lambda t: f"{t[0]}, {t[1] / 1000:.2f} s, {t[2]}" if t else "-")(l["driver"].get(c)) for l in legs]
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     return lines

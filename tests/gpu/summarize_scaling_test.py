@@ -101,6 +101,14 @@ class Summary(unittest.TestCase):
         self.assertLess(text.index("| cuMemAlloc |"), text.index("| cuMemFree |"))
         self.assertNotIn("Time in the CUDA driver", S.markdown([dict(leg, driver={})], {}))
 
+    def test_a_stages_phases_are_shown_however_short_and_the_driver_calls_only_at_the_top(self):
+        leg = {"gpus": 1, "driver": {f"cuCall{i}": [1, 1000.0 - i, 0] for i in range(30)}}
+        leg["driver"]["benchmark: the best compiled"] = [3, 0.5, 0]
+        text = "\n".join(S.driver_table([leg]))
+        self.assertIn("| benchmark: the best compiled | 3, 0.00 s, 0 |", text)
+        self.assertIn("| cuCall23 |", text)
+        self.assertNotIn("| cuCall24 |", text)
+
     def write_verdicts(self, n, verdicts):
         """leg-N-verdicts.tar with experiments/NNNN-TAG.verdict.json for each (experiment, {stage: s}, total)."""
         with tarfile.open(os.path.join(self.dir, f"leg-{n}-verdicts.tar"), "w") as tar:
