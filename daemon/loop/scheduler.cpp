@@ -11,6 +11,10 @@ double expected_gain(const KernelProgress& k) {
   return share_now * headroom * std::pow(0.7, k.consecutive_reverts + k.in_flight);
 }
 
+bool reverts_spoken_for(const KernelProgress& k, const ConvergenceConfig& c) {
+  return k.consecutive_reverts > 0 && k.in_flight > 0 && k.consecutive_reverts + k.in_flight >= c.max_consecutive_reverts;
+}
+
 Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConfig& c, const std::string& model) {
   Pick p;
   auto held_elsewhere = [&](const KernelProgress& k) { return !model.empty() && !k.model.empty() && k.model != model; };
@@ -26,7 +30,7 @@ Pick pick_next(const std::vector<KernelProgress>& kernels, const ConvergenceConf
   double best = -1;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelProgress& k = kernels[i];
-    if (!k.has_baseline || k.waiting || held_elsewhere(k) || converged(k, c)) continue;
+    if (!k.has_baseline || k.waiting || held_elsewhere(k) || converged(k, c) || reverts_spoken_for(k, c)) continue;
     double g = expected_gain(k);
     if (g > best) {
       best = g;

@@ -85,3 +85,26 @@ TEST_CASE("experiments in flight damp a kernel's gain and a starter being measur
   fresh[1].model = "NVIDIA A100";  // held to another model ([gpu] mixed_models = "per-kernel")
   CHECK(pick_next(fresh, ConvergenceConfig{}, "NVIDIA H100").index == -1);
 }
+
+TEST_CASE("a failing kernel gets no more experiments in flight than the reverts it has left, a kernel fresh from a keep gets every GPU",
+          "[scheduler][parallel]") {
+  KernelEntry a{"rmsnorm", {1024, 1024}, "fp16", 0.5};
+  ConvergenceConfig c;   // five reverts in a row end a kernel
+  std::vector<KernelProgress> ks{kernel(a, 1, 0.3, 3)};
+  ks[0].in_flight = 1;
+  CHECK(pick_next(ks, c).index == 0);   // 3 + 1 < 5: one more may run beside it
+  ks[0].in_flight = 2;                  // were both reverted, the kernel would end: as on one GPU, no third
+  CHECK(reverts_spoken_for(ks[0], c));
+  auto none = pick_next(ks, c);
+  CHECK(none.index == -1);
+  CHECK(none.waits_for_flight);
+  // Another open kernel takes the free GPU instead, however small its gain.
+  KernelEntry small{"softmax", {1024, 1024}, "fp16", 0.01};
+  ks.push_back(kernel(small, 1, 0.89, 0));
+  CHECK(pick_next(ks, c).index == 1);
+  // Fresh from a keep, no revert yet: eight in flight still leave it open to a ninth GPU.
+  std::vector<KernelProgress> fresh{kernel(a, 1, 0.3, 0)};
+  fresh[0].in_flight = 8;
+  CHECK_FALSE(reverts_spoken_for(fresh[0], c));
+  CHECK(pick_next(fresh, c).index == 0);
+}
