@@ -11,6 +11,9 @@
 #   AK_SCALING_REBENCH=0        leave out benching the bests again
 #   AK_SCALING_KERNELS=N        the first N [[kernel]] entries of config/scaling.toml only (default: all)
 #   AK_SCALING_COUNTERS=0       every leg with [harness] counters = false (no CUPTI range profiler)
+#   AK_SCALING_SECONDS=S        bench the bests again only while S seconds from the start have not
+#                               passed, so that the summary and the tar are written within a call's
+#                               limit (the kernels not benched again say "-")
 # Every leg's workers time their CUDA driver calls (AUTOKERNEL_DRIVER_TIMES, driver-times-N/): the
 # summary says which calls took longest, and how many of them waited over a millisecond.
 set -uo pipefail
@@ -76,8 +79,13 @@ for (tag, type_, shape), files in sorted(plan.items()):
     print(type_, shape, *files)
 EOF
 while read -r type shape files; do
+  if [ -n "${AK_SCALING_SECONDS:-}" ] && [ $(( $(date +%s) - t0 )) -ge "$AK_SCALING_SECONDS" ]; then
+    say "bests benched again: stopped at ${AK_SCALING_SECONDS} s, before $type $shape"
+    break
+  fi
+  # Times only: the counters would add a profiler's start to every bench.
   # shellcheck disable=SC2086  # the files are one argument each
-  "$ak" bench $files --kernel "$type" --shape "$shape" --device 0 --json >> "$w/rebench.jsonl" 2>> "$w/rebench.log"
+  "$ak" bench $files --kernel "$type" --shape "$shape" --device 0 --no-counters --json >> "$w/rebench.jsonl" 2>> "$w/rebench.log"
 done < <([ "${AK_SCALING_REBENCH:-1}" = 1 ] && cat "$w/rebench-plan.txt")
 
 if [ "${AK_SCALING_KILL:-1}" = 1 ]; then
