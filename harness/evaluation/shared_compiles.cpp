@@ -1,6 +1,7 @@
 #include "harness/evaluation/shared_compiles.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,10 +24,22 @@ using nlohmann::json;
 
 constexpr const char* kSuffix = ".compiled";
 
+/// The running binary, by its size and time: a best compiled under an older autokernel's rules
+/// (its contract, its refusal of modules that keep state) is compiled again under the new ones,
+/// as it was before any compile was shared, not loaded past them after a restart.
+const std::string& build_identity() {
+  static const std::string id = [] {
+    struct stat st {};
+    if (::stat("/proc/self/exe", &st) != 0) return std::string("unknown");
+    return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return id;
+}
+
 /// Everything the output depends on, as the entry stores it and compares it on reading.
 json request_json(const CompileRequest& req) {
-  return {{"nvrtc", nvrtc_version()}, {"arch", req.arch}, {"filename", req.filename},
-          {"names", req.name_expressions}, {"source", req.source}};
+  return {{"autokernel", build_identity()}, {"nvrtc", nvrtc_version()}, {"arch", req.arch},
+          {"filename", req.filename}, {"names", req.name_expressions}, {"source", req.source}};
 }
 
 json functions_json(const std::vector<FunctionInfo>& fs) {

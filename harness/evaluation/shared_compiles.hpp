@@ -9,8 +9,8 @@
 /// compiled bests kept").
 ///
 /// Trust: an entry is written only by a worker, from NVRTC's output for exactly the request it
-/// holds (source, file name, instantiations, arch, NVRTC's version), and read back only when every
-/// one of those is equal, compared whole, not by hash. A candidate's code runs on the GPU and in
+/// holds (source, file name, instantiations, arch, NVRTC's version, the autokernel binary), and
+/// read back only when every one of those is equal, compared whole, not by hash. A candidate's code runs on the GPU and in
 /// the compile sandbox, neither of which can write the run folder. A damaged entry is a miss.
 #include <optional>
 #include <string>

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support.hpp"
 
@@ -91,6 +94,28 @@ TEST_CASE("an entry under another request's name, as a hash collision would leav
   REQUIRE(shared.save(slow, output_of("SLOW")).ok());
   fs::rename(dir_path + "/" + SharedCompiles::entry_name(slow), dir_path + "/" + SharedCompiles::entry_name(best));
   CHECK_FALSE(shared.load(best));
+}
+
+TEST_CASE("an entry left by another autokernel binary or another NVRTC is a miss, so the running one's rules apply",
+          "[harness][shared-compiles]") {
+  test::TempDir tmp;
+  const std::string dir_path = tmp.path.string();
+  const SharedCompiles shared(dir_path);
+  const CompileRequest req = request_of("// the best\n");
+  const std::string path = dir_path + "/" + SharedCompiles::entry_name(req);
+  for (const char* field : {"autokernel", "nvrtc"}) {
+    INFO(field);
+    REQUIRE(shared.save(req, output_of("CUBIN")).ok());
+    std::ifstream in(path, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    nlohmann::json entry = nlohmann::json::from_cbor(bytes);
+    REQUIRE(entry["request"].contains(field));
+    REQUIRE(shared.load(req));
+    entry["request"][field] = "an older one";
+    const std::vector<uint8_t> changed = nlohmann::json::to_cbor(entry);
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(changed.data()), std::streamsize(changed.size()));
+    CHECK_FALSE(shared.load(req));
+  }
 }
 
 TEST_CASE("a damaged shared compile is a miss, never an error or a crash", "[harness][shared-compiles]") {
