@@ -39,6 +39,13 @@ CompileOutput output_of(const std::string& cubin) {
   return out;
 }
 
+/// A run's compiled/ folder in a temp dir.
+struct Folder {
+  test::TempDir tmp;
+  std::string path = tmp.path.string();
+  SharedCompiles shared{path};
+};
+
 size_t entries_in(const std::string& folder) {
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(folder)) n += e.path().extension() == ".compiled";
@@ -48,12 +55,11 @@ size_t entries_in(const std::string& folder) {
 }  // namespace
 
 TEST_CASE("a compile one worker shared is found by another with its cubin, log and statistics", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
+  Folder f;
   const CompileRequest req = request_of("// the best\n");
   const std::string cubin("CUBIN-BYTES\0\x01\xff", 14);   // bytes, a NUL among them
-  REQUIRE(SharedCompiles(dir_path).save(req, output_of(cubin)).ok());
-  auto found = SharedCompiles(dir_path).load(req);   // another worker's view of the folder
+  REQUIRE(SharedCompiles(f.path).save(req, output_of(cubin)).ok());
+  auto found = SharedCompiles(f.path).load(req);   // another worker's view of the folder
   REQUIRE(found);
   CHECK(found->ok);
   CHECK(std::string(found->cubin.begin(), found->cubin.end()) == cubin);
@@ -69,104 +75,92 @@ TEST_CASE("a compile one worker shared is found by another with its cubin, log a
 
 TEST_CASE("a shared compile is not found for a request that differs in its source, arch, file name or instantiations",
           "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  const SharedCompiles shared(dir_path);
+  Folder f;
   const CompileRequest req = request_of("// the best\n");
-  REQUIRE(shared.save(req, output_of("CUBIN")).ok());
+  REQUIRE(f.shared.save(req, output_of("CUBIN")).ok());
   CompileRequest other = req;
   other.source = "// the best \n";
-  CHECK_FALSE(shared.load(other));
+  CHECK_FALSE(f.shared.load(other));
   other = req, other.arch = "sm_100a";
-  CHECK_FALSE(shared.load(other));
+  CHECK_FALSE(f.shared.load(other));
   other = req, other.filename = "softmax.cu";
-  CHECK_FALSE(shared.load(other));
+  CHECK_FALSE(f.shared.load(other));
   other = req, other.name_expressions.pop_back();
-  CHECK_FALSE(shared.load(other));
-  CHECK(shared.load(req));
+  CHECK_FALSE(f.shared.load(other));
+  CHECK(f.shared.load(req));
 }
 
 TEST_CASE("an entry under another request's name, as a hash collision would leave it, is a miss", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  const SharedCompiles shared(dir_path);
+  Folder f;
   const CompileRequest slow = request_of("// a slow file\n"), best = request_of("// the best\n");
-  REQUIRE(shared.save(slow, output_of("SLOW")).ok());
-  fs::rename(dir_path + "/" + SharedCompiles::entry_name(slow), dir_path + "/" + SharedCompiles::entry_name(best));
-  CHECK_FALSE(shared.load(best));
+  REQUIRE(f.shared.save(slow, output_of("SLOW")).ok());
+  fs::rename(f.path + "/" + SharedCompiles::entry_name(slow), f.path + "/" + SharedCompiles::entry_name(best));
+  CHECK_FALSE(f.shared.load(best));
 }
 
 TEST_CASE("an entry left by another autokernel binary or another NVRTC is a miss, so the running one's rules apply",
           "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  const SharedCompiles shared(dir_path);
+  Folder f;
   const CompileRequest req = request_of("// the best\n");
-  const std::string path = dir_path + "/" + SharedCompiles::entry_name(req);
+  const std::string path = f.path + "/" + SharedCompiles::entry_name(req);
   for (const char* field : {"autokernel", "nvrtc"}) {
     INFO(field);
-    REQUIRE(shared.save(req, output_of("CUBIN")).ok());
+    REQUIRE(f.shared.save(req, output_of("CUBIN")).ok());
     std::ifstream in(path, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     nlohmann::json entry = nlohmann::json::from_cbor(bytes);
     REQUIRE(entry["request"].contains(field));
-    REQUIRE(shared.load(req));
+    REQUIRE(f.shared.load(req));
     entry["request"][field] = "an older one";
     const std::vector<uint8_t> changed = nlohmann::json::to_cbor(entry);
     std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(changed.data()), std::streamsize(changed.size()));
-    CHECK_FALSE(shared.load(req));
+    CHECK_FALSE(f.shared.load(req));
   }
 }
 
 TEST_CASE("a damaged shared compile is a miss, never an error or a crash", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  const SharedCompiles shared(dir_path);
+  Folder f;
   const CompileRequest req = request_of("// the best\n");
-  REQUIRE(shared.save(req, output_of(std::string(4096, 'c'))).ok());
-  const std::string path = dir_path + "/" + SharedCompiles::entry_name(req);
+  REQUIRE(f.shared.save(req, output_of(std::string(4096, 'c'))).ok());
+  const std::string path = f.path + "/" + SharedCompiles::entry_name(req);
   const auto whole = fs::file_size(path);
   SECTION("cut short") { fs::resize_file(path, whole / 2); }
   SECTION("empty") { fs::resize_file(path, 0); }
   SECTION("not CBOR") { std::ofstream(path, std::ios::trunc) << "{\"request\": 1}"; }
-  CHECK_FALSE(shared.load(req));
+  CHECK_FALSE(f.shared.load(req));
 }
 
 TEST_CASE("with no folder nothing is shared, and a failed compile is never shared", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
+  Folder f;
   const CompileRequest req = request_of("// the best\n");
   CHECK(SharedCompiles("").save(req, output_of("CUBIN")).ok());
   CHECK_FALSE(SharedCompiles("").load(req));
   CompileOutput failed = output_of("CUBIN");
   failed.ok = false;
-  CHECK(SharedCompiles(dir_path).save(req, failed).ok());
-  CHECK(entries_in(dir_path) == 0);
+  CHECK(SharedCompiles(f.path).save(req, failed).ok());
+  CHECK(entries_in(f.path) == 0);
 }
 
 TEST_CASE("a folder that cannot be written is an error that names it", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  auto kept = SharedCompiles(dir_path + "/no-such-folder").save(request_of("// x\n"), output_of("CUBIN"));
+  Folder f;
+  auto kept = SharedCompiles(f.path + "/no-such-folder").save(request_of("// x\n"), output_of("CUBIN"));
   REQUIRE_FALSE(kept.ok());
-  CHECK_THAT(kept.error().message, Catch::Contains(dir_path + "/no-such-folder"));
+  CHECK_THAT(kept.error().message, Catch::Contains(f.path + "/no-such-folder"));
 }
 
 TEST_CASE("past its bound the folder loses its oldest entries, and keeps the newest", "[harness][shared-compiles]") {
-  test::TempDir tmp;
-  const std::string dir_path = tmp.path.string();
-  const SharedCompiles shared(dir_path);
+  Folder f;
   const size_t n = SharedCompiles::kMaxEntries + 1;
   for (size_t i = 0; i < n; ++i) {
-    REQUIRE(shared.save(request_of("// file " + std::to_string(i) + "\n"), output_of("C")).ok());
+    REQUIRE(f.shared.save(request_of("// file " + std::to_string(i) + "\n"), output_of("C")).ok());
     // Distinct times, as saves seconds apart would have: the order the oldest go in.
-    fs::last_write_time(dir_path + "/" + SharedCompiles::entry_name(request_of("// file " + std::to_string(i) + "\n")),
+    fs::last_write_time(f.path + "/" + SharedCompiles::entry_name(request_of("// file " + std::to_string(i) + "\n")),
                         fs::file_time_type::clock::now() - std::chrono::seconds(n - i));
   }
-  CHECK(entries_in(dir_path) <= SharedCompiles::kMaxEntries);
-  CHECK(entries_in(dir_path) >= SharedCompiles::kMaxEntries / 2);
-  CHECK(shared.load(request_of("// file " + std::to_string(n - 1) + "\n")));
-  CHECK_FALSE(shared.load(request_of("// file 0\n")));
+  CHECK(entries_in(f.path) <= SharedCompiles::kMaxEntries);
+  CHECK(entries_in(f.path) >= SharedCompiles::kMaxEntries / 2);
+  CHECK(f.shared.load(request_of("// file " + std::to_string(n - 1) + "\n")));
+  CHECK_FALSE(f.shared.load(request_of("// file 0\n")));
 }
 
 }  // namespace ak
