@@ -333,3 +333,21 @@ TEST_CASE("with eight GPUs finishing in reverse order every verdict is recorded 
               state["decisions"]["median_ms"].get<double>(), state["decisions"]["max_ms"].get<double>(),
               state["decisions"]["count"].get<int>());
 }
+
+TEST_CASE("on two GPUs a kernel whose moves fail gets no move past its revert budget, as on one GPU", "[loop][parallel]") {
+  TempDir dir;
+  OrderedEvaluator ev;
+  ev.hold_ms = 20;
+  ScriptedProposer pr;
+  ManualClock clock;
+  for (int i = 1; i <= 6; ++i) pr.add(110 + i, "slower " + std::to_string(i));   // every move reverts
+  RunLoop loop(loop_config(dir, "[convergence]\nmax_consecutive_reverts = 3\n"), gpus(ev, 2), pr, clock);
+  REQUIRE(loop.run().ok());
+  auto rows = rows_of(loop);
+  // The starter, then three reverts: whatever order they finish in, a fourth move is never sent
+  // while the three in flight or recorded could end the kernel (one more was, before).
+  REQUIRE(rows.size() == 4);
+  for (size_t i = 1; i < rows.size(); ++i) CHECK_FALSE(rows[i].kept);
+  CHECK(ev.most_at_once == 2);
+  check_numbers_once(rows);
+}
