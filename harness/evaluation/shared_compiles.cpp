@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -133,10 +134,16 @@ Status SharedCompiles::save(const CompileRequest& req, const CompileOutput& out)
 void SharedCompiles::remove_oldest() const {
   std::error_code ec;
   std::vector<std::pair<fs::file_time_type, fs::path>> entries;
-  for (const auto& e : fs::directory_iterator(folder_, ec))
-    if (e.path().extension() == kSuffix) entries.emplace_back(e.last_write_time(ec), e.path());
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::minutes(10);
+  for (const auto& e : fs::directory_iterator(folder_, ec)) {
+    const auto written = e.last_write_time(ec);
+    if (e.path().extension() == kSuffix) entries.emplace_back(written, e.path());
+    // What a worker killed mid-write left (NAME.compiled.tmp.PID): no one renames it any more.
+    else if (e.path().filename().string().find(std::string(kSuffix) + ".tmp.") != std::string::npos && written < stale)
+      fs::remove(e.path(), ec);
+  }
   if (entries.size() <= kMaxEntries) return;
-  // Down to three quarters, so that the folder is listed again only after many more saves.
+  // Down to three quarters: one removal for many saves, not one for each save past the bound.
   std::sort(entries.begin(), entries.end());
   for (size_t i = 0; i + kMaxEntries * 3 / 4 < entries.size(); ++i) fs::remove(entries[i].second, ec);
 }

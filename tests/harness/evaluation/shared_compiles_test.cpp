@@ -148,6 +148,19 @@ TEST_CASE("a folder that cannot be written is an error that names it", "[harness
   CHECK_THAT(kept.error().message, Catch::Contains(f.path + "/no-such-folder"));
 }
 
+TEST_CASE("a half-written entry a killed worker left is removed once it is old, never one being written", "[harness][shared-compiles]") {
+  Folder f;
+  const std::string old_tmp = f.path + "/" + SharedCompiles::entry_name(request_of("// a\n")) + ".tmp.4242";
+  const std::string new_tmp = f.path + "/" + SharedCompiles::entry_name(request_of("// b\n")) + ".tmp.4343";
+  std::ofstream(old_tmp) << "half";
+  std::ofstream(new_tmp) << "half";
+  fs::last_write_time(old_tmp, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  REQUIRE(f.shared.save(request_of("// c\n"), output_of("C")).ok());
+  CHECK_FALSE(fs::exists(old_tmp));
+  CHECK(fs::exists(new_tmp));   // another worker's, being written now
+  CHECK(entries_in(f.path) == 1);
+}
+
 TEST_CASE("past its bound the folder loses its oldest entries, and keeps the newest", "[harness][shared-compiles]") {
   Folder f;
   const size_t n = SharedCompiles::kMaxEntries + 1;
