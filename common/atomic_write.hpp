@@ -7,8 +7,9 @@
 
 namespace ak {
 
-/// Writes `text` to `path` through a temporary file beside it (PATH.tmp), synced, then renamed
-/// over the old one. The Error names the path and the cause ("cannot write PATH: ...").
+/// Writes `text` to `path` through a temporary file beside it (PATH.tmp.PID, this process's own,
+/// so that processes writing one file at once each leave it whole), synced, then renamed over the
+/// old one. The Error names the path and the cause ("cannot write PATH: ...").
 Status write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace ak

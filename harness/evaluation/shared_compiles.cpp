@@ -1,14 +1,10 @@
 #include "harness/evaluation/shared_compiles.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/atomic_write.hpp"
 
 namespace ak {
 namespace {
@@ -68,6 +66,16 @@ std::vector<FunctionInfo> functions_from(const json& j) {
   return out;
 }
 
+/// Where the entry of `request` (request_json) lies: a hash of it, FNV-1a; the request inside the
+/// entry is what is compared.
+std::string entry_name_of(const json& request) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : request.dump()) h = (h ^ c) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+  return name + std::string(kSuffix);
+}
+
 std::optional<std::vector<uint8_t>> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -76,22 +84,16 @@ std::optional<std::vector<uint8_t>> read_bytes(const std::string& path) {
 
 }  // namespace
 
-std::string SharedCompiles::entry_name(const CompileRequest& req) {
-  // FNV-1a: only where the entry lies; the request inside is what is compared.
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : request_json(req).dump()) h = (h ^ c) * 1099511628211ull;
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-  return name + std::string(kSuffix);
-}
+std::string SharedCompiles::entry_name(const CompileRequest& req) { return entry_name_of(request_json(req)); }
 
 std::optional<CompileOutput> SharedCompiles::load(const CompileRequest& req) const {
   if (folder_.empty()) return std::nullopt;
-  const std::string path = folder_ + "/" + entry_name(req);
+  const json request = request_json(req);
+  const std::string path = folder_ + "/" + entry_name_of(request);
   auto bytes = read_bytes(path);
   if (!bytes || bytes->empty()) return std::nullopt;
   const json j = json::from_cbor(*bytes, true, false);
-  if (j.is_discarded() || !j.is_object() || j.value("request", json()) != request_json(req)) return std::nullopt;
+  if (j.is_discarded() || !j.is_object() || j.value("request", json()) != request) return std::nullopt;
   try {
     CompileOutput out;
     out.ok = true;
@@ -110,23 +112,14 @@ std::optional<CompileOutput> SharedCompiles::load(const CompileRequest& req) con
 
 Status SharedCompiles::save(const CompileRequest& req, const CompileOutput& out) const {
   if (folder_.empty() || !out.ok || out.cubin.empty()) return ok();
-  const json j = {{"request", request_json(req)},
+  const json request = request_json(req);
+  const json j = {{"request", request},
                   {"log", out.log},
                   {"cubin", json::binary_t(std::vector<uint8_t>(out.cubin.begin(), out.cubin.end()))},
                   {"functions", functions_json(out.functions)}};
   const std::vector<uint8_t> bytes = json::to_cbor(j);
-  const std::string path = folder_ + "/" + entry_name(req);
-  // A name of this process's own: two workers saving the same entry never write one file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return error("cannot keep a compiled best in " + folder_ + ": " + std::strerror(errno));
-  const bool written = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
-  ::close(fd);
-  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return error("cannot keep a compiled best in " + folder_ + ": " + why + " (disk full?)");
-  }
+  if (auto s = write_file_atomic(folder_ + "/" + entry_name_of(request), std::string(bytes.begin(), bytes.end())); !s)
+    return error("cannot keep a compiled best: " + s.error().message);
   remove_oldest();
   return ok();
 }

@@ -10,8 +10,9 @@
 ///
 /// Trust: an entry is written only by a worker, from NVRTC's output for exactly the request it
 /// holds (source, file name, instantiations, arch, NVRTC's version, the autokernel binary), and
-/// read back only when every one of those is equal, compared whole, not by hash. A candidate's code runs on the GPU and in
-/// the compile sandbox, neither of which can write the run folder. A damaged entry is a miss.
+/// /// read back only when every one of those is equal, compared whole, not by hash. A candidate's
+/// code runs on the GPU and in the compile sandbox, neither of which can write the run folder. A
+/// damaged entry is a miss.
 #include <optional>
 #include <string>
 
@@ -27,9 +28,9 @@ class SharedCompiles {
 
   /// The output kept for exactly this request, or nothing.
   std::optional<CompileOutput> load(const CompileRequest& req) const;
-  /// Keeps `out` (a successful compile of `req`) for the other workers. Written whole or not at
-  /// all (a file of this process's, renamed into place), so two workers saving the same request
-  /// at once each leave a whole entry. Past kMaxEntries, the oldest entries are removed.
+  /// Keeps `out` (a successful compile of `req`) for the other workers, written whole or not at
+  /// all (write_file_atomic), so two workers saving the same request at once each leave a whole
+  /// entry. Past kMaxEntries, the oldest entries are removed.
   Status save(const CompileRequest& req, const CompileOutput& out) const;
 
   /// A run of hours keeps a few hundred bests; a cubin of these kernels is tens of kilobytes.

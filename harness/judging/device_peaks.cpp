@@ -1,7 +1,6 @@
 #include "harness/judging/device_peaks.hpp"
 
-#include <unistd.h>
-
+#include "common/atomic_write.hpp"
 #include "harness/gpu/cublas_gemm.hpp"
 
 #include <algorithm>
@@ -79,16 +78,14 @@ Result<DevicePeaks> device_peaks(GpuContext& gpu) {
   else spdlog::warn("{}; pct_peak of compute-bound kernels will be 0 on this GPU", tf.error().message);
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
-  // Workers on GPUs of one model start together and share this file: each writes its own
-  // temporary and renames it, so a reader sees one whole file or the other.
-  const std::string tmp = file + "." + std::to_string(getpid()) + ".tmp";
-  std::ofstream out(tmp);
-  out << nlohmann::json{{"gpu", gpu.info().name}, {"bandwidth_gbps", p.bandwidth_gbps},
-                        {"compute_tflops", p.compute_tflops},
-                        {"method", "cuMemcpyDtoD 1 GiB, median of 10; cublasGemmEx fp16 8192^3 fp32 accumulate, median of 10"}}.dump(2);
-  out.close();
-  if (out) fs::rename(tmp, file, ec);
-  if (!out || ec) spdlog::warn("could not cache the peaks in {}: they will be measured again next time", file);
+  // Workers on GPUs of one model start together and share this file: a reader sees one whole
+  // file or the other (write_file_atomic).
+  const std::string text =
+      nlohmann::json{{"gpu", gpu.info().name}, {"bandwidth_gbps", p.bandwidth_gbps}, {"compute_tflops", p.compute_tflops},
+                     {"method", "cuMemcpyDtoD 1 GiB, median of 10; cublasGemmEx fp16 8192^3 fp32 accumulate, median of 10"}}
+          .dump(2);
+  if (auto s = write_file_atomic(file, text); !s)
+    spdlog::warn("could not cache the peaks ({}): they will be measured again next time", s.error().message);
   return p;
 }
 
